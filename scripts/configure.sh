@@ -1,0 +1,9 @@
+# Configures and builds into build/ (sourced by demo.sh and test.sh).
+AMP_DEPS=${AMP_DEPS:-/opt/amp-deps}
+AMP_TORCH_WHEEL_VERSION=${AMP_TORCH_WHEEL_VERSION:-2.11.0}
+torch2="$AMP_DEPS/torch-$AMP_TORCH_WHEEL_VERSION/torch"
+cmake_args=(-S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release)
+[[ ${CI:-} == true ]] && cmake_args+=(-DAMP_WERROR=ON)
+[[ -d $torch2/share/cmake/Torch ]] && cmake_args+=("-DAMP_TORCH2_ROOT=$torch2")
+cmake "${cmake_args[@]}" >/dev/null
+cmake --build build -j"${AMP_JOBS:-2}"

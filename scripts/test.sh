@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Sets up what is missing, builds into build/, and runs every test (ctest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+source scripts/configure.sh
+ctest --test-dir build --output-on-failure -j"${AMP_JOBS:-2}" "$@"
