@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "amp/config.h"
+
 namespace amp {
 
 enum class DType : std::uint8_t { F32, F16, BF16 };
@@ -63,6 +65,10 @@ void global_norm(const std::vector<TensorView> &xs, float *norm, const ExecConte
 /// unscale_and_check and global_norm of the unscaled values in one pass over the grads.
 void unscale_check_and_norm(const std::vector<TensorView> &grads, const float *inv_scale,
                             float *found_inf, float *norm, const ExecContext &ctx);
+/// Read-only variant for fused chains: *norm = global norm of grads * (*inv_scale) (null = 1) and
+/// *found_inf set on any inf/NaN, without writing the grads (a fused step applies the unscale).
+void check_and_norm(const std::vector<TensorView> &grads, const float *inv_scale,
+                    float *found_inf, float *norm, const ExecContext &ctx);
 
 // ---- 3. clip by global norm -------------------------------------------------------------------
 enum class ClipRule : std::uint8_t {
@@ -74,6 +80,10 @@ enum class ClipRule : std::uint8_t {
 void clip_by_global_norm(const std::vector<TensorView> &in, const std::vector<TensorView> &out,
                          float clip_norm, const float *norm, ClipRule rule, float *coef_out,
                          const ExecContext &ctx);
+/// Only the coefficient: *coef_out = coef(*norm), one device-side scalar update (what a fused step
+/// takes as `clip_coef`). clip_by_global_norm with empty lists does the same.
+void clip_coefficient(float clip_norm, const float *norm, ClipRule rule, float *coef_out,
+                      const ExecContext &ctx);
 
 // ---- 4. scale update --------------------------------------------------------------------------
 /// PyTorch's growth/backoff rule as one device-side update of *scale and *growth_tracker.

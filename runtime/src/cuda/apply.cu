@@ -1,0 +1,402 @@
+// CUDA multi-tensor apply: one launch runs a functor from functors.h over many tensors, chunked.
+//
+// Design (as Apex/PyTorch multi_tensor_apply, with 32 KB kernel parameters, CUDA >= 12.1, sm >= 70):
+// the host packs up to Limits<L>::tensors tensors (a pointer and dtype per list, numel, a vector
+// flag) and up to 2048 (tensor, chunk) block assignments into the kernel argument, so a launch needs
+// no device-side metadata buffer and no host-to-device copy. Each block walks one 2^16-element chunk
+// with 512 threads; when every list of a tensor is aligned, each thread moves 4 elements per list per
+// load (16 bytes of fp32, 8 bytes of fp16/bf16), two such groups in flight per iteration.
+//
+// Norms: each block writes its sum of squares to its own slot of a stream-ordered scratch buffer (no
+// atomics); one cleanup block adds the slots in a fixed order in fp64 and takes the sqrt. The same
+// list therefore gives the same bits on every run. inf/NaN: a block that saw one stores 1.0f into
+// found_inf (racing stores of the same value are benign); nothing ever stores 0 there.
+//
+// Bytes moved per element = sum over lists read of their element size + over lists written. The
+// floor of a launch is that total / the device's copy bandwidth (H200: ~4.3 TB/s).
+#include "../backend.h"
+#include "../functors.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+namespace amp::detail::cuda {
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kMaxBlocks = 2048;
+
+/// Tensors per launch, sized so Meta<L> stays under the 32 764-byte kernel parameter limit.
+template <int L> struct Limits;
+template <> struct Limits<1> { static constexpr int tensors = 512; };
+template <> struct Limits<2> { static constexpr int tensors = 512; };
+template <> struct Limits<4> { static constexpr int tensors = 320; };
+template <> struct Limits<5> { static constexpr int tensors = 256; };
+
+template <int L> struct Meta {
+  static constexpr int kTensors = Limits<L>::tensors;
+  void *ptr[L][kTensors];
+  std::int64_t numel[kTensors];
+  std::uint8_t dtype[L][kTensors];
+  std::uint8_t vec_ok[kTensors];
+  std::uint16_t block_tensor[kMaxBlocks];
+  std::int32_t block_chunk[kMaxBlocks];
+};
+static_assert(sizeof(Meta<1>) < 30000, "kernel parameter budget");
+static_assert(sizeof(Meta<2>) < 30000, "kernel parameter budget");
+static_assert(sizeof(Meta<4>) < 30000, "kernel parameter budget");
+static_assert(sizeof(Meta<5>) < 30000, "kernel parameter budget");
+
+__device__ __forceinline__ float load1(const void *base, std::uint8_t dt, std::int64_t i) {
+  switch (static_cast<DType>(dt)) {
+  case DType::F32:
+    return static_cast<const float *>(base)[i];
+  case DType::F16:
+    return half_to_float(static_cast<const std::uint16_t *>(base)[i]);
+  case DType::BF16:
+    return bfloat16_to_float(static_cast<const std::uint16_t *>(base)[i]);
+  }
+  return 0.0f;
+}
+
+__device__ __forceinline__ void store1(void *base, std::uint8_t dt, std::int64_t i, float v) {
+  switch (static_cast<DType>(dt)) {
+  case DType::F32:
+    static_cast<float *>(base)[i] = v;
+    return;
+  case DType::F16:
+    static_cast<std::uint16_t *>(base)[i] = float_to_half(v);
+    return;
+  case DType::BF16:
+    static_cast<std::uint16_t *>(base)[i] = float_to_bfloat16(v);
+    return;
+  }
+}
+
+/// Four consecutive elements from an aligned address: one 16-byte or 8-byte load.
+__device__ __forceinline__ void load4(const void *base, std::uint8_t dt, std::int64_t i,
+                                      float out[4]) {
+  if (static_cast<DType>(dt) == DType::F32) {
+    const float4 x = *reinterpret_cast<const float4 *>(static_cast<const float *>(base) + i);
+    out[0] = x.x, out[1] = x.y, out[2] = x.z, out[3] = x.w;
+    return;
+  }
+  const uint2 x = *reinterpret_cast<const uint2 *>(static_cast<const std::uint16_t *>(base) + i);
+  const std::uint16_t h[4] = {static_cast<std::uint16_t>(x.x & 0xffffu),
+                              static_cast<std::uint16_t>(x.x >> 16),
+                              static_cast<std::uint16_t>(x.y & 0xffffu),
+                              static_cast<std::uint16_t>(x.y >> 16)};
+  const bool half = static_cast<DType>(dt) == DType::F16;
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    out[e] = half ? half_to_float(h[e]) : bfloat16_to_float(h[e]);
+}
+
+__device__ __forceinline__ void store4(void *base, std::uint8_t dt, std::int64_t i,
+                                       const float in[4]) {
+  if (static_cast<DType>(dt) == DType::F32) {
+    *reinterpret_cast<float4 *>(static_cast<float *>(base) + i) =
+        make_float4(in[0], in[1], in[2], in[3]);
+    return;
+  }
+  const bool half = static_cast<DType>(dt) == DType::F16;
+  std::uint32_t h[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    h[e] = half ? float_to_half(in[e]) : float_to_bfloat16(in[e]);
+  *reinterpret_cast<uint2 *>(static_cast<std::uint16_t *>(base) + i) =
+      make_uint2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));
+}
+
+template <class Fn, int L = Fn::kLists>
+__global__ void __launch_bounds__(kThreads)
+    multi_tensor_kernel(const __grid_constant__ Meta<L> meta, Fn fn, float *partials,
+                        float *found_inf) {
+  // Uniform across the block: every thread reads the same device scalars.
+  if (!fn.resolve())
+    return;
+  const int t = meta.block_tensor[blockIdx.x];
+  const std::int64_t begin = static_cast<std::int64_t>(meta.block_chunk[blockIdx.x]) * kChunkElements;
+  const std::int64_t remaining = meta.numel[t] - begin;
+  const int n = static_cast<int>(remaining < kChunkElements ? remaining : kChunkElements);
+
+  float square = 0.0f;
+  unsigned nonfinite = 0;
+  int scalar_from = 0;
+  if (meta.vec_ok[t]) {
+    constexpr int kGroups = 2; // vector groups in flight per thread
+    const int n4 = n & ~3;
+    for (int base = threadIdx.x * 4; base < n4; base += kThreads * 4 * kGroups) {
+      float v[kGroups][4][L];
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        const int i = base + g * kThreads * 4;
+#pragma unroll
+        for (int l = 0; l < L; ++l) {
+          float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          if (i < n4 && fn.reads(l))
+            load4(meta.ptr[l][t], meta.dtype[l][t], begin + i, x);
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            v[g][e][l] = x[e];
+        }
+      }
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        const int i = base + g * kThreads * 4;
+        if (i >= n4)
+          break;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          ElementStat s;
+          fn(v[g][e], s);
+          square += s.square;
+          nonfinite |= s.nonfinite;
+        }
+#pragma unroll
+        for (int l = 0; l < L; ++l) {
+          if (!fn.writes(l))
+            continue;
+          float x[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            x[e] = v[g][e][l];
+          store4(meta.ptr[l][t], meta.dtype[l][t], begin + i, x);
+        }
+      }
+    }
+    scalar_from = n4;
+  }
+  for (int i = scalar_from + threadIdx.x; i < n; i += kThreads) {
+    float v[L];
+#pragma unroll
+    for (int l = 0; l < L; ++l)
+      v[l] = fn.reads(l) ? load1(meta.ptr[l][t], meta.dtype[l][t], begin + i) : 0.0f;
+    ElementStat s;
+    fn(v, s);
+    square += s.square;
+    nonfinite |= s.nonfinite;
+#pragma unroll
+    for (int l = 0; l < L; ++l)
+      if (fn.writes(l))
+        store1(meta.ptr[l][t], meta.dtype[l][t], begin + i, v[l]);
+  }
+
+  if (found_inf) {
+    if (__syncthreads_or(static_cast<int>(nonfinite)) && threadIdx.x == 0)
+      *found_inf = 1.0f;
+  }
+  if (partials) {
+    // Fixed-shape tree: warp shuffles, then the 16 warp sums by warp 0.
+    __shared__ float warp_sums[kThreads / 32];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+      square += __shfl_down_sync(0xffffffffu, square, offset);
+    if ((threadIdx.x & 31) == 0)
+      warp_sums[threadIdx.x >> 5] = square;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      float w = threadIdx.x < kThreads / 32 ? warp_sums[threadIdx.x] : 0.0f;
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1)
+        w += __shfl_down_sync(0xffffffffu, w, offset);
+      if (threadIdx.x == 0)
+        partials[blockIdx.x] = w;
+    }
+  }
+}
+
+/// One block: sums the per-chunk partials in a fixed order in fp64, writes sqrt to *norm.
+/// Reads 4 bytes per chunk of input (1/16384 of an fp32 pass): negligible next to the main kernel.
+__global__ void __launch_bounds__(1024)
+    finalize_norm_kernel(const float *partials, std::int64_t count, float *norm) {
+  __shared__ double sums[1024];
+  double s = 0.0;
+  for (std::int64_t i = threadIdx.x; i < count; i += 1024)
+    s += static_cast<double>(partials[i]);
+  sums[threadIdx.x] = s;
+  __syncthreads();
+  for (int width = 512; width > 0; width >>= 1) {
+    if (threadIdx.x < width)
+      sums[threadIdx.x] += sums[threadIdx.x + width];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    *norm = static_cast<float>(sqrt(sums[0]));
+}
+
+__global__ void clip_coefficient_kernel(const float *norm, float clip_norm, bool pytorch_rule,
+                                        float *coef_out) {
+  *coef_out = clip_coefficient_of(*norm, clip_norm, pytorch_rule);
+}
+
+/// 8 bytes read, 8 written: a single thread, as in PyTorch's _amp_update_scale_.
+__global__ void update_scale_kernel(float *scale, std::int32_t *tracker, const float *found_inf,
+                                    float growth, float backoff, std::int32_t interval) {
+  update_scale_rule(scale, tracker, *found_inf, growth, backoff, interval);
+}
+
+void check(const char *op, cudaError_t e) {
+  if (e != cudaSuccess) {
+    cudaGetLastError(); // clear a non-sticky error so later calls are not blamed for it
+    throw Error(std::string("amp::") + op + ": CUDA error: " + cudaGetErrorName(e) + ": " +
+                cudaGetErrorString(e));
+  }
+}
+
+/// Makes ctx.device current for the call and restores the caller's device afterwards.
+class DeviceGuard {
+public:
+  DeviceGuard(const char *op, int device) {
+    check(op, cudaGetDevice(&previous_));
+    if (previous_ != device)
+      check(op, cudaSetDevice(device));
+  }
+  ~DeviceGuard() {
+    int now = previous_;
+    if (cudaGetDevice(&now) == cudaSuccess && now != previous_)
+      cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard &) = delete;
+  DeviceGuard &operator=(const DeviceGuard &) = delete;
+
+private:
+  int previous_ = 0;
+};
+
+std::size_t vector_bytes(DType t) { return t == DType::F32 ? 16 : 8; }
+
+} // namespace
+
+template <class Fn> void apply(const Fn &fn, const ApplyArgs &args) {
+  constexpr int L = Fn::kLists;
+  using M = Meta<L>;
+  DeviceGuard guard(args.op, args.ctx.device.index);
+  const auto stream = static_cast<cudaStream_t>(args.ctx.stream);
+  const std::vector<TensorView> &first = *args.lists[0];
+
+  std::int64_t total_chunks = 0;
+  for (const TensorView &t : first)
+    total_chunks += chunk_count(t.numel);
+  float *partials = nullptr;
+  if (args.norm && total_chunks > 0)
+    check(args.op, cudaMallocAsync(reinterpret_cast<void **>(&partials),
+                                   static_cast<std::size_t>(total_chunks) * sizeof(float), stream));
+
+  M meta;
+  std::int64_t partial_base = 0;
+  int blocks = 0;
+  auto launch = [&] {
+    multi_tensor_kernel<Fn><<<blocks, kThreads, 0, stream>>>(
+        meta, fn, partials ? partials + partial_base : nullptr, args.found_inf);
+    check(args.op, cudaGetLastError());
+    partial_base += blocks;
+    blocks = 0;
+  };
+
+  int slot = 0;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    const std::int64_t numel = first[i].numel;
+    if (numel == 0)
+      continue;
+    bool aligned = true;
+    for (int l = 0; l < L; ++l) {
+      const std::vector<TensorView> *list = args.lists[l];
+      if (!list) {
+        meta.ptr[l][slot] = nullptr;
+        meta.dtype[l][slot] = 0;
+        continue;
+      }
+      const TensorView &v = (*list)[i];
+      meta.ptr[l][slot] = v.data;
+      meta.dtype[l][slot] = static_cast<std::uint8_t>(v.dtype);
+      aligned = aligned && reinterpret_cast<std::uintptr_t>(v.data) % vector_bytes(v.dtype) == 0;
+    }
+    meta.numel[slot] = numel;
+    meta.vec_ok[slot] = aligned ? 1 : 0;
+
+    const std::int64_t chunks = chunk_count(numel);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      meta.block_tensor[blocks] = static_cast<std::uint16_t>(slot);
+      meta.block_chunk[blocks] = static_cast<std::int32_t>(c);
+      ++blocks;
+      const bool last_chunk = c + 1 == chunks;
+      if (blocks < kMaxBlocks && !(last_chunk && slot + 1 == M::kTensors))
+        continue;
+      launch();
+      if (last_chunk) {
+        slot = -1; // the next tensor starts a fresh table
+        continue;
+      }
+      // The tensor goes on in the next launch: it becomes slot 0 of a fresh table.
+      for (int l = 0; l < L; ++l) {
+        meta.ptr[l][0] = meta.ptr[l][slot];
+        meta.dtype[l][0] = meta.dtype[l][slot];
+      }
+      meta.numel[0] = meta.numel[slot];
+      meta.vec_ok[0] = meta.vec_ok[slot];
+      slot = 0;
+    }
+    ++slot;
+  }
+  if (blocks > 0)
+    launch();
+
+  if (args.norm) {
+    finalize_norm_kernel<<<1, 1024, 0, stream>>>(partials, total_chunks, args.norm);
+    check(args.op, cudaGetLastError());
+    if (partials)
+      check(args.op, cudaFreeAsync(partials, stream));
+  }
+}
+
+template void apply(const UnscaleAndCheck &, const ApplyArgs &);
+template void apply(const SumOfSquares &, const ApplyArgs &);
+template void apply(const ClipByNorm &, const ApplyArgs &);
+template void apply(const CastCopy &, const ApplyArgs &);
+template void apply(const SgdStep &, const ApplyArgs &);
+template void apply(const AdamStep &, const ApplyArgs &);
+
+void clip_coefficient(const float *norm, float clip_norm, ClipRule rule, float *coef_out,
+                      const ExecContext &ctx) {
+  DeviceGuard guard("clip_coefficient", ctx.device.index);
+  clip_coefficient_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+      norm, clip_norm, rule == ClipRule::PyTorch, coef_out);
+  check("clip_coefficient", cudaGetLastError());
+}
+
+void update_scale(float *scale, std::int32_t *growth_tracker, const float *found_inf,
+                  float growth_factor, float backoff_factor, std::int32_t growth_interval,
+                  const ExecContext &ctx) {
+  DeviceGuard guard("update_scale", ctx.device.index);
+  update_scale_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+      scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval);
+  check("update_scale", cudaGetLastError());
+}
+
+bool available() {
+  static const bool present = [] {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return count > 0;
+  }();
+  return present;
+}
+
+bool is_device_pointer(const void *p, int device) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (attr.type == cudaMemoryTypeManaged)
+    return true;
+  return attr.type == cudaMemoryTypeDevice && attr.device == device;
+}
+
+} // namespace amp::detail::cuda

@@ -1,0 +1,55 @@
+// The public GEMM entry point: shape, dtype and device validation, then the CPU reference or cuBLASLt.
+#include "amp/runtime.h"
+
+#include "backend.h"
+
+#include <string>
+
+namespace amp {
+namespace {
+
+[[noreturn]] void gemm_fail(const std::string &problem) { throw Error("amp::gemm: " + problem); }
+
+void check_operand(const char *name, const TensorView &t, std::int64_t expected,
+                   const ExecContext &ctx) {
+  if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+    gemm_fail(std::string(name) + " has an unknown dtype code");
+  if (t.device != ctx.device)
+    gemm_fail(std::string(name) + " is not on the call's device");
+  if (t.numel != expected)
+    gemm_fail(std::string(name) + " has " + std::to_string(t.numel) + " elements, expected " +
+              std::to_string(expected));
+  if (expected > 0 && t.data == nullptr)
+    gemm_fail(std::string(name) + " has a null data pointer");
+}
+
+} // namespace
+
+void gemm(const GemmArgs &args, const ExecContext &ctx) {
+  if (args.m < 0 || args.n < 0 || args.k < 0)
+    gemm_fail("m, n and k must be >= 0");
+  check_operand("a", args.a, args.m * args.k, ctx);
+  check_operand("b", args.b, args.k * args.n, ctx);
+  check_operand("c", args.c, args.m * args.n, ctx);
+  if (args.a.dtype != args.b.dtype)
+    gemm_fail(std::string("a and b must have one dtype, got ") + dtype_name(args.a.dtype) +
+              " and " + dtype_name(args.b.dtype));
+  if (args.bias.data) {
+    check_operand("bias", args.bias, args.n, ctx);
+    if (args.bias.dtype != args.c.dtype)
+      gemm_fail("bias must have c's dtype");
+  }
+  if (args.m == 0 || args.n == 0)
+    return;
+  if (ctx.device.kind == DeviceKind::CPU) {
+    detail::cpu::gemm(args, ctx.threads);
+    return;
+  }
+#if defined(AMP_WITH_CUDA)
+  detail::cuda::gemm(args, ctx);
+#else
+  gemm_fail("the runtime was built without CUDA");
+#endif
+}
+
+} // namespace amp
