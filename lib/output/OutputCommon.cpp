@@ -1,0 +1,169 @@
+// Source lines, carets, path spelling and summary wording shared by the report emitters.
+#include "OutputCommon.h"
+#include "ampmigrate/Emitters.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+namespace ampmigrate {
+
+std::pair<unsigned, unsigned> lineAndColumn(llvm::StringRef Text, unsigned Offset) {
+  // An offset past the end (a fix appending to the file) still gets a position: the end.
+  if (Offset > Text.size())
+    Offset = Text.size();
+  llvm::StringRef Before = Text.take_front(Offset);
+  unsigned Line = 1 + Before.count('\n');
+  size_t LineStart = Before.rfind('\n');
+  LineStart = LineStart == llvm::StringRef::npos ? 0 : LineStart + 1;
+  return {Line, Offset - static_cast<unsigned>(LineStart) + 1};
+}
+
+namespace output {
+
+static llvm::StringRef withoutTerminator(llvm::StringRef Line) {
+  Line.consume_back("\n");
+  Line.consume_back("\r");
+  return Line;
+}
+
+llvm::StringRef lineAt(llvm::StringRef Text, unsigned Offset) {
+  if (Offset > Text.size())
+    Offset = Text.size();
+  size_t Start = Text.take_front(Offset).rfind('\n');
+  Start = Start == llvm::StringRef::npos ? 0 : Start + 1;
+  size_t End = Text.find('\n', Offset);
+  if (End == llvm::StringRef::npos)
+    End = Text.size();
+  return withoutTerminator(Text.slice(Start, End));
+}
+
+llvm::StringRef lineNumbered(llvm::StringRef Text, unsigned Line) {
+  if (Line == 0)
+    return {};
+  size_t Start = 0;
+  for (unsigned L = 1; L < Line; ++L) {
+    size_t NL = Text.find('\n', Start);
+    if (NL == llvm::StringRef::npos)
+      return {};
+    Start = NL + 1;
+  }
+  if (Start > Text.size())
+    return {};
+  size_t End = Text.find('\n', Start);
+  if (End == llvm::StringRef::npos)
+    End = Text.size();
+  return withoutTerminator(Text.slice(Start, End));
+}
+
+std::string caretLine(llvm::StringRef Line, unsigned Column) {
+  std::string Caret;
+  for (unsigned I = 0; I + 1 < Column; ++I) {
+    if (I >= Line.size()) {
+      Caret += ' ';
+      continue;
+    }
+    unsigned char C = Line[I];
+    // A multi-byte UTF-8 character takes one cell on screen, so only its lead byte pads.
+    if ((C & 0xC0) == 0x80)
+      continue;
+    Caret += C == '\t' ? '\t' : ' ';
+  }
+  Caret += '^';
+  return Caret;
+}
+
+llvm::StringRef severityName(Severity S) {
+  return S == Severity::Error ? "error" : "warning";
+}
+
+std::string absolutePath(llvm::StringRef Path) {
+  llvm::SmallString<256> Abs(Path);
+  llvm::sys::fs::make_absolute(Abs);
+  llvm::sys::path::remove_dots(Abs, /*remove_dot_dot=*/true);
+  return std::string(Abs);
+}
+
+std::string pathBelowCurrentDir(llvm::StringRef Path) {
+  llvm::SmallString<256> Cwd;
+  if (llvm::sys::fs::current_path(Cwd))
+    return "";
+  llvm::sys::path::remove_dots(Cwd, true);
+  std::string Abs = absolutePath(Path);
+  llvm::StringRef Rest(Abs);
+  if (!Rest.consume_front(Cwd))
+    return "";
+  // "/work/a" is not below "/work/ab"; the prefix must end at a separator.
+  if (!Cwd.ends_with("/") && !Rest.consume_front("/"))
+    return "";
+  return std::string(Rest);
+}
+
+std::string generatedSummary(const Report &R) {
+  unsigned Warnings = 0, Errors = 0;
+  for (const Finding &F : R.Findings)
+    ++(F.Level == Severity::Error ? Errors : Warnings);
+  if (Warnings == 0 && Errors == 0)
+    return "";
+  std::string S;
+  llvm::raw_string_ostream OS(S);
+  if (Warnings)
+    OS << Warnings << (Warnings == 1 ? " warning" : " warnings");
+  if (Warnings && Errors)
+    OS << " and ";
+  if (Errors)
+    OS << Errors << (Errors == 1 ? " error" : " errors");
+  OS << " generated.";
+  return S;
+}
+
+// Clang's palette: bold locations and messages, coloured level names, green carets.
+static const char *Bold = "\033[1m";
+static const char *Reset = "\033[0m";
+
+static const char *levelColor(llvm::StringRef Level) {
+  if (Level == "error")
+    return "\033[0;1;31m";
+  if (Level == "warning")
+    return "\033[0;1;35m";
+  return "\033[0;1;36m";
+}
+
+void printDiagnostic(llvm::raw_ostream &OS, SourceTexts &Texts, const SourcePos &Pos,
+                     llvm::StringRef Level, llvm::StringRef Message, llvm::StringRef Check,
+                     bool Color) {
+  if (!Pos.File.empty()) {
+    if (Color)
+      OS << Bold;
+    OS << Pos.File << ':' << Pos.Line << ':' << Pos.Column << ": ";
+  }
+  if (Color)
+    OS << levelColor(Level);
+  OS << Level << ':';
+  if (Color)
+    OS << Reset << Bold;
+  OS << ' ' << Message;
+  if (!Check.empty())
+    OS << " [" << Check << ']';
+  if (Color)
+    OS << Reset;
+  OS << '\n';
+
+  if (Pos.File.empty() || Pos.Line == 0)
+    return;
+  const std::string *Text = Texts.get(Pos.File);
+  if (!Text)
+    return;
+  llvm::StringRef Line = lineNumbered(*Text, Pos.Line);
+  if (!Line.data())
+    return;
+  OS << Line << '\n';
+  if (Color)
+    OS << "\033[0;1;32m";
+  OS << caretLine(Line, Pos.Column);
+  if (Color)
+    OS << Reset;
+  OS << '\n';
+}
+
+} // namespace output
+} // namespace ampmigrate

@@ -1,0 +1,58 @@
+// Shared by the report emitters: source lines and carets, path spelling, severity names.
+#pragma once
+
+#include "ampmigrate/Finding.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+#include <string>
+
+namespace ampmigrate {
+namespace output {
+
+/// The line containing `Offset`, without its line terminator ("\n" or "\r\n").
+llvm::StringRef lineAt(llvm::StringRef Text, unsigned Offset);
+
+/// The text of 1-based line `Line`, without its terminator; a null StringRef when out of range.
+llvm::StringRef lineNumbered(llvm::StringRef Text, unsigned Line);
+
+/// `Line`'s text and a caret line under 1-based byte column `Column`. Tabs in the source are
+/// mirrored in the caret line so the caret lines up whatever the reader's tab width.
+std::string caretLine(llvm::StringRef Line, unsigned Column);
+
+/// "warning" or "error".
+llvm::StringRef severityName(Severity S);
+
+/// `Path` relative to the current directory when it lies below it, else "" (the caller then
+/// spells it absolutely).
+std::string pathBelowCurrentDir(llvm::StringRef Path);
+
+/// `Path` made absolute and free of "." / ".." components.
+std::string absolutePath(llvm::StringRef Path);
+
+/// Counts the warnings and errors of a report: "2 warnings and 1 error generated." (clang's
+/// wording); empty when there are none.
+std::string generatedSummary(const Report &R);
+
+/// Prints one clang-style diagnostic block: location, level, message, optional "[check]", then the
+/// source line and a caret when the text is available.
+void printDiagnostic(llvm::raw_ostream &OS, SourceTexts &Texts, const SourcePos &Pos,
+                     llvm::StringRef Level, llvm::StringRef Message, llvm::StringRef Check,
+                     bool Color);
+
+} // namespace output
+} // namespace ampmigrate
+
+namespace ampmigrate {
+struct EmitOptions;
+namespace output {
+
+/// The text report; with `ParseableFixits`, each fixable diagnostic is followed by its
+/// `fix-it:` lines (emitFixits).
+void emitTextReport(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
+                    const EmitOptions &O, bool ParseableFixits);
+
+/// One `fix-it:"file":{L1:C1-L2:C2}:"text"` line per replacement of `F`.
+void printParseableFixits(llvm::raw_ostream &OS, SourceTexts &Texts, const Finding &F);
+
+} // namespace output
+} // namespace ampmigrate
