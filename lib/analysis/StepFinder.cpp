@@ -1,0 +1,943 @@
+// The analysis: resolves calls by declaration, builds autocast scopes, scaler calls and the other
+// elements of each function, and groups them into training steps.
+#include "ampmigrate/StepFinder.h"
+
+#include "clang/AST/ParentMap.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/Lex/Lexer.h"
+#include "llvm/ADT/STLExtras.h"
+#include <algorithm>
+#include <map>
+
+using namespace clang;
+namespace ampmigrate {
+
+std::string qualifiedName(const NamedDecl *D) {
+  if (!D)
+    return "";
+  std::string S;
+  llvm::raw_string_ostream OS(S);
+  PrintingPolicy P(D->getASTContext().getLangOpts());
+  P.SuppressInlineNamespace = true;
+  P.SuppressUnwrittenScope = true;
+  D->printQualifiedName(OS, P);
+  return S;
+}
+
+static bool nameIn(const NamedDecl *D, const std::vector<std::string> &Names) {
+  return !Names.empty() && llvm::is_contained(Names, qualifiedName(D));
+}
+
+bool isDerivedFromAny(const CXXRecordDecl *RD, const std::vector<std::string> &Names) {
+  if (!RD)
+    return false;
+  RD = RD->getDefinition() ? RD->getDefinition() : RD;
+  if (nameIn(RD, Names))
+    return true;
+  if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD))
+    if (nameIn(Spec->getSpecializedTemplate(), Names))
+      return true;
+  if (!RD->hasDefinition())
+    return false;
+  for (const CXXBaseSpecifier &B : RD->bases()) {
+    QualType BT = B.getType();
+    const CXXRecordDecl *Base = BT->getAsCXXRecordDecl();
+    if (!Base) {
+      // A dependent base such as ModuleHolder<Impl> named through a template.
+      if (const auto *TST = BT->getAs<TemplateSpecializationType>())
+        if (const TemplateDecl *TD = TST->getTemplateName().getAsTemplateDecl())
+          if (nameIn(TD, Names))
+            return true;
+      continue;
+    }
+    if (isDerivedFromAny(Base, Names))
+      return true;
+  }
+  return false;
+}
+
+bool isTensorType(QualType T, const RuleSet &Rules) {
+  T = T.getNonReferenceType().getCanonicalType();
+  const CXXRecordDecl *RD = T->getAsCXXRecordDecl();
+  return RD && isDerivedFromAny(RD, Rules.TensorClasses);
+}
+
+/// Tensor, or a tuple/pair/vector whose elements are tensors.
+static bool returnsTensors(QualType T, const RuleSet &Rules) {
+  if (isTensorType(T, Rules))
+    return true;
+  T = T.getNonReferenceType().getCanonicalType();
+  const auto *Spec = dyn_cast_or_null<ClassTemplateSpecializationDecl>(T->getAsCXXRecordDecl());
+  if (!Spec)
+    return false;
+  std::string Name = qualifiedName(Spec->getSpecializedTemplate());
+  if (Name != "std::tuple" && Name != "std::pair" && Name != "std::vector")
+    return false;
+  for (const TemplateArgument &A : Spec->getTemplateArgs().asArray()) {
+    if (A.getKind() == TemplateArgument::Pack) {
+      for (const TemplateArgument &P : A.pack_elements())
+        if (P.getKind() == TemplateArgument::Type && !isTensorType(P.getAsType(), Rules))
+          return false;
+      continue;
+    }
+    if (A.getKind() != TemplateArgument::Type)
+      continue;
+    if (Name == "std::vector" && qualifiedName(A.getAsType()->getAsCXXRecordDecl()) == "std::allocator")
+      continue;
+    if (!isTensorType(A.getAsType(), Rules))
+      return false;
+  }
+  return true;
+}
+
+static bool methodNamed(const CXXMethodDecl *M, const std::vector<std::string> &Names) {
+  return M && M->getIdentifier() && llvm::is_contained(Names, M->getName().str());
+}
+
+bool isScalerClass(const CXXRecordDecl *RD, const RuleSet &Rules) {
+  if (!RD)
+    return false;
+  if (const CXXRecordDecl *Def = RD->getDefinition())
+    RD = Def;
+  else
+    return nameIn(RD, Rules.ScalerClasses);
+  if (isDerivedFromAny(RD, Rules.ScalerClasses))
+    return true;
+  // Shape: a scale(Tensor) -> Tensor method and a step method taking an argument.
+  bool HasScale = false, HasStep = false;
+  for (const CXXMethodDecl *M : RD->methods()) {
+    if (methodNamed(M, Rules.ScalerMethods.Scale) && M->getNumParams() >= 1 &&
+        isTensorType(M->getReturnType(), Rules) && isTensorType(M->getParamDecl(0)->getType(), Rules))
+      HasScale = true;
+    if (methodNamed(M, Rules.ScalerMethods.Step) && M->getNumParams() >= 1)
+      HasStep = true;
+  }
+  // Templated methods (step(OptimizerT&)) count too.
+  for (const Decl *D : RD->decls())
+    if (const auto *FT = dyn_cast<FunctionTemplateDecl>(D))
+      if (const auto *M = dyn_cast<CXXMethodDecl>(FT->getTemplatedDecl()))
+        if (methodNamed(M, Rules.ScalerMethods.Step) && M->getNumParams() >= 1)
+          HasStep = true;
+  return HasScale && HasStep;
+}
+
+namespace {
+/// Finds the autocast calls in a function body (used for guard recognition).
+class AutocastCallCollector : public RecursiveASTVisitor<AutocastCallCollector> {
+public:
+  AutocastCallCollector(const RuleSet &Rules) : Rules(Rules) {}
+  bool VisitCallExpr(CallExpr *CE) {
+    if (const FunctionDecl *FD = CE->getDirectCallee())
+      if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
+        Found.push_back({CE, R});
+    return true;
+  }
+  const RuleSet &Rules;
+  std::vector<std::pair<const CallExpr *, const AutocastFunctionRule *>> Found;
+};
+} // namespace
+
+static std::optional<bool> boolConstant(const Expr *E, const ASTContext &Ctx) {
+  if (!E || E->isValueDependent())
+    return std::nullopt;
+  bool V;
+  if (E->EvaluateAsBooleanCondition(V, Ctx))
+    return V;
+  return std::nullopt;
+}
+
+bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables) {
+  if (!RD)
+    return false;
+  if (nameIn(RD, Rules.Guards)) {
+    if (Disables)
+      *Disables = false;
+    return true;
+  }
+  RD = RD->getDefinition();
+  if (!RD)
+    return false;
+  for (const CXXConstructorDecl *Ctor : RD->ctors()) {
+    const FunctionDecl *Def = nullptr;
+    if (!Ctor->hasBody(Def) || !Def->getBody())
+      continue;
+    AutocastCallCollector C(Rules);
+    C.TraverseStmt(const_cast<Stmt *>(Def->getBody()));
+    for (auto &[CE, R] : C.Found) {
+      if (R->Role != AutocastRole::Enable || R->EnabledArg < 0 ||
+          (unsigned)R->EnabledArg >= CE->getNumArgs())
+        continue;
+      auto V = boolConstant(CE->getArg(R->EnabledArg), RD->getASTContext());
+      if (Disables)
+        *Disables = V.has_value() && !*V;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string StepFinder::textOf(const ASTContext &Ctx, SourceRange R) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  CharSourceRange CR = Lexer::makeFileCharRange(CharSourceRange::getTokenRange(R), SM, Ctx.getLangOpts());
+  if (CR.isInvalid())
+    return "";
+  return Lexer::getSourceText(CR, SM, Ctx.getLangOpts()).str();
+}
+
+StepFinder::StepFinder(ASTContext &Ctx, const RuleSet &Rules,
+                       std::function<bool(SourceLocation)> InScope,
+                       std::vector<SourceRange> Inactive)
+    : Ctx(Ctx), Rules(Rules), InScope(std::move(InScope)), Inactive(std::move(Inactive)) {}
+
+namespace {
+
+const Expr *strip(const Expr *E) {
+  while (E) {
+    E = E->IgnoreParenImpCasts();
+    if (const auto *M = dyn_cast<MaterializeTemporaryExpr>(E))
+      E = M->getSubExpr();
+    else if (const auto *B = dyn_cast<CXXBindTemporaryExpr>(E))
+      E = B->getSubExpr();
+    else if (const auto *C = dyn_cast<ExprWithCleanups>(E))
+      E = C->getSubExpr();
+    else if (const auto *CE = dyn_cast<CXXConstructExpr>(E);
+             CE && CE->getNumArgs() == 1 && (CE->getConstructor()->isCopyOrMoveConstructor()))
+      E = CE->getArg(0);
+    else if (const auto *FC = dyn_cast<CXXFunctionalCastExpr>(E))
+      E = FC->getSubExpr();
+    else
+      break;
+  }
+  return E;
+}
+
+/// Resolves `x`, `x.`, `x->`, `*x`, `(*x).`, `this->x`, smart pointers and optionals to the object.
+ObjectRef resolveObject(const Expr *E) {
+  ObjectRef R;
+  E = strip(E);
+  for (int Guard = 0; E && Guard < 8; ++Guard) {
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E)) {
+      auto Op = OC->getOperator();
+      if ((Op == OO_Arrow || Op == OO_Star) && OC->getNumArgs() >= 1) {
+        R.ThroughPointer = true;
+        E = strip(OC->getArg(0));
+        continue;
+      }
+      break;
+    }
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(E)) {
+      // x.get(), x.value(), x.ptr(): smart pointer / optional / module holder accessors.
+      if (const auto *MD = MC->getMethodDecl(); MD && MD->getIdentifier() &&
+          (MD->getName() == "get" || MD->getName() == "value" || MD->getName() == "ptr") &&
+          MC->getNumArgs() == 0) {
+        R.ThroughPointer = true;
+        E = strip(MC->getImplicitObjectArgument());
+        continue;
+      }
+      break;
+    }
+    if (const auto *UO = dyn_cast<UnaryOperator>(E); UO && UO->getOpcode() == UO_Deref) {
+      R.ThroughPointer = true;
+      E = strip(UO->getSubExpr());
+      continue;
+    }
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(E)) {
+      if (isa<VarDecl>(DRE->getDecl()) || isa<FieldDecl>(DRE->getDecl()))
+        R.Decl = DRE->getDecl();
+      return R;
+    }
+    if (const auto *ME = dyn_cast<MemberExpr>(E)) {
+      if (isa<FieldDecl>(ME->getMemberDecl()) && isa<CXXThisExpr>(strip(ME->getBase())))
+        R.Decl = ME->getMemberDecl();
+      return R;
+    }
+    if (isa<CXXThisExpr>(E)) {
+      R.IsThis = true;
+      return R;
+    }
+    break;
+  }
+  return R;
+}
+
+class BodyCollector : public RecursiveASTVisitor<BodyCollector> {
+public:
+  std::vector<const CallExpr *> Calls;
+  std::vector<const DeclStmt *> Decls;
+  std::vector<const ReturnStmt *> Returns;
+  std::vector<const LambdaExpr *> Lambdas;
+  bool VisitCallExpr(CallExpr *CE) {
+    Calls.push_back(CE);
+    return true;
+  }
+  bool VisitDeclStmt(DeclStmt *DS) {
+    Decls.push_back(DS);
+    return true;
+  }
+  bool VisitReturnStmt(ReturnStmt *RS) {
+    Returns.push_back(RS);
+    return true;
+  }
+  bool VisitLambdaExpr(LambdaExpr *LE) {
+    Lambdas.push_back(LE);
+    return true;
+  }
+};
+
+class FunctionAnalyser {
+public:
+  FunctionAnalyser(ASTContext &Ctx, const RuleSet &Rules, const FunctionDecl *FD,
+                   const std::vector<SourceRange> &Inactive)
+      : Ctx(Ctx), SM(Ctx.getSourceManager()), Rules(Rules), FD(FD), Inactive(Inactive),
+        PM(FD->getBody()) {
+    FA.Function = FD;
+  }
+
+  FunctionAnalysis run() {
+    BodyCollector BC;
+    BC.TraverseStmt(FD->getBody());
+    Lambdas = BC.Lambdas;
+    Returns = BC.Returns;
+    // Reserve so that pointers between elements stay valid while we fill the vectors.
+    FA.AutocastCalls.reserve(BC.Calls.size());
+    FA.ScalerCalls.reserve(BC.Calls.size());
+    FA.Clips.reserve(BC.Calls.size());
+    FA.ZeroGrads.reserve(BC.Calls.size());
+    FA.Forwards.reserve(BC.Calls.size());
+    FA.Backwards.reserve(BC.Calls.size());
+    for (const CallExpr *CE : BC.Calls)
+      classifyCall(CE);
+    for (const DeclStmt *DS : BC.Decls)
+      classifyDecl(DS);
+    findImplicitBackwards();
+    buildScopes();
+    collectInactive();
+    groupSteps();
+    return std::move(FA);
+  }
+
+private:
+  ASTContext &Ctx;
+  const SourceManager &SM;
+  const RuleSet &Rules;
+  const FunctionDecl *FD;
+  const std::vector<SourceRange> &Inactive;
+  ParentMap PM;
+  FunctionAnalysis FA;
+  std::vector<const LambdaExpr *> Lambdas;
+  std::vector<const ReturnStmt *> Returns;
+  struct PendingGuard {
+    const VarDecl *Var;
+    const DeclStmt *DS;
+    bool Disables;
+  };
+  std::vector<PendingGuard> Guards;
+
+  unsigned offsetOf(SourceLocation L) const {
+    return SM.getFileOffset(SM.getExpansionLoc(L));
+  }
+
+  bool inLambda(const Stmt *S) const {
+    for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
+      if (isa<LambdaExpr>(P))
+        return true;
+    return false;
+  }
+
+  const LambdaExpr *enclosingLambda(const Stmt *S) const {
+    for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
+      if (const auto *L = dyn_cast<LambdaExpr>(P))
+        return L;
+    return nullptr;
+  }
+
+  /// The statement directly inside a compound statement (or if/loop body) that holds `S`.
+  const Stmt *statementOf(const Stmt *S) const {
+    const Stmt *Cur = S;
+    for (const Stmt *P = PM.getParent(Cur); P; Cur = P, P = PM.getParent(P)) {
+      if (isa<CompoundStmt>(P))
+        return Cur;
+      if (const auto *If = dyn_cast<IfStmt>(P); If && (If->getThen() == Cur || If->getElse() == Cur))
+        return Cur;
+      if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P)) {
+        // The body of a loop is a statement of its own; a call in the header is not.
+        if ((isa<ForStmt>(P) && cast<ForStmt>(P)->getBody() == Cur) ||
+            (isa<WhileStmt>(P) && cast<WhileStmt>(P)->getBody() == Cur) ||
+            (isa<DoStmt>(P) && cast<DoStmt>(P)->getBody() == Cur) ||
+            (isa<CXXForRangeStmt>(P) && cast<CXXForRangeStmt>(P)->getBody() == Cur))
+          return Cur;
+        return nullptr;
+      }
+    }
+    return nullptr;
+  }
+
+  /// True when `S` holds nothing but `Call` (after implicit wrappers).
+  static bool isOnly(const Stmt *S, const Expr *Call) {
+    if (const auto *E = dyn_cast<Expr>(S))
+      return strip(E) == Call || E->IgnoreImplicit() == Call;
+    return false;
+  }
+
+  void classifyCall(const CallExpr *CE) {
+    const FunctionDecl *Callee = CE->getDirectCallee();
+    if (!Callee)
+      return;
+    std::string QN = qualifiedName(Callee);
+    if (const AutocastFunctionRule *R = Rules.autocastRule(QN)) {
+      addAutocastCall(CE, R);
+      return;
+    }
+    if (const ClipFunctionRule *R = Rules.clipRule(QN)) {
+      addClip(CE, R);
+      return;
+    }
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE)) {
+      classifyMemberCall(MC);
+      return;
+    }
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(CE); OC && OC->getOperator() == OO_Call)
+      classifyCallOperator(OC);
+  }
+
+  void addAutocastCall(const CallExpr *CE, const AutocastFunctionRule *R) {
+    AutocastCall A;
+    A.Call = CE;
+    A.Rule = R;
+    A.InLambda = inLambda(CE);
+    if (CE->getBeginLoc().isMacroID())
+      A.MacroUse = SM.getExpansionLoc(CE->getBeginLoc());
+    A.Device = R->Device;
+    if (R->DeviceArg >= 0 && (unsigned)R->DeviceArg < CE->getNumArgs()) {
+      Expr::EvalResult Res;
+      const Expr *Dev = CE->getArg(R->DeviceArg);
+      if (!Dev->isValueDependent() && Dev->EvaluateAsRValue(Res, Ctx) && Res.Val.isInt())
+        A.Device = Res.Val.getInt().getExtValue() == 0 ? "cpu" : "cuda";
+      else
+        A.Device = "";
+    }
+    if (R->Role == AutocastRole::Enable && R->EnabledArg >= 0 &&
+        (unsigned)R->EnabledArg < CE->getNumArgs()) {
+      const Expr *Arg = CE->getArg(R->EnabledArg);
+      if (auto V = boolConstant(Arg, Ctx))
+        A.Turns = *V ? AutocastCall::State::On : AutocastCall::State::Off;
+      else if (isRestoreArgument(Arg))
+        A.Turns = AutocastCall::State::Restore;
+      else
+        A.Turns = AutocastCall::State::Unknown;
+    }
+    // The statement that exists only for this call.
+    const Stmt *S = statementOf(CE);
+    if (S && (isOnly(S, CE) || macroStatementIsOnlyAutocast(S))) {
+      A.Removable = S;
+      // `if (c) f();` with no else: the whole if goes.
+      const Stmt *Holder = S;
+      const Stmt *P = PM.getParent(S);
+      if (const auto *CS = dyn_cast_or_null<CompoundStmt>(P); CS && CS->size() == 1 &&
+          !CS->getBeginLoc().isMacroID()) {
+        // `if (c) { f(); }`
+        Holder = CS;
+        P = PM.getParent(CS);
+      } else if (CS && CS->size() == 1 && CS->getBeginLoc().isMacroID()) {
+        Holder = CS;
+        P = PM.getParent(CS);
+      }
+      if (const auto *If = dyn_cast_or_null<IfStmt>(P); If && If->getThen() == Holder &&
+          !If->getElse() && !If->getConditionVariable() && !If->getInit()) {
+        A.GuardCondition = If->getCond();
+        A.Removable = If;
+      }
+    }
+    FA.AutocastCalls.push_back(A);
+  }
+
+  /// `{ set_enabled(true); }` from a macro: every call in the statement is an autocast call.
+  bool macroStatementIsOnlyAutocast(const Stmt *S) const {
+    if (!S->getBeginLoc().isMacroID())
+      return false;
+    AutocastCallCollector C(Rules);
+    C.TraverseStmt(const_cast<Stmt *>(S));
+    BodyCollector All;
+    All.TraverseStmt(const_cast<Stmt *>(S));
+    return !C.Found.empty() && C.Found.size() == All.Calls.size();
+  }
+
+  /// `set_enabled(prev)` where `prev` was read from the autocast state: a restore.
+  bool isRestoreArgument(const Expr *Arg) const {
+    const auto *DRE = dyn_cast<DeclRefExpr>(strip(Arg));
+    if (!DRE)
+      return false;
+    const auto *VD = dyn_cast<VarDecl>(DRE->getDecl());
+    if (!VD || !VD->getInit())
+      return false;
+    AutocastCallCollector C(Rules);
+    C.TraverseStmt(const_cast<Expr *>(VD->getInit()));
+    return llvm::any_of(C.Found, [](auto &P) { return P.second->Role == AutocastRole::Query; });
+  }
+
+  void addClip(const CallExpr *CE, const ClipFunctionRule *R) {
+    ClipCall C;
+    C.Call = CE;
+    C.Rule = R;
+    C.Statement = statementOf(CE);
+    C.ResultUsed = !(C.Statement && isOnly(C.Statement, CE));
+    if (R->NormTypeArg >= 0 && (unsigned)R->NormTypeArg < CE->getNumArgs()) {
+      const Expr *N = CE->getArg(R->NormTypeArg);
+      if (!isa<CXXDefaultArgExpr>(N)) {
+        Expr::EvalResult Res;
+        llvm::APFloat F(0.0);
+        bool IsTwo = false;
+        if (!N->isValueDependent() && N->EvaluateAsRValue(Res, Ctx)) {
+          if (Res.Val.isFloat())
+            IsTwo = Res.Val.getFloat().convertToDouble() == 2.0;
+          else if (Res.Val.isInt())
+            IsTwo = Res.Val.getInt() == 2;
+        }
+        C.NormIsL2 = IsTwo;
+        if (!IsTwo)
+          C.NormText = StepFinder::textOf(Ctx, N->getSourceRange());
+      }
+    }
+    FA.Clips.push_back(C);
+  }
+
+  void classifyMemberCall(const CXXMemberCallExpr *MC) {
+    const CXXMethodDecl *MD = MC->getMethodDecl();
+    if (!MD || !MD->getIdentifier())
+      return;
+    const CXXRecordDecl *Class = MD->getParent();
+    StringRef Name = MD->getName();
+    if (isScalerClass(Class, Rules)) {
+      addScalerCall(MC, MD);
+      return;
+    }
+    if (llvm::is_contained(Rules.ZeroGradMethods, Name.str()) &&
+        isDerivedFromAny(Class, Rules.ZeroGradClasses)) {
+      ZeroGradCall Z;
+      Z.Call = MC;
+      const Stmt *S = statementOf(MC);
+      Z.Statement = (S && isOnly(S, MC)) ? S : nullptr;
+      Z.Owner = resolveObject(MC->getImplicitObjectArgument());
+      FA.ZeroGrads.push_back(Z);
+      return;
+    }
+    if (Name == "forward" && isDerivedFromAny(Class, Rules.ModuleClasses)) {
+      ForwardCall F;
+      F.Call = MC;
+      const Expr *Obj = MC->getImplicitObjectArgument();
+      F.Model = resolveObject(Obj);
+      F.Receiver = MC->getImplicitObjectArgument()->isImplicitCXXThis() ? nullptr : receiverExpr(Obj);
+      F.ReturnsTensors = returnsTensors(MC->getType(), Rules);
+      if (F.Model)
+        FA.Forwards.push_back(F);
+    }
+  }
+
+  /// The expression that names the model in `model->forward`, `model.forward`, `this->forward`.
+  static const Expr *receiverExpr(const Expr *Obj) {
+    Obj = strip(Obj);
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj);
+        OC && OC->getOperator() == OO_Arrow && OC->getNumArgs() >= 1)
+      return strip(OC->getArg(0));
+    return Obj;
+  }
+
+  void classifyCallOperator(const CXXOperatorCallExpr *OC) {
+    if (OC->getNumArgs() < 1)
+      return;
+    const auto *MD = dyn_cast_or_null<CXXMethodDecl>(OC->getDirectCallee());
+    if (!MD)
+      return;
+    const CXXRecordDecl *Class = MD->getParent();
+    if (!isDerivedFromAny(Class, Rules.ModuleHolderTemplates) &&
+        !isDerivedFromAny(Class, Rules.ModuleClasses))
+      return;
+    ForwardCall F;
+    F.Call = OC;
+    F.Model = resolveObject(OC->getArg(0));
+    F.Receiver = strip(OC->getArg(0));
+    F.ReturnsTensors = returnsTensors(OC->getType(), Rules);
+    if (F.Model)
+      FA.Forwards.push_back(F);
+  }
+
+  void addScalerCall(const CXXMemberCallExpr *MC, const CXXMethodDecl *MD) {
+    ScalerCall C;
+    C.Call = MC;
+    C.ScalerClass = MD->getParent();
+    C.Scaler = resolveObject(MC->getImplicitObjectArgument());
+    const ScalerMethodNames &N = Rules.ScalerMethods;
+    if (methodNamed(MD, N.Scale))
+      C.Kind = ScalerCall::Method::Scale;
+    else if (methodNamed(MD, N.Unscale))
+      C.Kind = ScalerCall::Method::Unscale;
+    else if (methodNamed(MD, N.Step))
+      C.Kind = ScalerCall::Method::Step;
+    else if (methodNamed(MD, N.Update))
+      C.Kind = ScalerCall::Method::Update;
+    else if (methodNamed(MD, N.GetScale))
+      C.Kind = ScalerCall::Method::GetScale;
+    else
+      return; // other members of a scaler (state_dict, is_enabled) are left alone
+    if ((C.Kind == ScalerCall::Method::Unscale || C.Kind == ScalerCall::Method::Step) &&
+        MC->getNumArgs() >= 1) {
+      C.OptimizerArg = MC->getArg(0);
+      C.Optimizer = resolveObject(MC->getArg(0));
+      unsigned Written = 0;
+      for (const Expr *A : MC->arguments())
+        if (!isa<CXXDefaultArgExpr>(A))
+          ++Written;
+      C.HasExplicitGrads = Written >= 2;
+    }
+    FA.ScalerCalls.push_back(C);
+  }
+
+  void classifyDecl(const DeclStmt *DS) {
+    for (const Decl *D : DS->decls()) {
+      const auto *VD = dyn_cast<VarDecl>(D);
+      if (!VD || !VD->hasLocalStorage())
+        continue;
+      const CXXRecordDecl *RD = VD->getType()->getAsCXXRecordDecl();
+      if (!RD || nameIn(RD, Rules.Ignore))
+        continue;
+      bool Disables = false;
+      if (isAutocastGuardClass(RD, Rules, &Disables))
+        Guards.push_back({VD, DS, Disables});
+    }
+  }
+
+  const ScalerCall *scaleCallAt(const Expr *E) const {
+    E = strip(E);
+    for (const ScalerCall &C : FA.ScalerCalls)
+      if (C.Kind == ScalerCall::Method::Scale && C.Call == E)
+        return &C;
+    return nullptr;
+  }
+
+  void findImplicitBackwards() {
+    // Walk every backward() on a tensor and trace its object to a scaler's scale().
+    BodyCollector BC;
+    BC.TraverseStmt(FD->getBody());
+    for (const CallExpr *CE : BC.Calls) {
+      const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+      if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier() ||
+          MC->getMethodDecl()->getName() != "backward" ||
+          !isDerivedFromAny(MC->getMethodDecl()->getParent(), Rules.TensorClasses))
+        continue;
+      ImplicitBackward B;
+      B.Backward = MC;
+      B.BackwardStmt = statementOf(MC);
+      const Expr *Obj = strip(MC->getImplicitObjectArgument());
+      if (const ScalerCall *S = scaleCallAt(Obj)) {
+        B.Scale = S;
+      } else if (const auto *DRE = dyn_cast<DeclRefExpr>(Obj)) {
+        const auto *VD = dyn_cast<VarDecl>(DRE->getDecl());
+        if (!VD)
+          continue;
+        // `auto s = scaler.scale(loss);` or the last `s = scaler.scale(...)` before backward.
+        if (VD->getInit())
+          if (const ScalerCall *S = scaleCallAt(VD->getInit())) {
+            B.Scale = S;
+            B.SplitVar = VD;
+            for (const DeclStmt *DS : BC.Decls)
+              if (llvm::is_contained(DS->decls(), VD))
+                B.ScaleStmt = DS;
+          }
+        for (const ScalerCall &S : FA.ScalerCalls) {
+          if (S.Kind != ScalerCall::Method::Scale || offsetOf(S.Call->getBeginLoc()) > offsetOf(MC->getBeginLoc()))
+            continue;
+          const auto *Assign = dyn_cast_or_null<Expr>(PM.getParent(S.Call));
+          while (Assign && (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr>(Assign)))
+            Assign = dyn_cast_or_null<Expr>(PM.getParent(Assign));
+          const auto *OC = dyn_cast_or_null<CXXOperatorCallExpr>(Assign);
+          if (!OC || OC->getOperator() != OO_Equal)
+            continue;
+          const auto *LHS = dyn_cast<DeclRefExpr>(strip(OC->getArg(0)));
+          if (!LHS || LHS->getDecl() != VD)
+            continue;
+          B.Scale = &S;
+          B.SplitVar = VD;
+          B.ScaleStmt = statementOf(OC);
+          if (S.Call->getNumArgs() >= 1)
+            if (const auto *ArgRef = dyn_cast<DeclRefExpr>(strip(S.Call->getArg(0))))
+              B.SplitAssignsArgument = ArgRef->getDecl() == VD;
+        }
+      }
+      if (B.Scale)
+        FA.Backwards.push_back(B);
+    }
+  }
+
+  // ---- scopes ---------------------------------------------------------------------------------
+
+  bool sameDevice(const AutocastCall &A, const AutocastCall &B) const {
+    return A.Device.empty() || B.Device.empty() || A.Device == B.Device;
+  }
+
+  unsigned endOffsetOfBlock(const Stmt *S) const {
+    for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
+      if (isa<CompoundStmt>(P))
+        return offsetOf(P->getEndLoc());
+    return offsetOf(FD->getBody()->getEndLoc());
+  }
+
+  void buildScopes() {
+    std::vector<const AutocastCall *> Enables;
+    for (const AutocastCall &A : FA.AutocastCalls)
+      if (A.Rule->Role == AutocastRole::Enable)
+        Enables.push_back(&A);
+    llvm::sort(Enables, [&](auto *X, auto *Y) {
+      return offsetOf(X->Call->getBeginLoc()) < offsetOf(Y->Call->getBeginLoc());
+    });
+    std::vector<bool> Used(Enables.size(), false);
+    for (size_t I = 0; I < Enables.size(); ++I) {
+      const AutocastCall *E = Enables[I];
+      if (Used[I] || E->Turns == AutocastCall::State::Restore)
+        continue;
+      bool TurnsOn = E->Turns != AutocastCall::State::Off;
+      // The closing call: the next enable call for this device that turns the other way.
+      const AutocastCall *Close = nullptr;
+      for (size_t J = I + 1; J < Enables.size(); ++J) {
+        const AutocastCall *C = Enables[J];
+        if (Used[J] || !sameDevice(*E, *C))
+          continue;
+        bool ClosesOn = C->Turns == AutocastCall::State::Off || C->Turns == AutocastCall::State::Restore;
+        bool ClosesOff = C->Turns == AutocastCall::State::On || C->Turns == AutocastCall::State::Restore;
+        if ((TurnsOn && ClosesOn) || (!TurnsOn && ClosesOff)) {
+          Close = C;
+          Used[J] = true;
+          break;
+        }
+        if (C->Turns == E->Turns)
+          break; // enabled twice: the first one is never closed on its own
+      }
+      Used[I] = true;
+      if (!TurnsOn && !Close)
+        continue; // a lone disable: nothing to report
+      AutocastScope S;
+      S.Enable = E;
+      S.Disable = Close;
+      S.DisablesAutocast = !TurnsOn;
+      S.ReportLoc = E->MacroUse.isValid() ? E->MacroUse : E->Call->getBeginLoc();
+      S.Shape = E->MacroUse.isValid() ? AutocastScope::Kind::MacroPair : AutocastScope::Kind::CallPair;
+      S.Begin = offsetOf(E->Call->getBeginLoc());
+      if (!Close) {
+        S.Shape = E->MacroUse.isValid() ? AutocastScope::Kind::MacroPair : AutocastScope::Kind::Unclosed;
+        S.End = offsetOf(FD->getBody()->getEndLoc());
+        S.LeaksAt = FD->getBody()->getEndLoc();
+        S.LeakReason = "autocast is enabled here and never disabled; it stays on for backward and "
+                       "every later step (braces do not end it)";
+      } else {
+        S.End = offsetOf(Close->Call->getEndLoc());
+        // A return between enable and disable leaves it on for that path.
+        for (const ReturnStmt *R : Returns) {
+          unsigned O = offsetOf(R->getBeginLoc());
+          if (O > S.Begin && O < S.End && enclosingLambda(R) == enclosingLambda(E->Call)) {
+            S.LeaksAt = R->getBeginLoc();
+            S.LeakReason = "this return leaves autocast enabled (the disable below is skipped)";
+            break;
+          }
+        }
+      }
+      FA.Scopes.push_back(S);
+    }
+    for (const PendingGuard &G : Guards) {
+      AutocastScope S;
+      S.Shape = AutocastScope::Kind::Guard;
+      S.GuardVar = G.Var;
+      S.GuardDeclStmt = G.DS;
+      S.DisablesAutocast = G.Disables;
+      S.ReportLoc = G.DS->getBeginLoc().isMacroID() ? SM.getExpansionLoc(G.DS->getBeginLoc())
+                                                    : G.Var->getLocation();
+      S.Begin = offsetOf(G.DS->getBeginLoc());
+      S.End = endOffsetOfBlock(G.DS);
+      FA.Scopes.push_back(S);
+    }
+    // Guard end calls (`guard.End()`), and auxiliary calls that belong to a scope.
+    for (AutocastScope &S : FA.Scopes) {
+      if (S.GuardVar)
+        for (const ScalerCall &Unused : FA.ScalerCalls)
+          (void)Unused;
+      for (const AutocastCall &A : FA.AutocastCalls) {
+        if (A.Rule->Role == AutocastRole::Enable || A.Rule->Role == AutocastRole::Query)
+          continue;
+        unsigned O = offsetOf(A.Call->getBeginLoc());
+        // Dtype calls often come just before the enable; cache/nesting calls just after the
+        // disable. Attach to the nearest scope: inside, or adjacent in the same block.
+        if (O >= S.Begin && O <= S.End)
+          S.Auxiliary.push_back(&A);
+      }
+    }
+    attachAdjacentAuxiliary();
+    if (!FA.Scopes.empty())
+      findGuardEnds();
+    llvm::sort(FA.Scopes, [](const AutocastScope &A, const AutocastScope &B) { return A.Begin < B.Begin; });
+  }
+
+  void attachAdjacentAuxiliary() {
+    for (const AutocastCall &A : FA.AutocastCalls) {
+      if (A.Rule->Role == AutocastRole::Enable || A.Rule->Role == AutocastRole::Query)
+        continue;
+      bool Attached = llvm::any_of(FA.Scopes, [&](const AutocastScope &S) {
+        return llvm::is_contained(S.Auxiliary, &A);
+      });
+      if (Attached)
+        continue;
+      unsigned O = offsetOf(A.Call->getBeginLoc());
+      AutocastScope *Best = nullptr;
+      unsigned BestDist = ~0u;
+      for (AutocastScope &S : FA.Scopes) {
+        unsigned D = O < S.Begin ? S.Begin - O : (O > S.End ? O - S.End : 0);
+        if (D < BestDist) {
+          BestDist = D;
+          Best = &S;
+        }
+      }
+      // Only when nothing but whitespace/other AMP calls separates them (same or next lines).
+      if (Best && BestDist < 400 && A.Removable)
+        Best->Auxiliary.push_back(&A);
+    }
+  }
+
+  void findGuardEnds() {
+    BodyCollector BC;
+    BC.TraverseStmt(FD->getBody());
+    for (const CallExpr *CE : BC.Calls) {
+      const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+      if (!MC)
+        continue;
+      ObjectRef Obj = resolveObject(MC->getImplicitObjectArgument());
+      for (AutocastScope &S : FA.Scopes)
+        if (S.GuardVar && Obj.Decl == S.GuardVar) {
+          S.GuardEnds.push_back(MC);
+          S.End = std::min(S.End, offsetOf(MC->getEndLoc()));
+        }
+    }
+  }
+
+  void collectInactive() {
+    SourceRange Body = FD->getBody()->getSourceRange();
+    unsigned B = offsetOf(Body.getBegin()), E = offsetOf(Body.getEnd());
+    FileID F = SM.getFileID(SM.getExpansionLoc(Body.getBegin()));
+    std::vector<std::string> Tokens = Rules.prefilterTokens();
+    for (const SourceRange &R : Inactive) {
+      if (SM.getFileID(R.getBegin()) != F)
+        continue;
+      unsigned RB = SM.getFileOffset(R.getBegin());
+      if (RB < B || RB > E)
+        continue;
+      StringRef Text = Lexer::getSourceText(CharSourceRange::getCharRange(R), SM, Ctx.getLangOpts());
+      if (llvm::any_of(Tokens, [&](const std::string &T) { return Text.contains(T); }))
+        FA.InactiveAmpCode.push_back(R);
+    }
+  }
+
+  // ---- steps ----------------------------------------------------------------------------------
+
+  void groupSteps() {
+    // One step per scaler object with a backward or unscale/step in this function.
+    std::vector<ObjectRef> Scalers;
+    for (const ScalerCall &C : FA.ScalerCalls)
+      if (C.Scaler && !llvm::is_contained(Scalers, C.Scaler))
+        Scalers.push_back(C.Scaler);
+    for (const ObjectRef &Sc : Scalers) {
+      TrainingStep T;
+      T.Scaler = Sc;
+      for (const ScalerCall &C : FA.ScalerCalls) {
+        if (!(C.Scaler == Sc))
+          continue;
+        T.ScalerClass = C.ScalerClass;
+        switch (C.Kind) {
+        case ScalerCall::Method::Unscale: T.Unscales.push_back(&C); break;
+        case ScalerCall::Method::Step: T.Steps.push_back(&C); break;
+        case ScalerCall::Method::Update: T.Updates.push_back(&C); break;
+        case ScalerCall::Method::Scale: break;
+        case ScalerCall::Method::GetScale: T.Others.push_back(&C); break;
+        }
+      }
+      for (const ImplicitBackward &B : FA.Backwards)
+        if (B.Scale->Scaler == Sc)
+          T.Backwards.push_back(&B);
+      bool Implicit = !T.Backwards.empty() ||
+                      llvm::any_of(T.Unscales, [](auto *C) { return !C->HasExplicitGrads; }) ||
+                      llvm::any_of(T.Steps, [](auto *C) { return !C->HasExplicitGrads; });
+      if (!Implicit)
+        continue; // already migrated
+      T.Begin = ~0u;
+      for (auto *B : T.Backwards)
+        T.Begin = std::min(T.Begin, offsetOf(B->Backward->getBeginLoc()));
+      for (auto *C : T.Steps)
+        T.Begin = std::min(T.Begin, offsetOf(C->Call->getBeginLoc()));
+      for (auto *C : T.Unscales)
+        T.Begin = std::min(T.Begin, offsetOf(C->Call->getBeginLoc()));
+      // The autocast scope: the last one that starts before the first backward.
+      unsigned FirstBackward = ~0u;
+      for (auto *B : T.Backwards)
+        FirstBackward = std::min(FirstBackward, offsetOf(B->Backward->getBeginLoc()));
+      for (const AutocastScope &S : FA.Scopes)
+        if (!S.DisablesAutocast && S.Begin < FirstBackward)
+          T.Scope = &S;
+      if (T.Scope)
+        T.Begin = std::min(T.Begin, T.Scope->Begin);
+      for (const ClipCall &C : FA.Clips)
+        T.Clips.push_back(&C);
+      for (const ZeroGradCall &Z : FA.ZeroGrads)
+        T.ZeroGrads.push_back(&Z);
+      if (T.Scope)
+        for (const ForwardCall &F : FA.Forwards) {
+          unsigned O = offsetOf(F.Call->getBeginLoc());
+          if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, FirstBackward == ~0u ? 0 : FirstBackward))
+            T.Forwards.push_back(&F);
+        }
+      FA.Steps.push_back(std::move(T));
+    }
+    llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
+  }
+};
+
+/// Visits function definitions in scope.
+class FunctionVisitor : public RecursiveASTVisitor<FunctionVisitor> {
+public:
+  FunctionVisitor(ASTContext &Ctx, const RuleSet &Rules, std::function<bool(SourceLocation)> &InScope,
+                  const std::vector<SourceRange> &Inactive, TranslationUnitAnalysis &Out)
+      : Ctx(Ctx), Rules(Rules), InScope(InScope), Inactive(Inactive), Out(Out) {}
+  bool shouldVisitTemplateInstantiations() const { return false; }
+  bool shouldVisitLambdaBody() const { return false; } // analysed with the enclosing function
+
+  bool VisitFunctionDecl(FunctionDecl *FD) {
+    if (!FD->doesThisDeclarationHaveABody() || !FD->getBody() || FD->isDependentContext() && false)
+      return true;
+    if (!InScope(FD->getLocation()))
+      return true;
+    if (const auto *MD = dyn_cast<CXXMethodDecl>(FD)) {
+      if (MD->getParent()->isLambda())
+        return true;
+      // The implementation of a guard class is not a finding.
+      if (isAutocastGuardClass(MD->getParent(), Rules, nullptr))
+        return true;
+    }
+    FunctionAnalyser A(Ctx, Rules, FD, Inactive);
+    FunctionAnalysis FA = A.run();
+    if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty())
+      Out.Functions.push_back(std::move(FA));
+    return true;
+  }
+
+private:
+  ASTContext &Ctx;
+  const RuleSet &Rules;
+  std::function<bool(SourceLocation)> &InScope;
+  const std::vector<SourceRange> &Inactive;
+  TranslationUnitAnalysis &Out;
+};
+} // namespace
+
+TranslationUnitAnalysis StepFinder::run() {
+  TranslationUnitAnalysis Out;
+  FunctionVisitor V(Ctx, Rules, InScope, Inactive, Out);
+  for (Decl *D : Ctx.getTraversalScope())
+    V.TraverseDecl(D);
+  return Out;
+}
+
+} // namespace ampmigrate

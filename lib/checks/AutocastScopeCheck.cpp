@@ -1,0 +1,40 @@
+// amp-autocast-scope: every autocast scope (call pair, RAII guard, macro pair, lone enable).
+#include "ampmigrate/Engine.h"
+#include "ampmigrate/StepFinder.h"
+
+using namespace clang;
+namespace ampmigrate {
+
+static std::string scopeMessage(const AutocastScope &S, const RuleSet &Rules) {
+  std::string Target = Rules.Target.Convert;
+  if (S.Shape == AutocastScope::Kind::Guard) {
+    std::string Cls = S.GuardVar->getType().getUnqualifiedType().getAsString();
+    if (S.DisablesAutocast)
+      return "guard '" + Cls + "' disables autocast for a nested region; under " + Target +
+             " the region's precision follows the converted model";
+    return "autocast scope opened by guard '" + Cls + "'; convert the model once with " + Target +
+           " instead";
+  }
+  std::string Fn = S.Enable ? qualifiedName(S.Enable->Call->getDirectCallee()) : "";
+  if (S.Shape == AutocastScope::Kind::MacroPair)
+    return "autocast scope opened by a macro (expands to '" + Fn + "'); convert the model once with " +
+           Target + " instead";
+  if (S.DisablesAutocast)
+    return "'" + Fn + "' disables autocast for a nested region";
+  return "autocast scope enabled with '" + Fn + "'; convert the model once with " + Target +
+         " instead";
+}
+
+void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
+  for (const AutocastScope &S : In.Function.Scopes) {
+    Finding *F = Out.report("amp-autocast-scope", S.ReportLoc, scopeMessage(S, In.Rules));
+    for (const TrainingStep &T : In.Function.Steps)
+      if (T.Scope == &S)
+        markStep(F, In, &T);
+    if (F && S.Disable)
+      Out.note(F, S.Disable->MacroUse.isValid() ? S.Disable->MacroUse : S.Disable->Call->getBeginLoc(),
+               "the scope ends here");
+  }
+}
+
+} // namespace ampmigrate

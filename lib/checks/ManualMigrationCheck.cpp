@@ -1,0 +1,28 @@
+// amp-manual-migration: what the tool will not rewrite, each with its reason.
+#include "ampmigrate/Engine.h"
+
+using namespace clang;
+namespace ampmigrate {
+
+void checkManualMigration(const CheckInput &In, FindingSink &Out) {
+  for (const MigrationPlan *P : In.Plans)
+    for (const TrainingStep::Blocker &B : P->Blockers)
+      Out.report("amp-manual-migration", B.Loc, "not migrated automatically: " + B.Reason);
+  for (const AutocastScope &S : In.Function.Scopes) {
+    if (S.DisablesAutocast)
+      continue;
+    bool InStep = llvm::any_of(In.Function.Steps, [&](const TrainingStep &T) { return T.Scope == &S; });
+    if (InStep)
+      continue;
+    std::string Why =
+        S.Shape == AutocastScope::Kind::Unclosed
+            ? "autocast is enabled with no scaled training step in this function (a global or "
+              "start-up switch?); convert the model where it is created with " +
+                  In.Rules.Target.Convert
+            : "no scaled training step follows this autocast scope in this function; when the "
+              "scaler calls are in another function, move the step into one function or migrate by hand";
+    Out.report("amp-manual-migration", S.ReportLoc, "not migrated automatically: " + Why);
+  }
+}
+
+} // namespace ampmigrate

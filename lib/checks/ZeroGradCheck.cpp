@@ -1,0 +1,21 @@
+// amp-zero-grad: zero_grad() of a step's optimizer or model, redundant with explicit grads.
+#include "ampmigrate/Engine.h"
+
+using namespace clang;
+namespace ampmigrate {
+
+void checkZeroGrad(const CheckInput &In, FindingSink &Out) {
+  for (const TrainingStep &T : In.Function.Steps)
+    for (const ZeroGradCall *Z : T.ZeroGrads) {
+      bool OfStep = llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == Z->Owner; }) ||
+                    llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; });
+      if (!OfStep)
+        continue;
+      Finding *F = Out.report("amp-zero-grad", Z->Call->getBeginLoc(),
+                              "zero_grad() is redundant: explicit gradients from " +
+                                  In.Rules.Target.ValueAndGrad + " never accumulate in .grad");
+      markStep(F, In, &T);
+    }
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,32 @@
+// Plans the rewrite of training steps into the explicit-gradient auto_mixed_precision form.
+#pragma once
+
+#include "ampmigrate/TrainingStep.h"
+#include "clang/Tooling/Core/Replacement.h"
+#include <vector>
+
+namespace ampmigrate {
+
+enum class AmpLevel { O0, O1, O2, O3 };
+llvm::StringRef levelName(AmpLevel L);
+
+/// The edits of one training step, planned together and applied all-or-nothing.
+struct MigrationPlan {
+  const TrainingStep *Step = nullptr;
+  const FunctionAnalysis *Function = nullptr;
+  std::vector<TrainingStep::Blocker> Blockers; ///< non-empty: not rewritten
+  std::vector<clang::tooling::Replacement> Edits;
+  bool ok() const { return Blockers.empty() && !Edits.empty(); }
+};
+
+struct PlannerOptions {
+  AmpLevel Level = AmpLevel::O2;
+};
+
+/// Plans every step of a translation unit. Steps that share a scaler declared outside one
+/// function are blocked together when any of them is blocked (its type changes for all uses).
+std::vector<MigrationPlan> planMigrations(clang::ASTContext &Ctx, const RuleSet &Rules,
+                                          const TranslationUnitAnalysis &TU,
+                                          const PlannerOptions &Opts);
+
+} // namespace ampmigrate

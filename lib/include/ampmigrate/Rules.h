@@ -1,0 +1,102 @@
+// The rule data: which APIs mean what (autocast functions, scaler method names, clip and
+// zero_grad functions, target API names). Loaded from YAML files in rewrite-rules/ and --rules.
+#pragma once
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampmigrate {
+
+/// What a call to an autocast function does to the autocast state.
+enum class AutocastRole {
+  Enable,        ///< turns autocast on or off; `EnabledArg` holds the bool
+  Dtype,         ///< sets the low-precision dtype
+  Cache,         ///< clears or toggles the cast cache
+  NestingInc,    ///< increment_nesting()
+  NestingDec,    ///< decrement_nesting()
+  Query,         ///< reads state only (is_enabled, get_*_dtype)
+};
+
+struct AutocastFunctionRule {
+  std::string Function;           ///< fully qualified, e.g. "at::autocast::set_enabled"
+  AutocastRole Role = AutocastRole::Query;
+  int EnabledArg = -1;            ///< Enable: which argument holds the bool
+  int DeviceArg = -1;             ///< 2.4+ API: which argument holds the DeviceType
+  std::string Device;             ///< fixed device ("cuda", "cpu") when there is no DeviceArg
+  std::string Generation;         ///< "1.x", "2.4", informational
+};
+
+struct ClipFunctionRule {
+  std::string Function; ///< e.g. "torch::nn::utils::clip_grad_norm_"
+  int ParamsArg = 0;
+  int MaxNormArg = 1;
+  int NormTypeArg = 2;  ///< -1: the function has no norm type (always L2)
+};
+
+/// Names of the methods a scaler class has, by meaning.
+struct ScalerMethodNames {
+  std::vector<std::string> Scale, Unscale, Step, Update, GetScale;
+};
+
+struct TargetApi {
+  std::string Include = "<amp/torch.h>";
+  std::string Convert = "amp::auto_mixed_precision";
+  std::string LevelEnum = "amp::Level";
+  std::string ValueAndGrad = "amp::value_and_grad";
+  std::string CastOutput = "amp::cast_to_adapter_tensor";
+  std::string ScalerClass = "amp::GradScaler";
+  std::string ScalerOptions = "amp::GradScalerOptions";
+  std::string Clip = "amp::clip_by_global_norm";
+  std::string GlobalNorm = "amp::global_norm";
+  std::string Accumulate = "amp::accumulate_grads";
+};
+
+struct RuleSet {
+  std::vector<AutocastFunctionRule> Autocast;
+  /// Qualified names that look like AMP but are not training scopes (cached_cast, dispatch guards).
+  std::vector<std::string> Ignore;
+  /// Classes whose construction enables autocast (RAII guards). Guards are also recognised by
+  /// shape (a constructor that enables autocast); this list adds ones whose bodies are not visible.
+  std::vector<std::string> Guards;
+  /// Scaler classes named explicitly; others are recognised by method shape.
+  std::vector<std::string> ScalerClasses;
+  ScalerMethodNames ScalerMethods;
+  /// amp::GradScalerOptions setter -> constructor parameter names that mean it.
+  std::map<std::string, std::vector<std::string>> ScalerOptionParams;
+  std::vector<ClipFunctionRule> Clip;
+  std::vector<std::string> ZeroGradMethods;
+  /// Base classes whose objects have a zero_grad that explicit grads make redundant.
+  std::vector<std::string> ZeroGradClasses;
+  /// Base classes of models (forward / operator() inside a scope marks the model).
+  std::vector<std::string> ModuleClasses;
+  std::vector<std::string> ModuleHolderTemplates;
+  std::vector<std::string> OptimizerClasses;
+  std::vector<std::string> TensorClasses;
+  TargetApi Target;
+  bool TargetGiven = false; ///< a file set `target:` (a later file's section wins)
+  std::vector<std::string> Sources; ///< files these rules came from
+
+  const AutocastFunctionRule *autocastRule(llvm::StringRef QualifiedName) const;
+  const ClipFunctionRule *clipRule(llvm::StringRef QualifiedName) const;
+  bool isIgnored(llvm::StringRef QualifiedName) const;
+  /// Every identifier the rules key on: the lexical prefilter skips TUs that contain none.
+  std::vector<std::string> prefilterTokens() const;
+
+  /// Appends the rules of `Other` (lists are merged; target names of a later file win).
+  void merge(const RuleSet &Other);
+};
+
+/// Parses one rule file. Errors name the file, line and column, and the reason.
+llvm::Expected<RuleSet> parseRules(llvm::StringRef Path, llvm::StringRef Text);
+llvm::Expected<RuleSet> loadRuleFile(llvm::StringRef Path);
+/// The built-in rules (rewrite-rules/*.yaml next to the source tree, the installed copy, or
+/// AMP_MIGRATE_RULES_DIR), merged with the user's files in order.
+llvm::Expected<RuleSet> loadRules(const std::vector<std::string> &UserFiles);
+/// Where the built-in rules were found.
+std::string builtinRulesDir();
+
+} // namespace ampmigrate

@@ -1,0 +1,38 @@
+// Finds the AMP elements of every function in scope and groups them into training steps.
+#pragma once
+
+#include "ampmigrate/TrainingStep.h"
+#include "clang/Basic/SourceLocation.h"
+#include <functional>
+
+namespace ampmigrate {
+
+class StepFinder {
+public:
+  /// `InScope` says whether a location belongs to code the user wants analysed (the main file and
+  /// the headers matched by --header-filter). `Inactive` lists the preprocessor's skipped ranges.
+  StepFinder(clang::ASTContext &Ctx, const RuleSet &Rules,
+             std::function<bool(clang::SourceLocation)> InScope,
+             std::vector<clang::SourceRange> Inactive = {});
+  TranslationUnitAnalysis run();
+
+  /// Source text helpers shared with the planner.
+  static std::string textOf(const clang::ASTContext &Ctx, clang::SourceRange R);
+
+private:
+  clang::ASTContext &Ctx;
+  const RuleSet &Rules;
+  std::function<bool(clang::SourceLocation)> InScope;
+  std::vector<clang::SourceRange> Inactive;
+};
+
+/// Shape recognisers on declarations, shared by the analysis and the planner.
+bool isDerivedFromAny(const clang::CXXRecordDecl *RD, const std::vector<std::string> &Names);
+bool isTensorType(clang::QualType T, const RuleSet &Rules);
+bool isScalerClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
+/// A class whose constructor switches autocast (an RAII guard); sets `Disables` for guards that
+/// turn it off.
+bool isAutocastGuardClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables);
+std::string qualifiedName(const clang::NamedDecl *D);
+
+} // namespace ampmigrate

@@ -1,0 +1,140 @@
+// The analysis model: the AMP elements of one function (autocast scopes, scaler calls, clipping,
+// zero_grad, the model and the optimizers) grouped into training steps. Checks report from it and
+// the migration planner plans edits from it; both only read it.
+#pragma once
+
+#include "ampmigrate/Rules.h"
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Decl.h"
+#include "clang/AST/Expr.h"
+#include "clang/AST/Stmt.h"
+#include "llvm/ADT/SmallVector.h"
+#include <string>
+#include <vector>
+
+namespace ampmigrate {
+
+/// One call to a function of the autocast API (resolved by declaration).
+struct AutocastCall {
+  const clang::CallExpr *Call = nullptr;
+  const AutocastFunctionRule *Rule = nullptr;
+  enum class State { On, Off, Restore, Unknown } Turns = State::Unknown; ///< Enable role only
+  std::string Device; ///< "cuda", "cpu" or "" (unknown / variable)
+  /// The statement that exists only for this call (`f();`, `if (c) f();`), or nullptr when the
+  /// call is part of a larger statement and cannot be removed alone.
+  const clang::Stmt *Removable = nullptr;
+  const clang::Expr *GuardCondition = nullptr; ///< `if (use_amp) f();`
+  clang::SourceLocation MacroUse;              ///< valid when the call comes from a macro
+  bool InLambda = false;
+};
+
+/// A region of code that runs with autocast on (or, for a disabling guard, off).
+struct AutocastScope {
+  enum class Kind { CallPair, Guard, MacroPair, Unclosed } Shape = Kind::CallPair;
+  clang::SourceLocation ReportLoc; ///< the enabling call, the guard declaration, or the macro use
+  const AutocastCall *Enable = nullptr;
+  const AutocastCall *Disable = nullptr; ///< null for Guard (ends with its block) and Unclosed
+  const clang::VarDecl *GuardVar = nullptr;
+  const clang::Stmt *GuardDeclStmt = nullptr;
+  llvm::SmallVector<const clang::CXXMemberCallExpr *, 1> GuardEnds; ///< guard.End()-style calls
+  bool DisablesAutocast = false; ///< a guard or pair that turns autocast off for a nested region
+  /// Dtype, cache and nesting calls that belong to this scope.
+  llvm::SmallVector<const AutocastCall *, 4> Auxiliary;
+  /// Set when autocast stays on past this point on some path (no disable; or a return first).
+  clang::SourceLocation LeaksAt;
+  std::string LeakReason;
+  unsigned Begin = 0, End = 0; ///< file offsets of the scope (enable .. disable or block end)
+};
+
+/// Which object a scaler (or optimizer, or model) expression refers to.
+struct ObjectRef {
+  const clang::ValueDecl *Decl = nullptr; ///< VarDecl, ParmVarDecl or FieldDecl; null for `this`
+  bool IsThis = false;
+  bool ThroughPointer = false; ///< reached with `->` (raw or smart pointer, optional)
+  explicit operator bool() const { return Decl || IsThis; }
+  bool operator==(const ObjectRef &O) const { return Decl == O.Decl && IsThis == O.IsThis; }
+};
+
+struct ScalerCall {
+  enum class Method { Scale, Unscale, Step, Update, GetScale } Kind = Method::Scale;
+  const clang::CXXMemberCallExpr *Call = nullptr;
+  ObjectRef Scaler;
+  const clang::CXXRecordDecl *ScalerClass = nullptr;
+  ObjectRef Optimizer;                        ///< Unscale / Step
+  const clang::Expr *OptimizerArg = nullptr;  ///< as written (`opt`, `*opt`)
+  bool HasExplicitGrads = false;              ///< already migrated (`unscale_(opt, grads)`)
+};
+
+/// `scaler.scale(x).backward()`, or `auto s = scaler.scale(x); s.backward();`.
+struct ImplicitBackward {
+  const clang::CXXMemberCallExpr *Backward = nullptr;
+  const ScalerCall *Scale = nullptr;
+  const clang::Stmt *BackwardStmt = nullptr; ///< the statement holding backward()
+  const clang::Stmt *ScaleStmt = nullptr;    ///< split form: the statement holding scale()
+  const clang::VarDecl *SplitVar = nullptr;  ///< split form: the variable holding the scaled loss
+  bool SplitAssignsArgument = false;         ///< `loss = scaler.scale(loss); loss.backward();`
+};
+
+struct ClipCall {
+  const clang::CallExpr *Call = nullptr;
+  const ClipFunctionRule *Rule = nullptr;
+  const clang::Stmt *Statement = nullptr; ///< the statement holding the call
+  bool ResultUsed = false;
+  bool NormIsL2 = true;
+  std::string NormText; ///< the norm type as written when it is not 2
+};
+
+struct ZeroGradCall {
+  const clang::CXXMemberCallExpr *Call = nullptr;
+  const clang::Stmt *Statement = nullptr; ///< null when not a statement of its own
+  ObjectRef Owner;
+};
+
+/// A call of the model's forward inside an autocast scope.
+struct ForwardCall {
+  const clang::Expr *Call = nullptr; ///< CXXMemberCallExpr (forward) or CXXOperatorCallExpr (())
+  ObjectRef Model;
+  const clang::Expr *Receiver = nullptr; ///< the expression naming the model, null for implicit this
+  bool ReturnsTensors = false;           ///< Tensor, tuple or vector of Tensors
+};
+
+/// One training step: forward under autocast, scaled backward, unscale/clip/step/update.
+struct TrainingStep {
+  const AutocastScope *Scope = nullptr;
+  llvm::SmallVector<const ImplicitBackward *, 2> Backwards;
+  llvm::SmallVector<const ScalerCall *, 4> Unscales, Steps, Updates, Others;
+  llvm::SmallVector<const ClipCall *, 2> Clips;
+  llvm::SmallVector<const ZeroGradCall *, 2> ZeroGrads;
+  llvm::SmallVector<const ForwardCall *, 2> Forwards;
+  ObjectRef Scaler;
+  const clang::CXXRecordDecl *ScalerClass = nullptr;
+  /// Reasons this step cannot be rewritten safely (each with where it applies).
+  struct Blocker {
+    clang::SourceLocation Loc;
+    std::string Reason;
+  };
+  std::vector<Blocker> Blockers;
+  unsigned Begin = 0; ///< file offset of the first element (orders steps, names them)
+};
+
+/// Everything the analysis found in one function body (lambdas are analysed with their parent).
+struct FunctionAnalysis {
+  const clang::FunctionDecl *Function = nullptr;
+  std::vector<AutocastCall> AutocastCalls;
+  std::vector<AutocastScope> Scopes;
+  std::vector<ScalerCall> ScalerCalls;
+  std::vector<ImplicitBackward> Backwards;
+  std::vector<ClipCall> Clips;
+  std::vector<ZeroGradCall> ZeroGrads;
+  std::vector<ForwardCall> Forwards;
+  std::vector<TrainingStep> Steps;
+  /// Inactive preprocessor regions inside the function that mention AMP names.
+  std::vector<clang::SourceRange> InactiveAmpCode;
+};
+
+/// The analysis of a translation unit.
+struct TranslationUnitAnalysis {
+  std::vector<FunctionAnalysis> Functions;
+};
+
+} // namespace ampmigrate

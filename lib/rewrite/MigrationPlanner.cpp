@@ -1,0 +1,1096 @@
+// Plans the edits that turn one training step into the explicit-gradient form: the forward region
+// becomes a function handed to value_and_grad, the scaler takes the grads, clipping works on
+// them, the model is converted once, the scaler's type changes, the include is added.
+#include "ampmigrate/MigrationPlan.h"
+#include "ampmigrate/StepFinder.h"
+
+#include "clang/AST/ParentMap.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/Lex/Lexer.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include <map>
+#include <set>
+
+using namespace clang;
+namespace ampmigrate {
+
+llvm::StringRef levelName(AmpLevel L) {
+  switch (L) {
+  case AmpLevel::O0: return "O0";
+  case AmpLevel::O1: return "O1";
+  case AmpLevel::O2: return "O2";
+  case AmpLevel::O3: return "O3";
+  }
+  return "O2";
+}
+
+namespace {
+
+/// An edit inside one file, by offsets; turned into tooling::Replacement at the end.
+struct Edit {
+  unsigned Offset, Length;
+  std::string Text;
+};
+
+class NameCollector : public RecursiveASTVisitor<NameCollector> {
+public:
+  llvm::StringSet<> Names;
+  bool VisitNamedDecl(NamedDecl *D) {
+    if (D->getIdentifier())
+      Names.insert(D->getName());
+    return true;
+  }
+  bool VisitDeclRefExpr(DeclRefExpr *E) {
+    if (E->getDecl()->getIdentifier())
+      Names.insert(E->getDecl()->getName());
+    return true;
+  }
+};
+
+class RefCollector : public RecursiveASTVisitor<RefCollector> {
+public:
+  const ValueDecl *Target;
+  std::vector<const Expr *> Refs;
+  explicit RefCollector(const ValueDecl *T) : Target(T) {}
+  bool VisitDeclRefExpr(DeclRefExpr *E) {
+    if (E->getDecl() == Target)
+      Refs.push_back(E);
+    return true;
+  }
+  bool VisitMemberExpr(MemberExpr *E) {
+    if (E->getMemberDecl() == Target)
+      Refs.push_back(E);
+    return true;
+  }
+};
+
+class ControlFlowCollector : public RecursiveASTVisitor<ControlFlowCollector> {
+public:
+  const Stmt *Escape = nullptr; ///< return/break/continue/goto/co_return leaving the region
+  int LoopDepth = 0;
+  bool TraverseLambdaExpr(LambdaExpr *) { return true; } // a nested function: its returns are its own
+  bool TraverseForStmt(ForStmt *S) { return loop(S); }
+  bool TraverseWhileStmt(WhileStmt *S) { return loop(S); }
+  bool TraverseDoStmt(DoStmt *S) { return loop(S); }
+  bool TraverseCXXForRangeStmt(CXXForRangeStmt *S) { return loop(S); }
+  bool TraverseSwitchStmt(SwitchStmt *S) { return loop(S); }
+  template <typename T> bool loop(T *S) {
+    ++LoopDepth;
+    RecursiveASTVisitor::TraverseStmt(S->getBody());
+    --LoopDepth;
+    return true;
+  }
+  bool VisitReturnStmt(ReturnStmt *S) { return found(S); }
+  bool VisitGotoStmt(GotoStmt *S) { return found(S); }
+  bool VisitCoreturnStmt(CoreturnStmt *S) { return found(S); }
+  bool VisitBreakStmt(BreakStmt *S) { return LoopDepth ? true : found(S); }
+  bool VisitContinueStmt(ContinueStmt *S) { return LoopDepth ? true : found(S); }
+  bool found(const Stmt *S) {
+    if (!Escape)
+      Escape = S;
+    return true;
+  }
+};
+
+class StepPlanner {
+public:
+  StepPlanner(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
+              const TrainingStep &T, const PlannerOptions &Opts, llvm::StringSet<> &UsedNames)
+      : Ctx(Ctx), SM(Ctx.getSourceManager()), LO(Ctx.getLangOpts()), Rules(Rules), FA(FA), T(T),
+        Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames) {}
+
+  MigrationPlan plan() {
+    MigrationPlan P;
+    P.Step = &T;
+    P.Function = &FA;
+    planAll();
+    P.Blockers = std::move(Blockers);
+    if (P.Blockers.empty())
+      for (const Edit &E : Edits)
+        P.Edits.emplace_back(FilePath, E.Offset, E.Length, E.Text);
+    return P;
+  }
+
+private:
+  ASTContext &Ctx;
+  const SourceManager &SM;
+  const LangOptions &LO;
+  const RuleSet &Rules;
+  const FunctionAnalysis &FA;
+  const TrainingStep &T;
+  const PlannerOptions &Opts;
+  ParentMap PM;
+  llvm::StringSet<> &UsedNames;
+  std::vector<TrainingStep::Blocker> Blockers;
+  std::vector<Edit> Edits;
+  FileID File;
+  std::string FilePath;
+  StringRef Buffer;
+
+  std::string GradsName, GradFnName, ValueName, OptParams;
+
+  void block(SourceLocation L, std::string Why) { Blockers.push_back({L, std::move(Why)}); }
+
+  unsigned off(SourceLocation L) const { return SM.getFileOffset(SM.getExpansionLoc(L)); }
+
+  std::string text(SourceRange R) const { return StepFinder::textOf(Ctx, R); }
+
+  std::string freshName(StringRef Base) {
+    std::string N = Base.str();
+    for (int I = 2; UsedNames.contains(N); ++I)
+      N = (Base + std::to_string(I)).str();
+    UsedNames.insert(N);
+    return N;
+  }
+
+  /// File char range of a statement including its trailing semicolon; invalid if in a macro body.
+  CharSourceRange stmtRange(const Stmt *S) const {
+    SourceLocation B = S->getBeginLoc(), E = S->getEndLoc();
+    if (B.isMacroID() || E.isMacroID()) {
+      // The whole statement must be one macro use (`AMP_ON();`): take the use.
+      CharSourceRange R = Lexer::makeFileCharRange(CharSourceRange::getTokenRange(B, E), SM, LO);
+      if (R.isInvalid())
+        return R;
+      B = R.getBegin();
+      E = R.getEnd();
+    } else {
+      E = Lexer::getLocForEndOfToken(E, 0, SM, LO);
+    }
+    // Swallow the `;` that ends an expression statement (not part of the Stmt's range).
+    std::optional<Token> Next = Lexer::findNextToken(E.getLocWithOffset(-1), SM, LO);
+    if (!isa<CompoundStmt, IfStmt, ForStmt, WhileStmt, CXXForRangeStmt>(S) || B != S->getBeginLoc()) {
+      Token Tok;
+      SourceLocation After = E;
+      if (!Lexer::getRawToken(After, Tok, SM, LO, /*IgnoreWhiteSpace=*/true) && Tok.is(tok::semi))
+        E = Tok.getEndLoc();
+    }
+    (void)Next;
+    return CharSourceRange::getCharRange(B, E);
+  }
+
+  unsigned lineStart(unsigned O) const {
+    while (O > 0 && Buffer[O - 1] != '\n')
+      --O;
+    return O;
+  }
+  unsigned lineEnd(unsigned O) const { // offset just past the '\n'
+    while (O < Buffer.size() && Buffer[O] != '\n')
+      ++O;
+    return O < Buffer.size() ? O + 1 : O;
+  }
+  std::string indentAt(unsigned O) const {
+    unsigned S = lineStart(O), E = S;
+    while (E < Buffer.size() && (Buffer[E] == ' ' || Buffer[E] == '\t'))
+      ++E;
+    return Buffer.substr(S, E - S).str();
+  }
+  bool onlySpace(unsigned B, unsigned E) const {
+    for (unsigned I = B; I < E; ++I)
+      if (Buffer[I] != ' ' && Buffer[I] != '\t' && Buffer[I] != '\r')
+        return false;
+    return true;
+  }
+
+  /// Deletion of a whole statement: the full line when nothing else is on it.
+  bool removal(const Stmt *S, Edit &Out) const {
+    CharSourceRange R = stmtRange(S);
+    if (R.isInvalid() || SM.getFileID(R.getBegin()) != File)
+      return false;
+    unsigned B = SM.getFileOffset(R.getBegin()), E = SM.getFileOffset(R.getEnd());
+    unsigned LS = lineStart(B), LE = lineEnd(E);
+    unsigned EOL = LE > 0 && LE <= Buffer.size() && Buffer[LE - 1] == '\n' ? LE - 1 : LE;
+    if (onlySpace(LS, B) && onlySpace(E, EOL)) {
+      Out = {LS, LE - LS, ""};
+    } else {
+      Out = {B, E - B, ""};
+    }
+    return true;
+  }
+
+  bool fileRange(SourceRange R, unsigned &B, unsigned &E) const {
+    CharSourceRange CR = CharSourceRange::getTokenRange(R);
+    if (R.getBegin().isMacroID() || R.getEnd().isMacroID()) {
+      // Only macro arguments can be edited, at their spelling in the file.
+      if (!SM.isMacroArgExpansion(R.getBegin()) || !SM.isMacroArgExpansion(R.getEnd()))
+        return false;
+      CR = CharSourceRange::getTokenRange(SM.getSpellingLoc(R.getBegin()), SM.getSpellingLoc(R.getEnd()));
+    }
+    CR = Lexer::makeFileCharRange(CR, SM, LO);
+    if (CR.isInvalid() || SM.getFileID(CR.getBegin()) != File)
+      return false;
+    B = SM.getFileOffset(CR.getBegin());
+    E = SM.getFileOffset(CR.getEnd());
+    return true;
+  }
+
+  const CompoundStmt *parentCompound(const Stmt *S) const {
+    return dyn_cast_or_null<CompoundStmt>(PM.getParent(S));
+  }
+
+  /// The ancestor of `S` (or S) whose parent is `C`.
+  const Stmt *childOf(const Stmt *S, const CompoundStmt *C) const {
+    for (const Stmt *Cur = S; Cur; Cur = PM.getParent(Cur))
+      if (PM.getParent(Cur) == C)
+        return Cur;
+    return nullptr;
+  }
+
+  bool within(const Stmt *S, const Stmt *Ancestor) const {
+    for (const Stmt *Cur = S; Cur; Cur = PM.getParent(Cur))
+      if (Cur == Ancestor)
+        return true;
+    return false;
+  }
+
+  std::string modelText(const ObjectRef &M) const {
+    if (M.IsThis)
+      return "*this";
+    return M.Decl->getName().str();
+  }
+
+  std::string optimizerParams(const ScalerCall *C) const {
+    const Expr *A = C->OptimizerArg->IgnoreParenImpCasts();
+    if (const auto *U = dyn_cast<UnaryOperator>(A); U && U->getOpcode() == UO_Deref)
+      return text(U->getSubExpr()->getSourceRange()) + "->parameters()";
+    QualType QT = A->getType();
+    bool Pointer = QT->isPointerType();
+    if (const CXXRecordDecl *RD = QT.getNonReferenceType()->getAsCXXRecordDecl()) {
+      std::string N = qualifiedName(RD);
+      Pointer = Pointer || N == "std::shared_ptr" || N == "std::unique_ptr";
+    }
+    return text(A->getSourceRange()) + (Pointer ? "->parameters()" : ".parameters()");
+  }
+
+  // ---- the parts of the plan ------------------------------------------------------------------
+
+  void planAll() {
+    const Stmt *Body = FA.Function->getBody();
+    SourceLocation FnLoc = FA.Function->getLocation();
+    File = SM.getFileID(SM.getExpansionLoc(Body->getBeginLoc()));
+    FilePath = SM.getFileEntryRefForID(File) ? SM.getFileEntryRefForID(File)->getName().str() : "";
+    Buffer = SM.getBufferData(File);
+
+    for (const SourceRange &R : FA.InactiveAmpCode)
+      block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
+                          "migrate each configuration by hand or run once per configuration");
+    if (T.Backwards.empty()) {
+      block(T.Steps.empty() ? FnLoc : T.Steps.front()->Call->getBeginLoc(),
+            "no scaled backward (scaler.scale(loss).backward()) in this function; the scope, "
+            "scaling and stepping are in different functions");
+      return;
+    }
+    if (T.Steps.empty()) {
+      block(T.Backwards.front()->Backward->getBeginLoc(),
+            "the scaler's step() is not in this function; scaling and stepping in different "
+            "functions cannot be rewritten together");
+      return;
+    }
+    if (!T.Scope) {
+      block(T.Backwards.front()->Backward->getBeginLoc(),
+            "no autocast scope precedes this scaled backward in this function, so the forward "
+            "pass to hand to amp::value_and_grad is unknown");
+      return;
+    }
+    if (T.Backwards.size() > 1) {
+      block(T.Backwards[1]->Backward->getBeginLoc(),
+            "several scaled backward calls share one scaler (gradient accumulation or several "
+            "losses); not rewritten automatically yet");
+      return;
+    }
+    const ScalerCall *Opt0 = T.Steps.front();
+    for (const ScalerCall *S : T.Steps)
+      if (!(S->Optimizer == Opt0->Optimizer) || !S->Optimizer) {
+        block(S->Call->getBeginLoc(), "several optimizers step with one scaled loss; not "
+                                      "rewritten automatically");
+        return;
+      }
+    if (T.Steps.size() > 1) {
+      block(T.Steps[1]->Call->getBeginLoc(), "step() called more than once for one backward");
+      return;
+    }
+    for (const ScalerCall *U : T.Unscales)
+      if (!(U->Optimizer == Opt0->Optimizer)) {
+        block(U->Call->getBeginLoc(), "unscale_() of a different optimizer than step()");
+        return;
+      }
+    OptParams = optimizerParams(Opt0);
+    bool Multi = false;
+    GradsName = freshName(Multi ? "grads" : "grads");
+    GradFnName = freshName("grad_fn");
+
+    const ImplicitBackward &B = *T.Backwards.front();
+    planRegion(B);
+    planScalerCalls();
+    planClips(B);
+    planZeroGrads(B);
+    planScalerDecl();
+    planInclude();
+  }
+
+  /// Hoisted declarations and conversions emitted before the lambda.
+  std::string Prelude;
+  std::set<std::string> ConvertedModels;
+  std::map<const ValueDecl *, std::string> ModelNames;
+  std::string IncludeAnchorText;
+  unsigned RegionBegin = 0, RegionEnd = 0;
+
+  std::string convertedName(const ObjectRef &M) {
+    const ValueDecl *Key = M.Decl;
+    auto It = ModelNames.find(Key);
+    if (It != ModelNames.end())
+      return It->second;
+    std::string Base = M.IsThis ? "amp_self" : ("amp_" + M.Decl->getName().str());
+    // Drop a trailing underscore of member names (net_ -> amp_net).
+    if (StringRef(Base).ends_with("_") && Base.size() > 5)
+      Base.pop_back();
+    std::string N = freshName(Base);
+    ModelNames[Key] = N;
+    return N;
+  }
+
+  /// Where the model is converted: before the innermost loop around the step that the model's
+  /// declaration precedes; otherwise at the start of the step.
+  bool conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
+    const auto *VD = dyn_cast_or_null<VarDecl>(M.Decl);
+    if (!VD || isa<ParmVarDecl>(VD) || !VD->isLocalVarDecl())
+      return false;
+    unsigned DeclOff = off(VD->getLocation());
+    for (const Stmt *P = PM.getParent(Anchor); P; P = PM.getParent(P)) {
+      if (!isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+        continue;
+      if (!isa_and_nonnull<CompoundStmt>(PM.getParent(P)) || P->getBeginLoc().isMacroID())
+        return false;
+      if (DeclOff >= off(P->getBeginLoc()))
+        return false; // declared inside the loop: convert at the step
+      InsertAt = lineStart(off(P->getBeginLoc()));
+      return onlySpace(InsertAt, off(P->getBeginLoc()));
+    }
+    return false;
+  }
+
+  void planRegion(const ImplicitBackward &B) {
+    const Stmt *EndStmt = B.ScaleStmt ? B.ScaleStmt : B.BackwardStmt;
+    if (!B.BackwardStmt || !EndStmt) {
+      block(B.Backward->getBeginLoc(), "backward() is part of a larger expression");
+      return;
+    }
+    const CompoundStmt *C = parentCompound(EndStmt);
+    if (!C || (B.ScaleStmt && parentCompound(B.BackwardStmt) != C)) {
+      block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
+      return;
+    }
+    const AutocastScope &S = *T.Scope;
+    const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
+                                             : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
+    const Stmt *R0 = childOf(ScopeStart, C);
+    if (!R0) {
+      block(S.ReportLoc, "the autocast scope and the scaled backward are in different blocks");
+      return;
+    }
+    unsigned BackOff = off(B.Backward->getBeginLoc());
+    if (S.Shape == AutocastScope::Kind::Unclosed || (S.Disable && off(S.Disable->Call->getBeginLoc()) > BackOff) ||
+        (S.GuardDeclStmt && parentCompound(S.GuardDeclStmt) == C && S.GuardEnds.empty())) {
+      block(B.Backward->getBeginLoc(), "backward() runs inside the autocast scope (the scope is "
+                                       "not closed before it)");
+      return;
+    }
+    if (S.Enable && S.Enable->InLambda) {
+      block(S.ReportLoc, "the autocast scope is inside a lambda");
+      return;
+    }
+    // Region statements: [R0, EndStmt) in C.
+    std::vector<const Stmt *> Region;
+    bool In = false;
+    for (const Stmt *Child : C->body()) {
+      if (Child == R0)
+        In = true;
+      if (Child == EndStmt)
+        break;
+      if (In)
+        Region.push_back(Child);
+    }
+    if (Region.empty()) {
+      block(S.ReportLoc, "the autocast scope does not precede the backward in its block");
+      return;
+    }
+    for (const Stmt *St : Region) {
+      ControlFlowCollector CF;
+      CF.TraverseStmt(const_cast<Stmt *>(St));
+      if (CF.Escape) {
+        block(CF.Escape->getBeginLoc(), "the forward region contains a statement that leaves it "
+                                        "(return, break, continue or goto), which cannot move "
+                                        "into the function given to amp::value_and_grad");
+        return;
+      }
+    }
+    unsigned RB, RE;
+    if (!fileRange(SourceRange(R0->getBeginLoc(), R0->getBeginLoc()), RB, RE) && !R0->getBeginLoc().isMacroID()) {
+      block(R0->getBeginLoc(), "the forward region starts inside a macro");
+      return;
+    }
+    RB = off(R0->getBeginLoc());
+    CharSourceRange EndR = stmtRange(B.BackwardStmt);
+    if (EndR.isInvalid() || B.BackwardStmt->getBeginLoc().isMacroID()) {
+      block(B.Backward->getBeginLoc(), "backward() is inside a macro");
+      return;
+    }
+    RegionBegin = lineStart(RB);
+    if (!onlySpace(RegionBegin, RB)) {
+      block(R0->getBeginLoc(), "the forward region does not start its line");
+      return;
+    }
+    unsigned BE = SM.getFileOffset(EndR.getEnd());
+    RegionEnd = lineEnd(BE);
+    unsigned BodyEnd = RegionEnd; // text up to (not including) the scale/backward statements
+    unsigned EndStmtOff = lineStart(off(EndStmt->getBeginLoc()));
+    BodyEnd = EndStmtOff;
+    if (!onlySpace(EndStmtOff, off(EndStmt->getBeginLoc()))) {
+      block(EndStmt->getBeginLoc(), "the scaled backward does not start its line");
+      return;
+    }
+    std::string Indent = indentAt(RB);
+
+    // Edits inside the region, relative to the file.
+    std::vector<Edit> Inner;
+    auto RemoveStmt = [&](const Stmt *St, SourceLocation Why) {
+      Edit E;
+      if (!removal(St, E)) {
+        block(Why, "an autocast call sits inside a macro body with other code; edit the macro by hand");
+        return;
+      }
+      Inner.push_back(E);
+    };
+    auto RemoveCall = [&](const AutocastCall *A) {
+      if (!A)
+        return;
+      if (!A->Removable) {
+        block(A->Call->getBeginLoc(), "the autocast call is part of a larger expression");
+        return;
+      }
+      RemoveStmt(A->Removable, A->Call->getBeginLoc());
+    };
+    RemoveCall(S.Enable);
+    RemoveCall(S.Disable);
+    for (const AutocastCall *A : S.Auxiliary) {
+      unsigned O = off(A->Call->getBeginLoc());
+      if (O >= RB && O < BodyEnd)
+        RemoveCall(A);
+      else if (A->Removable) {
+        Edit E;
+        if (removal(A->Removable, E))
+          Edits.push_back(E);
+      }
+    }
+    if (S.GuardDeclStmt)
+      RemoveStmt(S.GuardDeclStmt, S.ReportLoc);
+    for (const CXXMemberCallExpr *End : S.GuardEnds) {
+      const Stmt *St = End;
+      while (PM.getParent(St) && !isa<CompoundStmt>(PM.getParent(St)))
+        St = PM.getParent(St);
+      RemoveStmt(St, End->getBeginLoc());
+    }
+    // Forward calls go through the converted model; outputs back to ordinary tensors.
+    std::vector<std::string> Conversions;
+    for (const ForwardCall *F : T.Forwards) {
+      unsigned O = off(F->Call->getBeginLoc());
+      if (O < RB || O >= BodyEnd)
+        continue;
+      std::string Conv = convertedName(F->Model);
+      if (ConvertedModels.insert(Conv).second) {
+        std::string Line = "auto " + Conv + " = " + Rules.Target.Convert + "(" + modelText(F->Model) +
+                           ", " + Rules.Target.LevelEnum + "::" + levelName(Opts.Level).str() + ");\n";
+        unsigned At;
+        if (conversionBeforeLoop(F->Model, R0, At))
+          Edits.push_back({At, 0, indentAt(At) + Line});
+        else
+          Conversions.push_back(Indent + Line);
+      }
+      unsigned CB, CE;
+      if (!fileRange(F->Call->getSourceRange(), CB, CE)) {
+        block(F->Call->getBeginLoc(), "the model call is inside a macro body");
+        continue;
+      }
+      if (F->Receiver) {
+        unsigned MB, ME;
+        if (!fileRange(F->Receiver->getSourceRange(), MB, ME)) {
+          block(F->Call->getBeginLoc(), "the model is named inside a macro body");
+          continue;
+        }
+        if (F->ReturnsTensors) {
+          Inner.push_back({CB, 0, Rules.Target.CastOutput + "("});
+          Inner.push_back({MB, ME - MB, Conv});
+          Inner.push_back({CE, 0, ")"});
+        } else {
+          Inner.push_back({MB, ME - MB, Conv});
+        }
+      } else {
+        // Implicit this: `forward(x)` -> `amp_self->forward(x)`.
+        std::string Pre = F->ReturnsTensors ? Rules.Target.CastOutput + "(" : "";
+        Inner.push_back({CB, 0, Pre + Conv + "->"});
+        if (F->ReturnsTensors)
+          Inner.push_back({CE, 0, ")"});
+      }
+    }
+    // zero_grad inside the region goes.
+    for (const ZeroGradCall *Z : T.ZeroGrads) {
+      unsigned O = off(Z->Call->getBeginLoc());
+      if (O >= RB && O < BodyEnd && Z->Statement)
+        RemoveStmt(Z->Statement, Z->Call->getBeginLoc());
+    }
+    // Declarations in the region used after it are hoisted before the lambda.
+    std::string Hoisted;
+    unsigned AfterRegion = BE;
+    for (const Stmt *St : Region) {
+      const auto *DS = dyn_cast<DeclStmt>(St);
+      if (!DS)
+        continue;
+      for (const Decl *D : DS->decls()) {
+        const auto *VD = dyn_cast<VarDecl>(D);
+        if (!VD)
+          continue;
+        RefCollector RC(VD);
+        RC.TraverseStmt(const_cast<Stmt *>(FA.Function->getBody()));
+        bool UsedAfter = llvm::any_of(RC.Refs, [&](const Expr *E) { return off(E->getBeginLoc()) > AfterRegion; });
+        bool UsedByScale = false;
+        if (B.Scale->Call->getNumArgs())
+          for (const Expr *E : RC.Refs)
+            if (within(E, B.Scale->Call->getArg(0)))
+              UsedByScale = true;
+        if (!UsedAfter)
+          continue;
+        if (isa<DecompositionDecl>(VD) || !DS->isSingleDecl() || !VD->getInit() ||
+            VD->getType()->isReferenceType()) {
+          block(VD->getLocation(), "'" + VD->getNameAsString() +
+                                       "' is declared in the forward region and used after it; "
+                                       "hoist its declaration by hand");
+          return;
+        }
+        (void)UsedByScale;
+        PrintingPolicy PP(LO);
+        PP.SuppressTagKeyword = true;
+        PP.FullyQualifiedName = true;
+        QualType Ty = VD->getType().getUnqualifiedType();
+        std::string TyName = isTensorType(Ty, Rules) ? "torch::Tensor" : Ty.getAsString(PP);
+        Hoisted += Indent + TyName + " " + VD->getNameAsString() + ";\n";
+        // `auto x = init;` -> `x = init;`
+        unsigned DB, DE;
+        if (!fileRange(SourceRange(DS->getBeginLoc(), VD->getLocation()), DB, DE)) {
+          block(VD->getLocation(), "declaration inside a macro");
+          return;
+        }
+        unsigned NameOff = off(VD->getLocation());
+        Inner.push_back({DB, NameOff - DB, ""});
+        if (VD->getInitStyle() != VarDecl::CInit) {
+          block(VD->getLocation(), "'" + VD->getNameAsString() +
+                                       "' is initialised with () or {} and used after the forward region; hoist it by hand");
+          return;
+        }
+      }
+    }
+    if (!Blockers.empty())
+      return;
+
+    // Build the new region text: prelude, lambda with the re-indented body, the call.
+    llvm::sort(Inner, [](const Edit &A, const Edit &B) {
+      return A.Offset < B.Offset || (A.Offset == B.Offset && A.Length < B.Length);
+    });
+    for (size_t I = 1; I < Inner.size(); ++I)
+      if (Inner[I].Offset < Inner[I - 1].Offset + Inner[I - 1].Length) {
+        block(SM.getLocForStartOfFile(File).getLocWithOffset(Inner[I].Offset),
+              "overlapping edits in the forward region");
+        return;
+      }
+    std::string Body;
+    unsigned Cur = RegionBegin;
+    for (const Edit &E : Inner) {
+      if (E.Offset < RegionBegin || E.Offset + E.Length > BodyEnd) {
+        block(SM.getLocForStartOfFile(File).getLocWithOffset(E.Offset), "edit outside the forward region");
+        return;
+      }
+      Body += Buffer.substr(Cur, E.Offset - Cur).str();
+      Body += E.Text;
+      Cur = E.Offset + E.Length;
+    }
+    Body += Buffer.substr(Cur, BodyEnd - Cur).str();
+    // Re-indent the body by one level (two spaces), line by line, leaving blank lines blank.
+    std::string Indented;
+    StringRef Rest(Body);
+    while (!Rest.empty()) {
+      auto [Line, Tail] = Rest.split('\n');
+      if (!Line.trim().empty())
+        Indented += "  ";
+      Indented += Line.str();
+      if (Rest.size() > Line.size())
+        Indented += "\n";
+      Rest = Tail;
+    }
+    std::string ScaleArg = B.Scale->Call->getNumArgs() ? text(B.Scale->Call->getArg(0)->getSourceRange()) : "";
+    std::string ScalerRecv = text(B.Scale->Call->getImplicitObjectArgument()->getSourceRange());
+    bool Arrow = B.Scale->Scaler.ThroughPointer;
+    if (const auto *ME = dyn_cast<MemberExpr>(B.Scale->Call->getCallee()))
+      Arrow = ME->isArrow();
+    std::string ScaleCall = ScalerRecv + (Arrow ? "->" : ".") + canonicalMethod(ScalerCall::Method::Scale) + "(" + ScaleArg + ")";
+
+    ValueName = "scaled_loss";
+    bool AssignBack = false;
+    if (B.SplitVar && !B.SplitAssignsArgument && isa<DeclStmt>(B.ScaleStmt))
+      ValueName = B.SplitVar->getNameAsString();
+    else {
+      ValueName = freshName("scaled_loss");
+      AssignBack = B.SplitVar != nullptr;
+    }
+    std::string Out;
+    for (const std::string &C : Conversions)
+      Out += C;
+    Out += Hoisted;
+    Out += Indent + "auto " + GradFnName + " = " + Rules.Target.ValueAndGrad + "([&] {\n";
+    Out += Indented;
+    Out += Indent + "  return " + ScaleCall + ";\n";
+    Out += Indent + "}, " + OptParams + ");\n";
+    Out += Indent + "auto [" + ValueName + ", " + GradsName + "] = " + GradFnName + "();\n";
+    if (AssignBack)
+      Out += Indent + B.SplitVar->getNameAsString() + " = " + ValueName + ";\n";
+    // Statements between the scale statement and backward (split form) stay after the call.
+    if (B.ScaleStmt) {
+      unsigned SB = lineEnd(SM.getFileOffset(stmtRange(B.ScaleStmt).getEnd()));
+      unsigned BB = lineStart(off(B.BackwardStmt->getBeginLoc()));
+      if (SB < BB)
+        Out += Buffer.substr(SB, BB - SB).str();
+    }
+    Edits.push_back({RegionBegin, RegionEnd - RegionBegin, Out});
+  }
+
+  std::string canonicalMethod(ScalerCall::Method M) const {
+    switch (M) {
+    case ScalerCall::Method::Scale: return "scale";
+    case ScalerCall::Method::Unscale: return "unscale_";
+    case ScalerCall::Method::Step: return "step";
+    case ScalerCall::Method::Update: return "update";
+    case ScalerCall::Method::GetScale: return "get_scale";
+    }
+    return "";
+  }
+
+  /// Renames CamelCase or other spellings of a scaler method to amp::GradScaler's.
+  void renameMethod(const ScalerCall *C) {
+    const auto *ME = dyn_cast<MemberExpr>(C->Call->getCallee());
+    if (!ME)
+      return;
+    std::string Want = canonicalMethod(C->Kind);
+    if (ME->getMemberDecl()->getName() == Want)
+      return;
+    unsigned B, E;
+    if (!fileRange(ME->getMemberLoc(), B, E)) {
+      block(C->Call->getBeginLoc(), "the scaler call is inside a macro body");
+      return;
+    }
+    Edits.push_back({B, E - B, Want});
+  }
+
+  void addGradsArgument(const ScalerCall *C) {
+    SourceLocation RP = C->Call->getRParenLoc();
+    if (RP.isMacroID()) {
+      block(C->Call->getBeginLoc(), "the scaler call is inside a macro body");
+      return;
+    }
+    Edits.push_back({off(RP), 0, ", " + GradsName});
+  }
+
+  void planScalerCalls() {
+    for (const ScalerCall *U : T.Unscales) {
+      if (U->HasExplicitGrads)
+        continue;
+      renameMethod(U);
+      addGradsArgument(U);
+    }
+    for (const ScalerCall *S : T.Steps) {
+      renameMethod(S);
+      addGradsArgument(S);
+    }
+    for (const ScalerCall *U : T.Updates)
+      renameMethod(U);
+    for (const ScalerCall *G : T.Others)
+      renameMethod(G);
+  }
+
+  bool paramsOfStep(const Expr *Params) const {
+    // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's.
+    const auto *MC = dyn_cast<CXXMemberCallExpr>(Params->IgnoreParenImpCasts()->IgnoreImplicit());
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(Params->IgnoreParenImpCasts()); CE && CE->getNumArgs() == 1)
+      MC = dyn_cast<CXXMemberCallExpr>(CE->getArg(0)->IgnoreParenImpCasts()->IgnoreImplicit());
+    if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(Params->IgnoreParenImpCasts()))
+      MC = dyn_cast<CXXMemberCallExpr>(MT->getSubExpr()->IgnoreImplicit());
+    if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier() ||
+        MC->getMethodDecl()->getName() != "parameters")
+      return false;
+    const Expr *Obj = MC->getImplicitObjectArgument()->IgnoreParenImpCasts();
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj); OC && OC->getNumArgs())
+      Obj = OC->getArg(0)->IgnoreParenImpCasts();
+    const ValueDecl *D = nullptr;
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(Obj))
+      D = DRE->getDecl();
+    else if (const auto *ME = dyn_cast<MemberExpr>(Obj))
+      D = ME->getMemberDecl();
+    else if (isa<CXXThisExpr>(Obj))
+      return llvm::any_of(T.Forwards, [](const ForwardCall *F) { return F->Model.IsThis; });
+    if (!D)
+      return false;
+    if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
+      return true;
+    return llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer.Decl == D; });
+  }
+
+  void planClips(const ImplicitBackward &B) {
+    unsigned BackOff = off(B.Backward->getBeginLoc());
+    unsigned StepOff = off(T.Steps.front()->Call->getBeginLoc());
+    for (const ClipCall *C : T.Clips) {
+      unsigned O = off(C->Call->getBeginLoc());
+      if (O < BackOff || O > StepOff)
+        continue; // not part of this step
+      bool UnscaledBefore = llvm::any_of(T.Unscales, [&](const ScalerCall *U) {
+        return off(U->Call->getBeginLoc()) < O;
+      });
+      if (!UnscaledBefore) {
+        block(C->Call->getBeginLoc(), "clipping still-scaled gradients (no unscale_ before it); "
+                                      "fix the order first (amp-clip-before-unscale)");
+        continue;
+      }
+      if (!C->NormIsL2) {
+        block(C->Call->getBeginLoc(), "clip norm type " + C->NormText +
+                                          " is not L2; clip_by_global_norm only does the L2 norm");
+        continue;
+      }
+      const Expr *Params = C->Call->getArg(C->Rule->ParamsArg);
+      if (!paramsOfStep(Params)) {
+        block(Params->getBeginLoc(), "clipping a parameter set other than the model's or the "
+                                     "optimizer's; the explicit grads cover the optimizer's parameters");
+        continue;
+      }
+      if (!C->Statement || C->Call->getBeginLoc().isMacroID()) {
+        block(C->Call->getBeginLoc(), "the clip call is not a statement of its own");
+        continue;
+      }
+      std::string MaxNorm = text(C->Call->getArg(C->Rule->MaxNormArg)->getSourceRange());
+      std::string Indent = indentAt(off(C->Statement->getBeginLoc()));
+      std::string Clip = GradsName + " = " + Rules.Target.Clip + "(" + GradsName + ", " + MaxNorm + ");";
+      std::string Norm = Rules.Target.GlobalNorm + "(" + GradsName + ").item<double>()";
+      CharSourceRange SR = stmtRange(C->Statement);
+      unsigned SB = SM.getFileOffset(SR.getBegin()), SE = SM.getFileOffset(SR.getEnd());
+      if (!C->ResultUsed) {
+        Edits.push_back({SB, SE - SB, Clip});
+        continue;
+      }
+      // The returned norm is used: compute it from the unscaled grads before clipping.
+      const auto *DS = dyn_cast<DeclStmt>(C->Statement);
+      const VarDecl *VD = DS && DS->isSingleDecl() ? dyn_cast<VarDecl>(DS->getSingleDecl()) : nullptr;
+      if (VD && VD->getInit() && VD->getInit()->IgnoreImplicit() == C->Call) {
+        unsigned CB, CE;
+        if (!fileRange(C->Call->getSourceRange(), CB, CE)) {
+          block(C->Call->getBeginLoc(), "the clip call is inside a macro body");
+          continue;
+        }
+        Edits.push_back({CB, CE - CB, Norm});
+        Edits.push_back({SE, 0, "\n" + Indent + Clip});
+        continue;
+      }
+      std::string NormVar = freshName("grad_norm");
+      unsigned CB, CE;
+      if (!fileRange(C->Call->getSourceRange(), CB, CE)) {
+        block(C->Call->getBeginLoc(), "the clip call is inside a macro body");
+        continue;
+      }
+      Edits.push_back({SB, 0, "const double " + NormVar + " = " + Norm + ";\n" + Indent + Clip + "\n" + Indent});
+      Edits.push_back({CB, CE - CB, NormVar});
+    }
+  }
+
+  void planZeroGrads(const ImplicitBackward &) {
+    for (const ZeroGradCall *Z : T.ZeroGrads) {
+      unsigned O = off(Z->Call->getBeginLoc());
+      if (O >= RegionBegin && O < RegionEnd)
+        continue; // handled with the region
+      bool OfStep = llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == Z->Owner; }) ||
+                    llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; });
+      if (!OfStep || !Z->Statement)
+        continue; // harmless to keep: the explicit grads never read .grad
+      Edit E;
+      if (removal(Z->Statement, E))
+        Edits.push_back(E);
+    }
+  }
+
+  // ---- the scaler's declaration -------------------------------------------------------------
+
+  class TypeLocFinder : public RecursiveASTVisitor<TypeLocFinder> {
+  public:
+    const CXXRecordDecl *Target;
+    std::vector<SourceRange> Ranges;
+    explicit TypeLocFinder(const CXXRecordDecl *T) : Target(T) {}
+    bool TraverseElaboratedTypeLoc(ElaboratedTypeLoc TL) {
+      if (matches(TL.getType())) {
+        Ranges.push_back(TL.getSourceRange());
+        return true; // don't descend: the qualifier is part of the range
+      }
+      return RecursiveASTVisitor::TraverseElaboratedTypeLoc(TL);
+    }
+    bool VisitRecordTypeLoc(RecordTypeLoc TL) {
+      if (matches(TL.getType()))
+        Ranges.push_back(TL.getSourceRange());
+      return true;
+    }
+    bool VisitTypedefTypeLoc(TypedefTypeLoc TL) {
+      if (matches(TL.getType()))
+        Ranges.push_back(TL.getSourceRange());
+      return true;
+    }
+    bool matches(QualType QT) const {
+      const CXXRecordDecl *RD = QT->getAsCXXRecordDecl();
+      return RD && RD->getCanonicalDecl() == Target->getCanonicalDecl();
+    }
+  };
+
+  class ConstructFinder : public RecursiveASTVisitor<ConstructFinder> {
+  public:
+    const CXXRecordDecl *Target;
+    std::vector<const CXXConstructExpr *> Constructs;
+    std::vector<const CallExpr *> MakeCalls; ///< std::make_shared<T>(...) / make_unique / emplace
+    explicit ConstructFinder(const CXXRecordDecl *T) : Target(T) {}
+    bool VisitCXXConstructExpr(CXXConstructExpr *E) {
+      if (E->getConstructor()->getParent()->getCanonicalDecl() == Target->getCanonicalDecl() &&
+          !E->getConstructor()->isCopyOrMoveConstructor())
+        Constructs.push_back(E);
+      return true;
+    }
+    bool VisitCallExpr(CallExpr *E) {
+      const FunctionDecl *FD = E->getDirectCallee();
+      if (!FD || !FD->getIdentifier())
+        return true;
+      StringRef N = FD->getName();
+      if (N != "make_shared" && N != "make_unique")
+        return true;
+      if (const TemplateArgumentList *TA = FD->getTemplateSpecializationArgs())
+        if (TA->size() >= 1 && TA->get(0).getKind() == TemplateArgument::Type)
+          if (const CXXRecordDecl *RD = TA->get(0).getAsType()->getAsCXXRecordDecl())
+            if (RD->getCanonicalDecl() == Target->getCanonicalDecl())
+              MakeCalls.push_back(E);
+      return true;
+    }
+  };
+
+  /// `amp::GradScalerOptions().init_scale(a)...` from the arguments of the user's constructor.
+  bool mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<const Expr *> Args,
+                  SourceLocation Loc, std::string &Out) {
+    Out = Rules.Target.ScalerOptions + "()";
+    for (unsigned I = 0; I < Args.size(); ++I) {
+      if (isa<CXXDefaultArgExpr>(Args[I]))
+        continue;
+      std::string Param = I < Ctor->getNumParams() ? Ctor->getParamDecl(I)->getNameAsString() : "";
+      std::string Setter;
+      for (const auto &[Opt, Names] : Rules.ScalerOptionParams)
+        if (llvm::is_contained(Names, Param))
+          Setter = Opt;
+      if (Setter.empty()) {
+        block(Loc, "scaler constructor argument " + std::to_string(I + 1) +
+                       (Param.empty() ? "" : " ('" + Param + "')") +
+                       " has no known meaning; map it in a rule file (scaler.options)");
+        return false;
+      }
+      Out += "." + Setter + "(" + text(Args[I]->getSourceRange()) + ")";
+    }
+    return true;
+  }
+
+  void planScalerDecl() {
+    const ValueDecl *D = T.Scaler.Decl;
+    if (!D || !T.ScalerClass) {
+      block(T.Steps.front()->Call->getBeginLoc(), "the scaler object could not be identified");
+      return;
+    }
+    const CXXRecordDecl *Class = T.ScalerClass->getCanonicalDecl();
+    if (qualifiedName(Class) == StringRef(Rules.Target.ScalerClass))
+      return;
+    const auto *VD = dyn_cast<VarDecl>(D);
+    const auto *FDl = dyn_cast<FieldDecl>(D);
+    if (VD && (isa<ParmVarDecl>(VD) || !VD->isLocalVarDecl())) {
+      block(VD->getLocation(), "the scaler '" + VD->getNameAsString() +
+                                   "' comes from outside this function (a parameter or a global); "
+                                   "its type cannot change here");
+      return;
+    }
+    if (!VD && !FDl) {
+      block(D->getLocation(), "the scaler is not a variable or a data member");
+      return;
+    }
+    if (SM.getFileID(SM.getExpansionLoc(D->getLocation())) != File) {
+      block(D->getLocation(), "the scaler is declared in another file");
+      return;
+    }
+    // Every use of the scaler must be one of the calls this plan rewrites.
+    RefCollector RC(D);
+    if (VD)
+      RC.TraverseStmt(const_cast<Stmt *>(FA.Function->getBody()));
+    else
+      RC.TraverseDecl(const_cast<CXXRecordDecl *>(FDl->getParent()));
+    size_t Known = 0;
+    for (const ScalerCall &C : FA.ScalerCalls)
+      if (C.Scaler.Decl == D)
+        ++Known;
+    std::vector<const Expr *> Unknown;
+    for (const Expr *R : RC.Refs) {
+      bool IsCall = llvm::any_of(FA.ScalerCalls, [&](const ScalerCall &C) {
+        return C.Scaler.Decl == D && within(R, C.Call);
+      });
+      if (!IsCall)
+        Unknown.push_back(R);
+    }
+    (void)Known;
+    if (!Unknown.empty()) {
+      block(Unknown.front()->getBeginLoc(),
+            "the scaler is used here other than through scale/unscale_/step/update/get_scale; "
+            "changing its type to " + Rules.Target.ScalerClass + " would break this use");
+      return;
+    }
+    // Its type, wherever it is spelled in the declaration.
+    TypeLocFinder TF(Class);
+    if (VD)
+      TF.TraverseDecl(const_cast<VarDecl *>(VD));
+    else
+      TF.TraverseDecl(const_cast<FieldDecl *>(FDl));
+    ConstructFinder CF(Class);
+    if (VD && VD->getInit())
+      CF.TraverseStmt(const_cast<Expr *>(VD->getInit()));
+    if (FDl) {
+      if (FDl->hasInClassInitializer())
+        CF.TraverseStmt(FDl->getInClassInitializer());
+      for (const CXXConstructorDecl *Ctor : FDl->getParent()->ctors())
+        for (const CXXCtorInitializer *Init : Ctor->inits())
+          if (Init->getMember() == FDl && Init->isWritten()) {
+            CF.TraverseStmt(Init->getInit());
+            TF.TraverseStmt(Init->getInit());
+          }
+    }
+    if (TF.Ranges.empty() && CF.Constructs.empty()) {
+      block(D->getLocation(), "the scaler's type is not spelled in its declaration (auto from a "
+                              "function call?); change it by hand");
+      return;
+    }
+    std::set<unsigned> Seen;
+    for (SourceRange R : TF.Ranges) {
+      unsigned B, E;
+      if (!fileRange(R, B, E)) {
+        block(D->getLocation(), "the scaler's type is spelled inside a macro");
+        return;
+      }
+      if (Seen.insert(B).second)
+        Edits.push_back({B, E - B, Rules.Target.ScalerClass});
+    }
+    for (const CXXConstructExpr *CE : CF.Constructs) {
+      unsigned Written = 0;
+      for (const Expr *A : CE->arguments())
+        if (!isa<CXXDefaultArgExpr>(A))
+          ++Written;
+      if (!Written)
+        continue;
+      std::string Opts;
+      llvm::SmallVector<const Expr *, 6> Args(CE->arguments());
+      if (!mapOptions(CE->getConstructor(), Args, CE->getBeginLoc(), Opts))
+        return;
+      unsigned B, E;
+      if (!fileRange(SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()), B, E)) {
+        block(CE->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
+        return;
+      }
+      Edits.push_back({B, E - B, Opts});
+    }
+    for (const CallExpr *MC : CF.MakeCalls) {
+      if (MC->getNumArgs() == 0)
+        continue;
+      const CXXConstructorDecl *Ctor = nullptr;
+      for (const CXXConstructorDecl *C : Class->getDefinition()->ctors())
+        if (!C->isCopyOrMoveConstructor() && C->getNumParams() >= MC->getNumArgs() &&
+            C->getMinRequiredArguments() <= MC->getNumArgs()) {
+          if (Ctor) {
+            block(MC->getBeginLoc(), "several scaler constructors fit these arguments");
+            return;
+          }
+          Ctor = C;
+        }
+      if (!Ctor) {
+        block(MC->getBeginLoc(), "no scaler constructor fits these arguments");
+        return;
+      }
+      std::string Opts;
+      llvm::SmallVector<const Expr *, 6> Args(MC->arguments());
+      if (!mapOptions(Ctor, Args, MC->getBeginLoc(), Opts))
+        return;
+      unsigned B, E;
+      if (!fileRange(SourceRange(MC->getArg(0)->getBeginLoc(), MC->getArg(MC->getNumArgs() - 1)->getEndLoc()), B, E)) {
+        block(MC->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
+        return;
+      }
+      Edits.push_back({B, E - B, Opts});
+    }
+  }
+
+  void planInclude() {
+    std::string Inc = Rules.Target.Include;
+    if (Buffer.contains("#include " + Inc))
+      return;
+    // After the last #include line of the file; else at the top.
+    size_t Pos = 0, Last = StringRef::npos;
+    StringRef B = Buffer;
+    while ((Pos = B.find("#include", Pos)) != StringRef::npos) {
+      unsigned LS = lineStart(Pos);
+      if (onlySpace(LS, Pos))
+        Last = Pos;
+      Pos += 8;
+    }
+    if (Last == StringRef::npos) {
+      unsigned At = Buffer.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+      Edits.push_back({At, 0, "#include " + Inc + "\n"});
+      return;
+    }
+    Edits.push_back({lineEnd(Last), 0, "#include " + Inc + "\n"});
+  }
+};
+
+} // namespace
+
+std::vector<MigrationPlan> planMigrations(ASTContext &Ctx, const RuleSet &Rules,
+                                          const TranslationUnitAnalysis &TU,
+                                          const PlannerOptions &Opts) {
+  std::vector<MigrationPlan> Plans;
+  for (const FunctionAnalysis &FA : TU.Functions) {
+    NameCollector NC;
+    NC.TraverseDecl(const_cast<FunctionDecl *>(FA.Function));
+    llvm::StringSet<> Used = NC.Names;
+    for (const TrainingStep &T : FA.Steps) {
+      StepPlanner P(Ctx, Rules, FA, T, Opts, Used);
+      Plans.push_back(P.plan());
+    }
+  }
+  // Steps that share a scaler declared outside their function migrate together or not at all.
+  std::map<const ValueDecl *, std::vector<MigrationPlan *>> ByScaler;
+  for (MigrationPlan &P : Plans)
+    if (P.Step->Scaler.Decl && isa<FieldDecl>(P.Step->Scaler.Decl))
+      ByScaler[P.Step->Scaler.Decl].push_back(&P);
+  for (auto &[D, Group] : ByScaler) {
+    const MigrationPlan *Blocked = nullptr;
+    for (MigrationPlan *P : Group)
+      if (!P->Blockers.empty())
+        Blocked = P;
+    if (!Blocked)
+      continue;
+    for (MigrationPlan *P : Group)
+      if (P->Blockers.empty()) {
+        P->Blockers.push_back({P->Step->Scope ? P->Step->Scope->ReportLoc : D->getLocation(),
+                               "another step of the scaler '" + D->getNameAsString() +
+                                   "' cannot be migrated, and the scaler's type is shared"});
+        P->Edits.clear();
+      }
+  }
+  return Plans;
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,365 @@
+// Loading, validating and merging rule files (YAML, schema in docs/rules.md).
+#include "ampmigrate/Rules.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLTraits.h"
+#include "llvm/Support/raw_ostream.h"
+#include <cstdlib>
+#include <set>
+
+using namespace ampmigrate;
+namespace yaml = llvm::yaml;
+
+namespace {
+// The file as written: every section optional, so a user file may hold only what it adds.
+struct ScalerSection {
+  std::vector<std::string> Classes;
+  ScalerMethodNames Methods;
+  std::map<std::string, std::vector<std::string>> Options;
+};
+struct ZeroGradSection {
+  std::vector<std::string> Methods, Classes;
+};
+struct TypesSection {
+  std::vector<std::string> Modules, ModuleHolders, Optimizers, Tensors;
+};
+struct RuleFile {
+  int Version = 1;
+  std::vector<AutocastFunctionRule> Autocast;
+  std::vector<std::string> Ignore, Guards;
+  ScalerSection Scaler;
+  std::vector<ClipFunctionRule> Clip;
+  ZeroGradSection ZeroGrad;
+  TypesSection Types;
+  std::optional<TargetApi> Target;
+};
+
+const char *const KnownOptions[] = {"init_scale", "growth_factor", "backoff_factor",
+                                    "growth_interval", "enabled"};
+} // namespace
+
+namespace llvm::yaml {
+template <> struct ScalarEnumerationTraits<AutocastRole> {
+  static void enumeration(IO &Io, AutocastRole &R) {
+    Io.enumCase(R, "enable", AutocastRole::Enable);
+    Io.enumCase(R, "dtype", AutocastRole::Dtype);
+    Io.enumCase(R, "cache", AutocastRole::Cache);
+    Io.enumCase(R, "nesting-inc", AutocastRole::NestingInc);
+    Io.enumCase(R, "nesting-dec", AutocastRole::NestingDec);
+    Io.enumCase(R, "query", AutocastRole::Query);
+  }
+};
+template <> struct MappingTraits<AutocastFunctionRule> {
+  static void mapping(IO &Io, AutocastFunctionRule &R) {
+    Io.mapRequired("function", R.Function);
+    Io.mapRequired("role", R.Role);
+    Io.mapOptional("enabled-arg", R.EnabledArg, -1);
+    Io.mapOptional("device-arg", R.DeviceArg, -1);
+    Io.mapOptional("device", R.Device, std::string());
+    Io.mapOptional("generation", R.Generation, std::string());
+  }
+  static std::string validate(IO &, AutocastFunctionRule &R) {
+    if (R.Function.empty())
+      return "'function' must name a function";
+    if (R.Role == AutocastRole::Enable && R.EnabledArg < 0)
+      return "role 'enable' needs 'enabled-arg' (the index of the bool argument)";
+    if (!R.Device.empty() && R.Device != "cuda" && R.Device != "cpu")
+      return "'device' must be 'cuda' or 'cpu', not '" + R.Device + "'";
+    return "";
+  }
+};
+template <> struct MappingTraits<ClipFunctionRule> {
+  static void mapping(IO &Io, ClipFunctionRule &R) {
+    Io.mapRequired("function", R.Function);
+    Io.mapOptional("params-arg", R.ParamsArg, 0);
+    Io.mapOptional("max-norm-arg", R.MaxNormArg, 1);
+    Io.mapOptional("norm-type-arg", R.NormTypeArg, -1);
+  }
+  static std::string validate(IO &, ClipFunctionRule &R) {
+    if (R.ParamsArg < 0 || R.MaxNormArg < 0)
+      return "'params-arg' and 'max-norm-arg' must be argument indices (>= 0)";
+    if (R.ParamsArg == R.MaxNormArg)
+      return "'params-arg' and 'max-norm-arg' must differ";
+    return "";
+  }
+};
+template <> struct MappingTraits<ScalerMethodNames> {
+  static void mapping(IO &Io, ScalerMethodNames &M) {
+    Io.mapOptional("scale", M.Scale);
+    Io.mapOptional("unscale", M.Unscale);
+    Io.mapOptional("step", M.Step);
+    Io.mapOptional("update", M.Update);
+    Io.mapOptional("get-scale", M.GetScale);
+  }
+};
+template <> struct CustomMappingTraits<std::map<std::string, std::vector<std::string>>> {
+  static void inputOne(IO &Io, StringRef Key, std::map<std::string, std::vector<std::string>> &V) {
+    if (!llvm::is_contained(KnownOptions, Key)) {
+      Io.setError("unknown scaler option '" + Key +
+                  "' (known: init_scale, growth_factor, backoff_factor, growth_interval, enabled)");
+      return;
+    }
+    Io.mapRequired(Key.str().c_str(), V[Key.str()]);
+  }
+  static void output(IO &Io, std::map<std::string, std::vector<std::string>> &V) {
+    for (auto &[K, L] : V)
+      Io.mapRequired(K.c_str(), L);
+  }
+};
+template <> struct MappingTraits<ScalerSection> {
+  static void mapping(IO &Io, ScalerSection &S) {
+    Io.mapOptional("classes", S.Classes);
+    Io.mapOptional("methods", S.Methods);
+    Io.mapOptional("options", S.Options);
+  }
+};
+template <> struct MappingTraits<ZeroGradSection> {
+  static void mapping(IO &Io, ZeroGradSection &S) {
+    Io.mapOptional("methods", S.Methods);
+    Io.mapOptional("classes", S.Classes);
+  }
+};
+template <> struct MappingTraits<TypesSection> {
+  static void mapping(IO &Io, TypesSection &S) {
+    Io.mapOptional("modules", S.Modules);
+    Io.mapOptional("module-holders", S.ModuleHolders);
+    Io.mapOptional("optimizers", S.Optimizers);
+    Io.mapOptional("tensors", S.Tensors);
+  }
+};
+template <> struct MappingTraits<TargetApi> {
+  static void mapping(IO &Io, TargetApi &T) {
+    TargetApi D;
+    Io.mapOptional("include", T.Include, D.Include);
+    Io.mapOptional("convert", T.Convert, D.Convert);
+    Io.mapOptional("level-enum", T.LevelEnum, D.LevelEnum);
+    Io.mapOptional("value-and-grad", T.ValueAndGrad, D.ValueAndGrad);
+    Io.mapOptional("cast-output", T.CastOutput, D.CastOutput);
+    Io.mapOptional("scaler-class", T.ScalerClass, D.ScalerClass);
+    Io.mapOptional("scaler-options", T.ScalerOptions, D.ScalerOptions);
+    Io.mapOptional("clip", T.Clip, D.Clip);
+    Io.mapOptional("global-norm", T.GlobalNorm, D.GlobalNorm);
+    Io.mapOptional("accumulate", T.Accumulate, D.Accumulate);
+  }
+  static std::string validate(IO &, TargetApi &T) {
+    StringRef Inc = T.Include;
+    if (!(Inc.starts_with("<") && Inc.ends_with(">")) &&
+        !(Inc.starts_with("\"") && Inc.ends_with("\"")))
+      return "'include' must be spelled <header> or \"header\"";
+    return "";
+  }
+};
+template <> struct MappingTraits<RuleFile> {
+  static void mapping(IO &Io, RuleFile &F) {
+    Io.mapOptional("version", F.Version, 1);
+    Io.mapOptional("autocast", F.Autocast);
+    Io.mapOptional("ignore", F.Ignore);
+    Io.mapOptional("guards", F.Guards);
+    Io.mapOptional("scaler", F.Scaler);
+    Io.mapOptional("clip", F.Clip);
+    Io.mapOptional("zero-grad", F.ZeroGrad);
+    Io.mapOptional("types", F.Types);
+    Io.mapOptional("target", F.Target);
+  }
+  static std::string validate(IO &, RuleFile &F) {
+    if (F.Version != 1)
+      return "unsupported rules version " + std::to_string(F.Version) + " (this tool reads 1)";
+    return "";
+  }
+};
+} // namespace llvm::yaml
+
+static void appendAll(std::vector<std::string> &To, const std::vector<std::string> &From) {
+  for (const auto &S : From)
+    if (!llvm::is_contained(To, S))
+      To.push_back(S);
+}
+
+static std::string stripGlobalQualifier(llvm::StringRef Name) {
+  Name = Name.trim();
+  if (Name.starts_with("::"))
+    Name = Name.drop_front(2);
+  return Name.str();
+}
+
+llvm::Expected<RuleSet> ampmigrate::parseRules(llvm::StringRef Path, llvm::StringRef Text) {
+  std::string Diags;
+  auto Handler = [](const llvm::SMDiagnostic &D, void *Ctx) {
+    auto &Out = *static_cast<std::string *>(Ctx);
+    if (!Out.empty())
+      return; // the first error is the useful one; later ones follow from it
+    llvm::raw_string_ostream OS(Out);
+    OS << D.getFilename() << ":" << D.getLineNo() << ":" << (D.getColumnNo() + 1)
+       << ": error: " << D.getMessage();
+  };
+  RuleFile F;
+  {
+    yaml::Input In(llvm::MemoryBufferRef(Text, Path), nullptr, Handler, &Diags);
+    In >> F;
+    if (In.error() && Diags.empty())
+      Diags = (Path + ": error: not a valid rule file").str();
+  }
+  if (!Diags.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), Diags);
+
+  RuleSet R;
+  R.Sources.push_back(Path.str());
+  for (auto A : F.Autocast) {
+    A.Function = stripGlobalQualifier(A.Function);
+    R.Autocast.push_back(std::move(A));
+  }
+  for (auto C : F.Clip) {
+    C.Function = stripGlobalQualifier(C.Function);
+    R.Clip.push_back(std::move(C));
+  }
+  for (const auto &S : F.Ignore)
+    R.Ignore.push_back(stripGlobalQualifier(S));
+  for (const auto &S : F.Guards)
+    R.Guards.push_back(stripGlobalQualifier(S));
+  for (const auto &S : F.Scaler.Classes)
+    R.ScalerClasses.push_back(stripGlobalQualifier(S));
+  R.ScalerMethods = F.Scaler.Methods;
+  R.ScalerOptionParams = F.Scaler.Options;
+  R.ZeroGradMethods = F.ZeroGrad.Methods;
+  for (const auto &S : F.ZeroGrad.Classes)
+    R.ZeroGradClasses.push_back(stripGlobalQualifier(S));
+  for (const auto &S : F.Types.Modules)
+    R.ModuleClasses.push_back(stripGlobalQualifier(S));
+  for (const auto &S : F.Types.ModuleHolders)
+    R.ModuleHolderTemplates.push_back(stripGlobalQualifier(S));
+  for (const auto &S : F.Types.Optimizers)
+    R.OptimizerClasses.push_back(stripGlobalQualifier(S));
+  for (const auto &S : F.Types.Tensors)
+    R.TensorClasses.push_back(stripGlobalQualifier(S));
+  if (F.Target) {
+    R.Target = *F.Target;
+    R.TargetGiven = true;
+  }
+  return R;
+}
+
+llvm::Expected<RuleSet> ampmigrate::loadRuleFile(llvm::StringRef Path) {
+  auto Buf = llvm::MemoryBuffer::getFile(Path);
+  if (!Buf)
+    return llvm::createStringError(Buf.getError(), "%s: error: cannot read rule file: %s",
+                                   Path.str().c_str(), Buf.getError().message().c_str());
+  return parseRules(Path, (*Buf)->getBuffer());
+}
+
+std::string ampmigrate::builtinRulesDir() {
+  if (const char *Env = std::getenv("AMP_MIGRATE_RULES_DIR"))
+    return Env;
+  // Next to the installed binary first (prefix/share/amp-migrate/rewrite-rules), then the
+  // configured install location, then the source tree (running from a build directory).
+  for (const char *Dir : {AMP_INSTALLED_RULES_DIR, AMP_SOURCE_RULES_DIR})
+    if (llvm::sys::fs::is_directory(Dir))
+      return Dir;
+  return AMP_SOURCE_RULES_DIR;
+}
+
+llvm::Expected<RuleSet> ampmigrate::loadRules(const std::vector<std::string> &UserFiles) {
+  RuleSet All;
+  std::string Dir = builtinRulesDir();
+  std::error_code EC;
+  std::vector<std::string> Builtin;
+  for (llvm::sys::fs::directory_iterator It(Dir, EC), End; It != End && !EC; It.increment(EC))
+    if (llvm::sys::path::extension(It->path()) == ".yaml")
+      Builtin.push_back(It->path());
+  if (EC || Builtin.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "%s: error: no built-in rule files found (set "
+                                   "AMP_MIGRATE_RULES_DIR)",
+                                   Dir.c_str());
+  llvm::sort(Builtin);
+  for (const auto &Path : Builtin) {
+    auto R = loadRuleFile(Path);
+    if (!R)
+      return R.takeError();
+    All.merge(*R);
+  }
+  for (const auto &Path : UserFiles) {
+    auto R = loadRuleFile(Path);
+    if (!R)
+      return R.takeError();
+    All.merge(*R);
+  }
+  return All;
+}
+
+void RuleSet::merge(const RuleSet &O) {
+  for (const auto &A : O.Autocast) {
+    // A later rule for the same function replaces the earlier one (users can correct built-ins).
+    auto It = llvm::find_if(Autocast, [&](const auto &X) { return X.Function == A.Function; });
+    if (It != Autocast.end())
+      *It = A;
+    else
+      Autocast.push_back(A);
+  }
+  for (const auto &C : O.Clip) {
+    auto It = llvm::find_if(Clip, [&](const auto &X) { return X.Function == C.Function; });
+    if (It != Clip.end())
+      *It = C;
+    else
+      Clip.push_back(C);
+  }
+  appendAll(Ignore, O.Ignore);
+  appendAll(Guards, O.Guards);
+  appendAll(ScalerClasses, O.ScalerClasses);
+  appendAll(ScalerMethods.Scale, O.ScalerMethods.Scale);
+  appendAll(ScalerMethods.Unscale, O.ScalerMethods.Unscale);
+  appendAll(ScalerMethods.Step, O.ScalerMethods.Step);
+  appendAll(ScalerMethods.Update, O.ScalerMethods.Update);
+  appendAll(ScalerMethods.GetScale, O.ScalerMethods.GetScale);
+  for (const auto &[K, V] : O.ScalerOptionParams)
+    appendAll(ScalerOptionParams[K], V);
+  appendAll(ZeroGradMethods, O.ZeroGradMethods);
+  appendAll(ZeroGradClasses, O.ZeroGradClasses);
+  appendAll(ModuleClasses, O.ModuleClasses);
+  appendAll(ModuleHolderTemplates, O.ModuleHolderTemplates);
+  appendAll(OptimizerClasses, O.OptimizerClasses);
+  appendAll(TensorClasses, O.TensorClasses);
+  if (O.TargetGiven) {
+    Target = O.Target;
+    TargetGiven = true;
+  }
+  appendAll(Sources, O.Sources);
+}
+
+const AutocastFunctionRule *RuleSet::autocastRule(llvm::StringRef Name) const {
+  for (const auto &A : Autocast)
+    if (A.Function == Name)
+      return &A;
+  return nullptr;
+}
+
+const ClipFunctionRule *RuleSet::clipRule(llvm::StringRef Name) const {
+  for (const auto &C : Clip)
+    if (C.Function == Name)
+      return &C;
+  return nullptr;
+}
+
+bool RuleSet::isIgnored(llvm::StringRef Name) const { return llvm::is_contained(Ignore, Name); }
+
+std::vector<std::string> RuleSet::prefilterTokens() const {
+  std::set<std::string> Tokens;
+  auto LastComponent = [](llvm::StringRef Q) { return Q.rsplit("::").second.empty() ? Q.str() : Q.rsplit("::").second.str(); };
+  for (const auto &A : Autocast)
+    if (A.Role == AutocastRole::Enable)
+      Tokens.insert(LastComponent(A.Function));
+  for (const auto &G : Guards)
+    Tokens.insert(LastComponent(G));
+  for (const auto &C : ScalerClasses)
+    Tokens.insert(LastComponent(C));
+  for (const auto &M : ScalerMethods.Scale)
+    Tokens.insert(M);
+  for (const auto &M : ScalerMethods.Unscale)
+    Tokens.insert(M);
+  for (const auto &C : Clip)
+    Tokens.insert(LastComponent(C.Function));
+  return {Tokens.begin(), Tokens.end()};
+}

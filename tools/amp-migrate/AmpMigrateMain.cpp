@@ -1,0 +1,318 @@
+// amp-migrate: the command line (lint, --fix, --diff, --export-fixes) over the engine in lib/.
+#include "ampmigrate/Checks.h"
+#include "ampmigrate/Driver.h"
+#include "ampmigrate/Emitters.h"
+#include "ampmigrate/FixApplier.h"
+#include "ampmigrate/Rules.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/YAMLTraits.h"
+#include "llvm/Support/raw_ostream.h"
+#include <map>
+
+using namespace ampmigrate;
+namespace cl = llvm::cl;
+
+namespace {
+cl::OptionCategory Cat("amp-migrate options");
+cl::list<std::string> Files(cl::Positional, cl::desc("<files...>"), cl::cat(Cat));
+cl::opt<std::string> BuildPath("p", cl::desc("Build directory holding compile_commands.json"), cl::cat(Cat));
+cl::opt<std::string> Checks("checks", cl::desc("Check globs, e.g. '-*,amp-*,-amp-zero-grad'"), cl::init(""), cl::cat(Cat));
+cl::opt<std::string> Format("format", cl::desc("Output: text|json|sarif|github|fixits"), cl::init("text"), cl::cat(Cat));
+cl::opt<std::string> Output("output", cl::desc("Write the report to this file"), cl::cat(Cat));
+cl::opt<bool> WarningsAsErrors("warnings-as-errors", cl::desc("Exit 1 when there are findings"), cl::cat(Cat));
+cl::opt<std::string> HeaderFilter("header-filter", cl::desc("Regex of headers to analyse and fix"), cl::init(""), cl::cat(Cat));
+cl::opt<unsigned> Jobs("j", cl::desc("Translation units in parallel"), cl::init(1), cl::cat(Cat));
+cl::list<std::string> RuleFiles("rules", cl::desc("Extra rule file (repeatable)"), cl::cat(Cat));
+cl::opt<std::string> ConfigFile("config-file", cl::desc("Configuration file (else .amp-migrate.yaml found upward)"), cl::cat(Cat));
+cl::opt<std::string> Level("level", cl::desc("AMP level of the rewrite: O0|O1|O2|O3"), cl::init(""), cl::cat(Cat));
+cl::opt<bool> ListChecks("list-checks", cl::desc("List the checks and exit"), cl::cat(Cat));
+cl::opt<std::string> Explain("explain", cl::desc("Explain a check and exit"), cl::cat(Cat));
+cl::opt<bool> Stats("stats", cl::desc("Print files scanned/skipped/failed and findings per check"), cl::cat(Cat));
+cl::opt<bool> Fix("fix", cl::desc("Apply the fixes in place"), cl::cat(Cat));
+cl::opt<bool> Diff("diff", cl::desc("Print the fixes as a unified diff; write nothing"), cl::cat(Cat));
+cl::opt<std::string> ExportFixes("export-fixes", cl::desc("Write the fixes as clang-apply-replacements YAML"), cl::cat(Cat));
+cl::opt<bool> ShowFixes("show-fixes", cl::desc("Text output: print the fixed lines"), cl::cat(Cat));
+cl::opt<bool> NoPrefilter("no-prefilter", cl::desc("Parse every file, even those with no AMP token"), cl::Hidden, cl::cat(Cat));
+cl::opt<bool> FullParse("full-parse", cl::desc("Parse every function body"), cl::Hidden, cl::cat(Cat));
+cl::opt<std::string> Color("color", cl::desc("auto|always|never"), cl::init("auto"), cl::cat(Cat));
+
+/// .amp-migrate.yaml
+struct Config {
+  std::string Checks, HeaderFilter, Level;
+  std::vector<std::string> Rules;
+  bool WarningsAsErrors = false;
+};
+} // namespace
+
+namespace llvm::yaml {
+template <> struct MappingTraits<Config> {
+  static void mapping(IO &Io, Config &C) {
+    Io.mapOptional("Checks", C.Checks);
+    Io.mapOptional("HeaderFilter", C.HeaderFilter);
+    Io.mapOptional("Level", C.Level);
+    Io.mapOptional("Rules", C.Rules);
+    Io.mapOptional("WarningsAsErrors", C.WarningsAsErrors);
+  }
+};
+} // namespace llvm::yaml
+
+static std::string findConfigUpward(const std::string &File) {
+  llvm::SmallString<256> Dir(File);
+  llvm::sys::fs::make_absolute(Dir);
+  llvm::sys::path::remove_filename(Dir);
+  while (!Dir.empty()) {
+    llvm::SmallString<256> P(Dir);
+    llvm::sys::path::append(P, ".amp-migrate.yaml");
+    if (llvm::sys::fs::exists(P))
+      return std::string(P);
+    llvm::StringRef Parent = llvm::sys::path::parent_path(Dir);
+    if (Parent == Dir)
+      break;
+    Dir = Parent;
+  }
+  return "";
+}
+
+static int fail(int Code, const llvm::Twine &Msg) {
+  llvm::errs() << "amp-migrate: error: " << Msg << "\n";
+  return Code;
+}
+
+static bool parseLevel(llvm::StringRef S, AmpLevel &L) {
+  if (S == "O0") L = AmpLevel::O0;
+  else if (S == "O1") L = AmpLevel::O1;
+  else if (S == "O2") L = AmpLevel::O2;
+  else if (S == "O3") L = AmpLevel::O3;
+  else return false;
+  return true;
+}
+
+static int printStats(const Report &R, llvm::raw_ostream &OS) {
+  unsigned Scanned = 0, Skipped = 0, Failed = 0;
+  for (const FileOutcome &F : R.Files)
+    (F.Status == FileOutcome::State::Scanned ? Scanned : F.Status == FileOutcome::State::Skipped ? Skipped : Failed)++;
+  std::map<std::string, unsigned> ByCheck;
+  unsigned Fixable = 0;
+  for (const Finding &F : R.Findings) {
+    ++ByCheck[F.Check];
+    Fixable += F.Fixable;
+  }
+  OS << "files: " << R.Files.size() << " (scanned " << Scanned << ", skipped by prefilter " << Skipped
+     << ", failed " << Failed << ")\n";
+  OS << "findings: " << R.Findings.size() << " (fixable " << Fixable << ")\n";
+  for (const auto &[C, N] : ByCheck)
+    OS << "  " << C << ": " << N << "\n";
+  return 0;
+}
+
+int main(int argc, const char **argv) {
+  // Everything after `--` is compiler arguments, like clang-tidy.
+  std::vector<const char *> Args;
+  std::vector<std::string> CompilerArgs;
+  bool HaveDashDash = false;
+  for (int I = 0; I < argc; ++I) {
+    if (!HaveDashDash && std::string(argv[I]) == "--") {
+      HaveDashDash = true;
+      continue;
+    }
+    if (HaveDashDash)
+      CompilerArgs.push_back(argv[I]);
+    else
+      Args.push_back(argv[I]);
+  }
+  cl::HideUnrelatedOptions(Cat);
+  cl::SetVersionPrinter([](llvm::raw_ostream &OS) {
+    OS << "amp-migrate " << AMP_MIGRATE_VERSION << " (LLVM " << LLVM_VERSION_STRING << ")\n";
+  });
+  std::string ParseErrors;
+  llvm::raw_string_ostream ErrOS(ParseErrors);
+  if (!cl::ParseCommandLineOptions(Args.size(), Args.data(),
+                                   "amp-migrate: find and rewrite autocast + loss-scaler training "
+                                   "steps into the explicit-gradient auto_mixed_precision form\n",
+                                   &ErrOS)) {
+    llvm::errs() << ParseErrors;
+    return 2;
+  }
+
+  if (ListChecks) {
+    for (const CheckInfo &C : allChecks())
+      if (Checks.empty() || checkEnabledByGlobs(Checks, C.Id))
+        llvm::outs() << C.Id << (C.CanFix ? "  [fix]  " : "         ") << C.Summary << "\n";
+    return 0;
+  }
+  if (!Explain.empty()) {
+    const CheckInfo *C = findCheck(Explain);
+    if (!C)
+      return fail(2, "unknown check '" + Explain + "' (see --list-checks)");
+    llvm::outs() << C->Id << ": " << C->Summary << "\n";
+    for (const char *Base : {AMP_SOURCE_DOCS_DIR, AMP_INSTALLED_DOCS_DIR}) {
+      llvm::SmallString<256> P(Base);
+      llvm::sys::path::append(P, "checks", (C->Id + ".md").str());
+      if (auto Buf = llvm::MemoryBuffer::getFile(P)) {
+        llvm::outs() << "\n" << (*Buf)->getBuffer();
+        return 0;
+      }
+    }
+    llvm::outs() << "(documentation: " << checkDocPath(C->Id) << ")\n";
+    return 0;
+  }
+  if (Files.empty())
+    return fail(2, "no input files (usage: amp-migrate [options] <files...> [-- <compiler args>])");
+  if (Fix + Diff > 1)
+    return fail(2, "--fix and --diff are exclusive");
+  if (Format != "text" && Format != "json" && Format != "sarif" && Format != "github" && Format != "fixits")
+    return fail(2, "unknown --format '" + Format + "' (text, json, sarif, github, fixits)");
+
+  // Configuration: command line over the config file.
+  Config Cfg;
+  std::string CfgPath = ConfigFile.empty() ? findConfigUpward(Files.front()) : std::string(ConfigFile);
+  if (!CfgPath.empty()) {
+    auto Buf = llvm::MemoryBuffer::getFile(CfgPath);
+    if (!Buf)
+      return fail(2, CfgPath + ": cannot read the configuration file");
+    std::string Err;
+    auto Handler = [](const llvm::SMDiagnostic &D, void *Ctx) {
+      auto &E = *static_cast<std::string *>(Ctx);
+      if (E.empty())
+        E = (D.getFilename() + ":" + llvm::Twine(D.getLineNo()) + ":" + llvm::Twine(D.getColumnNo() + 1) +
+             ": error: " + D.getMessage()).str();
+    };
+    llvm::yaml::Input In(llvm::MemoryBufferRef((*Buf)->getBuffer(), CfgPath), nullptr, Handler, &Err);
+    In >> Cfg;
+    if (!Err.empty() || In.error()) {
+      llvm::errs() << (Err.empty() ? CfgPath + ": error: invalid configuration" : Err) << "\n";
+      return 2;
+    }
+    // Relative rule paths are relative to the config file.
+    for (std::string &R : Cfg.Rules)
+      if (!llvm::sys::path::is_absolute(R)) {
+        llvm::SmallString<256> P(llvm::sys::path::parent_path(CfgPath));
+        llvm::sys::path::append(P, R);
+        R = std::string(P);
+      }
+  }
+  std::string ChecksGlob = !Checks.empty() ? std::string(Checks) : (Cfg.Checks.empty() ? "amp-*" : Cfg.Checks);
+  std::string LevelName = !Level.empty() ? std::string(Level) : (Cfg.Level.empty() ? "O2" : Cfg.Level);
+  AmpLevel L;
+  if (!parseLevel(LevelName, L))
+    return fail(2, "unknown level '" + LevelName + "' (valid: O0, O1, O2, O3)");
+  std::vector<std::string> AllRules = Cfg.Rules;
+  AllRules.insert(AllRules.end(), RuleFiles.begin(), RuleFiles.end());
+  auto Rules = loadRules(AllRules);
+  if (!Rules) {
+    llvm::errs() << llvm::toString(Rules.takeError()) << "\n";
+    return 2;
+  }
+
+  std::string DBError;
+  auto DB = makeCompilationDatabase(BuildPath, CompilerArgs, Files, DBError);
+  if (!DB)
+    return fail(2, DBError);
+
+  DriverOptions Opts;
+  Opts.Files = Files;
+  Opts.HeaderFilter = !HeaderFilter.empty() ? std::string(HeaderFilter) : Cfg.HeaderFilter;
+  Opts.Jobs = Jobs;
+  Opts.Prefilter = !NoPrefilter;
+  Opts.SkipBodies = !FullParse;
+  Opts.Progress = Files.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
+  Opts.Engine.Planner.Level = L;
+  Opts.Engine.CheckEnabled = [ChecksGlob](llvm::StringRef Id) { return checkEnabledByGlobs(ChecksGlob, Id); };
+  Report R = runDriver(Opts, *Rules, *DB);
+  if (!BuildPath.empty())
+    R.BuildDirectory = BuildPath;
+
+  int Exit = 0;
+  for (const FileOutcome &F : R.Files)
+    if (F.Status == FileOutcome::State::Failed) {
+      llvm::errs() << F.Error << "\n"
+                   << "amp-migrate: error: " << F.File << " could not be parsed; it is not analysed or rewritten\n";
+      Exit = 3;
+    }
+
+  FileTexts Texts;
+  std::unique_ptr<llvm::raw_fd_ostream> OutFile;
+  llvm::raw_ostream *OS = &llvm::outs();
+  if (!Output.empty()) {
+    std::error_code EC;
+    OutFile = std::make_unique<llvm::raw_fd_ostream>(Output, EC);
+    if (EC)
+      return fail(2, Output + ": cannot write: " + EC.message());
+    OS = OutFile.get();
+  }
+  EmitOptions EO;
+  EO.ToolVersion = AMP_MIGRATE_VERSION;
+  EO.ShowFixes = ShowFixes;
+  EO.Color = Color == "always" || (Color == "auto" && Output.empty() && llvm::sys::Process::StandardOutIsDisplayed());
+  // With --diff the diff owns stdout; the findings go to stderr.
+  llvm::raw_ostream &ReportOS = Diff && Output.empty() ? llvm::errs() : *OS;
+  if (Format == "text")
+    emitText(R, Texts, ReportOS, EO);
+  else if (Format == "json")
+    emitJson(R, Texts, ReportOS, EO);
+  else if (Format == "sarif")
+    emitSarif(R, Texts, ReportOS, EO);
+  else if (Format == "github")
+    emitGithub(R, ReportOS);
+  else
+    emitFixits(R, Texts, ReportOS, EO);
+
+  if (!ExportFixes.empty()) {
+    std::error_code EC;
+    llvm::raw_fd_ostream FOS(ExportFixes, EC);
+    if (EC)
+      return fail(2, ExportFixes + ": cannot write: " + EC.message());
+    emitExportFixes(R, FOS);
+  }
+
+  if (Fix || Diff) {
+    EditSet Edits = collectEdits(R, Texts);
+    for (const std::string &Refused : Edits.Refused)
+      llvm::errs() << Refused << "\n";
+    std::set<std::string> FailedFiles;
+    for (const FileOutcome &F : R.Files)
+      if (F.Status == FileOutcome::State::Failed)
+        FailedFiles.insert(F.File);
+    unsigned Changed = 0;
+    for (const auto &[Path, Reps] : Edits.ByFile) {
+      if (FailedFiles.count(Path))
+        continue; // never rewrite a file that failed to parse
+      const std::string *Old = Texts.get(Path);
+      if (!Old) {
+        llvm::errs() << Path << ": error: cannot read the file to fix\n";
+        Exit = 3;
+        continue;
+      }
+      auto New = applyEdits(Path, *Old, Reps);
+      if (!New) {
+        llvm::errs() << llvm::toString(New.takeError()) << "\n";
+        Exit = 3;
+        continue;
+      }
+      if (*New == *Old)
+        continue;
+      if (Diff) {
+        llvm::outs() << unifiedDiff(Path, *Old, *New);
+        continue;
+      }
+      if (auto E = writeFileAtomically(Path, *New)) {
+        llvm::errs() << llvm::toString(std::move(E)) << "\n";
+        Exit = 3;
+        continue;
+      }
+      ++Changed;
+    }
+    if (Fix)
+      llvm::errs() << "amp-migrate: fixed " << Changed << " file" << (Changed == 1 ? "" : "s") << "\n";
+  }
+  if (Stats)
+    printStats(R, llvm::errs());
+  if (Exit == 0 && (WarningsAsErrors || Cfg.WarningsAsErrors) && !R.Findings.empty())
+    Exit = 1;
+  return Exit;
+}
