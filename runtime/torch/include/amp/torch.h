@@ -1,0 +1,355 @@
+// libtorch binding of the amp runtime: what migrated training code calls (auto_mixed_precision,
+// value_and_grad, GradScaler, clip_by_global_norm), dispatching the list math to the runtime core.
+//
+// The design and every difference from MindSpore / PyTorch are documented in docs/runtime.md.
+#pragma once
+
+#include <torch/autograd.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/optim/optimizer.h>
+
+#include <amp/runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace amp {
+
+// ---- levels ------------------------------------------------------------------------------------
+/// MindSpore's mixed-precision levels as this binding realises them (see docs/runtime.md):
+/// O0 unchanged; O1 the framework's autocast policy during forward; O2 low-precision parameters
+/// and inputs with norm layers in fp32; O3 everything low precision. O1-O3 return fp32 outputs.
+enum class Level { O0, O1, O2, O3 };
+
+/// "O0".."O3" (also "o2"); anything else throws amp::Error naming the valid levels.
+Level parse_level(const std::string &name);
+const char *level_name(Level level);
+
+namespace detail {
+
+/// Per-module conversion record shared by every converted handle of one module (defined in the
+/// binding's sources; the header only passes it around).
+struct ConversionState;
+
+/// Looks up or creates the conversion of `module` (idempotent per Module*). `owner` keeps the
+/// module alive when the caller handed over ownership; null for non-owning conversions.
+std::shared_ptr<ConversionState> convert(torch::nn::Module &module,
+                                         std::shared_ptr<torch::nn::Module> owner, Level level,
+                                         std::optional<torch::Dtype> dtype);
+Level level_of(const ConversionState &state);
+
+/// The level's policy for the length of one forward call: autocast on (O1, O2), low-precision
+/// parameter copies swapped in (O2, O3), inputs and outputs cast.
+class ForwardScope {
+public:
+  explicit ForwardScope(ConversionState &state);
+  ~ForwardScope();
+  ForwardScope(const ForwardScope &) = delete;
+  ForwardScope &operator=(const ForwardScope &) = delete;
+
+  torch::Tensor input(const torch::Tensor &t) const;
+  torch::Tensor output(const torch::Tensor &t) const;
+
+private:
+  ConversionState &state_;
+  std::optional<torch::Dtype> input_dtype_;
+  bool cast_outputs_ = false;
+  bool autocast_ = false;
+  bool restore_after_forward_ = false;
+  bool autocast_was_enabled_ = false;
+  torch::Dtype autocast_previous_dtype_ = torch::kFloat;
+  torch::DeviceType autocast_device_ = torch::kCPU;
+};
+
+/// Puts the fp32 masters back into every module whose low-precision copies are swapped in, and
+/// makes any `.grad` accumulated on the copies fp32. Called by value_and_grad after the backward
+/// pass and by GradScaler before it touches an optimizer.
+void restore_masters();
+
+template <class T> struct is_tensor : std::is_same<std::decay_t<T>, torch::Tensor> {};
+
+template <class T> decltype(auto) cast_input(const ForwardScope &scope, T &&x) {
+  if constexpr (is_tensor<T>::value) {
+    return scope.input(x);
+  } else if constexpr (std::is_same_v<std::decay_t<T>, std::vector<torch::Tensor>>) {
+    std::vector<torch::Tensor> out;
+    out.reserve(x.size());
+    for (const auto &t : x) out.push_back(scope.input(t));
+    return out;
+  } else {
+    return std::forward<T>(x);
+  }
+}
+
+template <class T> struct is_tuple_like : std::false_type {};
+template <class... Ts> struct is_tuple_like<std::tuple<Ts...>> : std::true_type {};
+template <class A, class B> struct is_tuple_like<std::pair<A, B>> : std::true_type {};
+
+/// Applies `f` to every tensor in a tensor, tuple, pair or vector of tensors (nested); anything
+/// else is returned unchanged. The result has the input's type.
+template <class T, class F> std::decay_t<T> map_tensors(T &&value, const F &f) {
+  using V = std::decay_t<T>;
+  if constexpr (std::is_same_v<V, torch::Tensor>) {
+    return f(value);
+  } else if constexpr (std::is_same_v<V, std::vector<torch::Tensor>>) {
+    V out;
+    out.reserve(value.size());
+    for (const auto &t : value) out.push_back(f(t));
+    return out;
+  } else if constexpr (is_tuple_like<V>::value) {
+    return std::apply(
+        [&f](auto &&...elems) { return V(map_tensors(std::forward<decltype(elems)>(elems), f)...); },
+        std::forward<T>(value));
+  } else {
+    return std::forward<T>(value);
+  }
+}
+
+template <class H> auto &module_of(const std::shared_ptr<H> &h) { return *h; }
+template <class H> auto &module_of(const torch::nn::ModuleHolder<H> &h) { return *h; }
+template <class M> M &module_of(const std::reference_wrapper<M> &r) { return r.get(); }
+
+} // namespace detail
+
+/// What auto_mixed_precision returns: callable like the original (`->forward(...)`, `(...)`,
+/// `.forward(...)`), running each call under the level's policy. Copies share one state.
+/// `Handle` is how the original was passed: std::shared_ptr<M>, a ModuleHolder, or
+/// std::reference_wrapper<M> for a non-owning conversion of a `torch::nn::Module&`.
+template <class Handle> class MixedPrecisionModel {
+public:
+  MixedPrecisionModel(Handle original, std::shared_ptr<detail::ConversionState> state)
+      : original_(std::move(original)), state_(std::move(state)) {}
+
+  template <class... Args> auto forward(Args &&...args) {
+    detail::ForwardScope scope(*state_);
+    return detail::map_tensors(
+        impl().forward(detail::cast_input(scope, std::forward<Args>(args))...),
+        [&scope](const torch::Tensor &t) { return scope.output(t); });
+  }
+  template <class... Args> auto operator()(Args &&...args) {
+    return forward(std::forward<Args>(args)...);
+  }
+  /// So that code written for module handles (`model->forward(x)`) works unchanged.
+  MixedPrecisionModel *operator->() { return this; }
+  const MixedPrecisionModel *operator->() const { return this; }
+
+  /// The original model (the handle it was converted from; a reference for non-owning ones).
+  decltype(auto) module() const {
+    if constexpr (is_reference_handle) {
+      return original_.get();
+    } else {
+      return (original_);
+    }
+  }
+  Level level() const { return detail::level_of(*state_); }
+
+private:
+  template <class T> struct is_reference_wrapper : std::false_type {};
+  template <class T> struct is_reference_wrapper<std::reference_wrapper<T>> : std::true_type {};
+  static constexpr bool is_reference_handle = is_reference_wrapper<Handle>::value;
+
+  auto &impl() const { return detail::module_of(original_); }
+
+  Handle original_;
+  std::shared_ptr<detail::ConversionState> state_;
+};
+
+/// Converts `model` to `level`. Idempotent per module object: converting the same module again
+/// returns a handle to the same conversion (a different level or dtype for it throws).
+/// `dtype` picks the low-precision type (default: fp16 on CUDA, bf16 on the CPU).
+template <class M>
+MixedPrecisionModel<std::shared_ptr<M>>
+auto_mixed_precision(const std::shared_ptr<M> &model, Level level,
+                     std::optional<torch::Dtype> dtype = std::nullopt) {
+  static_assert(std::is_base_of_v<torch::nn::Module, M>, "expects a torch::nn::Module");
+  auto state = detail::convert(*model, model, level, dtype);
+  return {model, std::move(state)};
+}
+
+template <class Impl>
+MixedPrecisionModel<torch::nn::ModuleHolder<Impl>>
+auto_mixed_precision(const torch::nn::ModuleHolder<Impl> &model, Level level,
+                     std::optional<torch::Dtype> dtype = std::nullopt) {
+  auto state = detail::convert(*model, model.ptr(), level, dtype);
+  return {model, std::move(state)};
+}
+
+/// Non-owning: the module must outlive the returned handle (e.g. `*this` inside a module).
+template <class M, std::enable_if_t<std::is_base_of_v<torch::nn::Module, M>, int> = 0>
+MixedPrecisionModel<std::reference_wrapper<M>>
+auto_mixed_precision(M &model, Level level, std::optional<torch::Dtype> dtype = std::nullopt) {
+  auto state = detail::convert(model, nullptr, level, dtype);
+  return {std::ref(model), std::move(state)};
+}
+
+template <class Model>
+auto auto_mixed_precision(Model &&model, const std::string &level,
+                          std::optional<torch::Dtype> dtype = std::nullopt) {
+  return auto_mixed_precision(std::forward<Model>(model), parse_level(level), dtype);
+}
+template <class Model>
+auto auto_mixed_precision(Model &&model, const char *level,
+                          std::optional<torch::Dtype> dtype = std::nullopt) {
+  return auto_mixed_precision(std::forward<Model>(model), parse_level(level), dtype);
+}
+
+// ---- tensors back to fp32 ------------------------------------------------------------------------
+/// fp16/bf16 tensors become fp32 copies; other tensors are returned as they are. Also for tuples,
+/// pairs and vectors of tensors.
+torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x);
+template <class T> std::decay_t<T> cast_to_adapter_tensor(T &&x) {
+  return detail::map_tensors(std::forward<T>(x), [](const torch::Tensor &t) {
+    return cast_to_adapter_tensor(t);
+  });
+}
+
+// ---- explicit gradients --------------------------------------------------------------------------
+namespace detail {
+/// d value / d params through autograd, leaving every `.grad` alone; puts masters back first.
+/// Unused parameters get zeros; grads come back in the parameters' own dtype (fp32 masters).
+std::vector<torch::Tensor> grads_of(const torch::Tensor &value,
+                                    const std::vector<torch::Tensor> &params);
+
+/// Puts masters back if the function throws before grads_of ran.
+class GradScope {
+public:
+  GradScope();
+  ~GradScope();
+  GradScope(const GradScope &) = delete;
+  GradScope &operator=(const GradScope &) = delete;
+};
+} // namespace detail
+
+template <class Fn> class ValueAndGrad {
+public:
+  ValueAndGrad(Fn fn, std::vector<torch::Tensor> params)
+      : fn_(std::move(fn)), params_(std::move(params)) {}
+
+  /// Returns {value of fn (detached), grads of it w.r.t. the parameters}.
+  template <class... Args>
+  std::pair<torch::Tensor, std::vector<torch::Tensor>> operator()(Args &&...args) {
+    detail::GradScope scope;
+    torch::AutoGradMode grad_mode(true);
+    torch::Tensor value = fn_(std::forward<Args>(args)...);
+    auto grads = detail::grads_of(value, params_);
+    return {value.detach(), std::move(grads)};
+  }
+
+  const std::vector<torch::Tensor> &parameters() const { return params_; }
+
+private:
+  Fn fn_;
+  std::vector<torch::Tensor> params_;
+};
+
+/// MindSpore's value_and_grad for libtorch: `auto [value, grads] = value_and_grad(fn, params)(args...)`.
+template <class Fn> ValueAndGrad<std::decay_t<Fn>> value_and_grad(Fn &&fn,
+                                                                    std::vector<torch::Tensor> params) {
+  return {std::forward<Fn>(fn), std::move(params)};
+}
+
+/// Gradient accumulation over micro-steps: an empty `acc` becomes `micro`, otherwise
+/// acc[i] += micro[i] in place (the lists must pair up).
+void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::Tensor> &micro);
+
+// ---- norms and clipping -----------------------------------------------------------------------
+/// sqrt(sum_i sum(x_i^2)) as a 0-dim fp32 tensor on the first tensor's device (no host sync).
+torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
+/// MindSpore's rule, out of place: out_i = x_i * clip_norm / max(global_norm, clip_norm).
+std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
+                                               double clip_norm);
+
+// ---- loss scaling -------------------------------------------------------------------------------
+class GradScalerOptions {
+public:
+  GradScalerOptions &init_scale(double v) { init_scale_ = v; return *this; }
+  GradScalerOptions &growth_factor(double v) { growth_factor_ = v; return *this; }
+  GradScalerOptions &backoff_factor(double v) { backoff_factor_ = v; return *this; }
+  GradScalerOptions &growth_interval(std::int64_t v) { growth_interval_ = v; return *this; }
+  GradScalerOptions &enabled(bool v) { enabled_ = v; return *this; }
+  double init_scale() const { return init_scale_; }
+  double growth_factor() const { return growth_factor_; }
+  double backoff_factor() const { return backoff_factor_; }
+  std::int64_t growth_interval() const { return growth_interval_; }
+  bool enabled() const { return enabled_; }
+
+private:
+  double init_scale_ = 65536.0;
+  double growth_factor_ = 2.0;
+  double backoff_factor_ = 0.5;
+  std::int64_t growth_interval_ = 2000;
+  bool enabled_ = true;
+};
+
+/// PyTorch's GradScaler with explicit gradients (SEMANTICS.md). Errors are amp::Error.
+class GradScaler {
+public:
+  explicit GradScaler(GradScalerOptions options = GradScalerOptions());
+
+  /// t * scale, out of place (t itself when disabled).
+  torch::Tensor scale(const torch::Tensor &t);
+  std::vector<torch::Tensor> scale(const std::vector<torch::Tensor> &ts);
+
+  /// Unscales `grads` in place and records inf/NaN for `optimizer` (no host sync).
+  void unscale_(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
+  /// Unscales first if unscale_ was not called; then, unless an inf/NaN was found, puts `grads`
+  /// into the parameters' `.grad` (fp32), calls optimizer.step() and puts the old `.grad` back.
+  /// `grads` pair up with the parameters of all groups, or of the first group.
+  void step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
+
+  /// Pointer-like optimizers: std::shared_ptr, std::unique_ptr, raw pointers.
+  template <class P, class = decltype(static_cast<torch::optim::Optimizer &>(*std::declval<P>()))>
+  void unscale_(const P &optimizer, const std::vector<torch::Tensor> &grads) {
+    unscale_(static_cast<torch::optim::Optimizer &>(*optimizer), grads);
+  }
+  template <class P, class = decltype(static_cast<torch::optim::Optimizer &>(*std::declval<P>()))>
+  void step(const P &optimizer, const std::vector<torch::Tensor> &grads) {
+    step(static_cast<torch::optim::Optimizer &>(*optimizer), grads);
+  }
+
+  /// Backoff/growth from the recorded inf checks (on the device); resets every optimizer's state.
+  void update();
+  void update(double new_scale);
+  void update(const torch::Tensor &new_scale);
+
+  double get_scale() const; // host read (the one sync); 1.0 when disabled
+  std::int64_t get_growth_tracker() const;
+  double get_growth_factor() const { return options_.growth_factor(); }
+  double get_backoff_factor() const { return options_.backoff_factor(); }
+  std::int64_t get_growth_interval() const { return options_.growth_interval(); }
+  bool is_enabled() const { return options_.enabled(); }
+
+  /// Keys: scale, growth_factor, backoff_factor, growth_interval, _growth_tracker (empty when
+  /// disabled, as in PyTorch).
+  std::map<std::string, double> state_dict() const;
+  void load_state_dict(const std::map<std::string, double> &state);
+
+private:
+  enum class Stage { Ready, Unscaled, Stepped };
+  struct OptimizerState {
+    Stage stage = Stage::Ready;
+    std::vector<torch::Tensor> found_inf_per_device;
+  };
+  void ensure_scale(const torch::Device &device);
+  void unscale_grads(OptimizerState &state, const std::vector<torch::Tensor> &grads);
+  void check_scale_exists(const char *what) const;
+
+  GradScalerOptions options_;
+  torch::Tensor scale_;          // 0-dim fp32, on the device of the first tensor scaled
+  torch::Tensor growth_tracker_; // 0-dim int32, same device
+  double loaded_scale_ = 0.0;    // from load_state_dict before the first scale()
+  std::int64_t loaded_tracker_ = 0;
+  std::unordered_map<const torch::optim::Optimizer *, OptimizerState> per_optimizer_;
+};
+
+} // namespace amp

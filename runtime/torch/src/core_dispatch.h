@@ -1,0 +1,32 @@
+// The one place where torch tensors meet the runtime core: each list operation of the binding,
+// grouped by device, handed to amp::runtime as TensorViews (torch ops only for what the core
+// does not take: fp64 or non-contiguous tensors, CUDA tensors without a CUDA build of either).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace amp::detail {
+
+/// Every call takes tensors on one device; scalars are device tensors (no host sync).
+/// grads[i] *= inv_scale in place (fp32 math); found_inf (fp32, 1 element) set to 1 on inf/NaN.
+void unscale_and_check(const std::vector<at::Tensor> &grads, const at::Tensor &inv_scale,
+                       const at::Tensor &found_inf);
+/// 0-dim fp32 L2 norm over all elements of all tensors.
+at::Tensor global_norm(const std::vector<at::Tensor> &xs, const at::Device &device);
+/// out[i] = in[i] * clip_norm / max(norm, clip_norm) (MindSpore's rule); `norm` a device scalar.
+void clip_by_global_norm(const std::vector<at::Tensor> &in, const std::vector<at::Tensor> &out,
+                         double clip_norm, const at::Tensor &norm);
+/// PyTorch's growth/backoff rule on the device.
+void update_scale(const at::Tensor &scale, const at::Tensor &growth_tracker,
+                  const at::Tensor &found_inf, double growth_factor, double backoff_factor,
+                  std::int64_t growth_interval);
+/// dst[i] = cast(src[i]).
+void cast_copy(const std::vector<at::Tensor> &src, const std::vector<at::Tensor> &dst);
+
+/// Whether the core takes these tensors (used by the tests to prove which path ran).
+bool core_takes(const std::vector<at::Tensor> &ts);
+
+} // namespace amp::detail

@@ -1,0 +1,341 @@
+// GradScaler with explicit gradients, global_norm and clip_by_global_norm for libtorch; the list
+// math runs in the runtime core (core_dispatch.h).
+#include <amp/torch.h>
+
+#include "core_dispatch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <sstream>
+
+namespace amp {
+namespace {
+
+/// Tensors grouped by device, keeping each tensor's position in the original list.
+struct DeviceGroup {
+  torch::Device device;
+  std::vector<torch::Tensor> tensors;
+  std::vector<std::size_t> index;
+};
+
+std::vector<DeviceGroup> by_device(const std::vector<torch::Tensor> &ts) {
+  std::vector<DeviceGroup> groups;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    if (!ts[i].defined())
+      continue;
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const DeviceGroup &g) { return g.device == ts[i].device(); });
+    if (it == groups.end()) {
+      groups.push_back({ts[i].device(), {}, {}});
+      it = std::prev(groups.end());
+    }
+    it->tensors.push_back(ts[i]);
+    it->index.push_back(i);
+  }
+  return groups;
+}
+
+std::string number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+void validate(const GradScalerOptions &o) {
+  if (!(o.init_scale() > 0))
+    throw Error("amp::GradScaler: init_scale must be > 0, got " + number(o.init_scale()));
+  if (!(o.growth_factor() > 1))
+    throw Error("amp::GradScaler: growth_factor must be > 1, got " + number(o.growth_factor()));
+  if (!(o.backoff_factor() < 1))
+    throw Error("amp::GradScaler: backoff_factor must be < 1, got " + number(o.backoff_factor()));
+  if (o.growth_interval() < 1 || o.growth_interval() > INT32_MAX)
+    throw Error("amp::GradScaler: growth_interval must be in [1, 2^31), got " +
+                std::to_string(o.growth_interval()));
+}
+
+/// The optimizer's parameters that `grads` pair up with: all groups, or the first group
+/// (what Optimizer::parameters() returns).
+std::vector<torch::Tensor *> paired_params(torch::optim::Optimizer &opt, std::size_t n_grads) {
+  std::vector<torch::Tensor *> all;
+  for (auto &group : opt.param_groups())
+    for (auto &p : group.params())
+      all.push_back(&p);
+  if (n_grads == all.size())
+    return all;
+  if (!opt.param_groups().empty() && n_grads == opt.param_groups().front().params().size()) {
+    all.resize(n_grads);
+    return all;
+  }
+  throw Error("amp::GradScaler::step: " + std::to_string(n_grads) +
+              " grads do not pair up with the optimizer's " + std::to_string(all.size()) +
+              " parameters");
+}
+
+/// Runs the optimizer on `grads` through the parameters' `.grad`, then puts the old `.grad` back.
+void step_with(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &grads) {
+  auto params = paired_params(opt, grads.size());
+  std::vector<torch::Tensor> saved;
+  saved.reserve(params.size());
+  {
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      torch::Tensor &p = *params[i];
+      saved.push_back(p.grad());
+      const torch::Tensor &g = grads[i];
+      if (g.defined() && (g.scalar_type() != p.scalar_type() || g.device() != p.device()))
+        p.mutable_grad() = g.to(p.options());
+      else
+        p.mutable_grad() = g;
+    }
+  }
+  auto put_back = [&] {
+    for (std::size_t i = 0; i < params.size(); ++i)
+      params[i]->mutable_grad() = saved[i];
+  };
+  try {
+    opt.step();
+  } catch (...) {
+    put_back();
+    throw;
+  }
+  put_back();
+}
+
+} // namespace
+
+// ---- norms and clipping ---------------------------------------------------------------------
+torch::Tensor global_norm(const std::vector<torch::Tensor> &xs) {
+  auto groups = by_device(xs);
+  if (groups.empty())
+    return torch::zeros({}, torch::kFloat);
+  if (groups.size() == 1)
+    return detail::global_norm(groups[0].tensors, groups[0].device);
+  const auto home = groups[0].device;
+  auto sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(home));
+  for (const auto &g : groups)
+    sum += detail::global_norm(g.tensors, g.device).to(home).pow(2);
+  return sum.sqrt();
+}
+
+std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
+                                               double clip_norm) {
+  if (!(clip_norm > 0))
+    throw Error("amp::clip_by_global_norm: clip_norm must be > 0, got " + number(clip_norm));
+  auto norm = global_norm(xs);
+  std::vector<torch::Tensor> out(xs.size());
+  for (const auto &g : by_device(xs)) {
+    std::vector<torch::Tensor> outs;
+    outs.reserve(g.tensors.size());
+    for (const auto &t : g.tensors)
+      outs.push_back(torch::empty(t.sizes(), t.options().memory_format(
+                                                  torch::MemoryFormat::Contiguous)));
+    std::vector<torch::Tensor> ins;
+    ins.reserve(g.tensors.size());
+    for (const auto &t : g.tensors)
+      ins.push_back(t.is_contiguous() ? t : t.contiguous());
+    detail::clip_by_global_norm(ins, outs, clip_norm, norm.to(g.device));
+    for (std::size_t k = 0; k < g.index.size(); ++k)
+      out[g.index[k]] = outs[k];
+  }
+  return out;
+}
+
+// ---- GradScaler -----------------------------------------------------------------------------
+GradScaler::GradScaler(GradScalerOptions options) : options_(options) {
+  if (options_.enabled())
+    validate(options_);
+  loaded_scale_ = options_.init_scale();
+}
+
+void GradScaler::ensure_scale(const torch::Device &device) {
+  if (scale_.defined())
+    return;
+  auto opts = torch::TensorOptions().device(device);
+  scale_ = torch::full({}, loaded_scale_, opts.dtype(torch::kFloat));
+  growth_tracker_ = torch::full({}, static_cast<double>(loaded_tracker_), opts.dtype(torch::kInt));
+}
+
+void GradScaler::check_scale_exists(const char *what) const {
+  if (!scale_.defined())
+    throw Error(std::string("amp::GradScaler: attempted ") + what +
+                "() but the scale does not exist yet: call scale(loss) earlier in the iteration");
+}
+
+torch::Tensor GradScaler::scale(const torch::Tensor &t) {
+  if (!options_.enabled())
+    return t;
+  ensure_scale(t.device());
+  return t * (scale_.device() == t.device() ? scale_ : scale_.to(t.device(), true));
+}
+
+std::vector<torch::Tensor> GradScaler::scale(const std::vector<torch::Tensor> &ts) {
+  std::vector<torch::Tensor> out;
+  out.reserve(ts.size());
+  for (const auto &t : ts)
+    out.push_back(scale(t));
+  return out;
+}
+
+void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::Tensor> &grads) {
+  torch::NoGradGuard no_grad;
+  // inv_scale = float(1 / double(scale)), on the device, no sync.
+  auto inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
+  state.found_inf_per_device.clear();
+  for (const auto &g : by_device(grads)) {
+    auto found_inf =
+        torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(g.device));
+    auto inv = g.device == inv_scale.device() ? inv_scale : inv_scale.to(g.device);
+    std::vector<torch::Tensor> direct, staged, staged_from;
+    for (const auto &t : g.tensors) {
+      if (detail::core_takes({t})) {
+        direct.push_back(t);
+      } else if (t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kHalf ||
+                 t.scalar_type() == torch::kBFloat16) {
+        staged.push_back(t.contiguous()); // non-contiguous: unscale a copy, write it back
+        staged_from.push_back(t);
+      } else {
+        direct.push_back(t); // other dtypes: the torch fallback of the dispatch
+      }
+    }
+    detail::unscale_and_check(direct, inv, found_inf);
+    detail::unscale_and_check(staged, inv, found_inf);
+    for (std::size_t k = 0; k < staged.size(); ++k)
+      staged_from[k].copy_(staged[k]);
+    state.found_inf_per_device.push_back(found_inf);
+  }
+  if (state.found_inf_per_device.empty())
+    state.found_inf_per_device.push_back(torch::zeros({}, scale_.options()));
+}
+
+void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
+                          const std::vector<torch::Tensor> &grads) {
+  if (!options_.enabled())
+    return;
+  detail::restore_masters();
+  check_scale_exists("unscale_");
+  auto &state = per_optimizer_[&optimizer];
+  if (state.stage == Stage::Unscaled)
+    throw Error("unscale_() has already been called on this optimizer since the last update().");
+  if (state.stage == Stage::Stepped)
+    throw Error("unscale_() is being called after step().");
+  unscale_grads(state, grads);
+  state.stage = Stage::Unscaled;
+}
+
+void GradScaler::step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads) {
+  detail::restore_masters();
+  if (!options_.enabled()) {
+    step_with(optimizer, grads);
+    return;
+  }
+  check_scale_exists("step");
+  auto &state = per_optimizer_[&optimizer];
+  if (state.stage == Stage::Stepped)
+    throw Error("step() has already been called since the last update().");
+  if (state.stage == Stage::Ready)
+    unscale_grads(state, grads);
+  // The one host read of the step: whether any grad had an inf or NaN.
+  torch::Tensor found = torch::zeros({}, state.found_inf_per_device.front().options());
+  for (const auto &f : state.found_inf_per_device)
+    found += f.to(found.device());
+  if (found.item<float>() == 0.0f)
+    step_with(optimizer, grads);
+  state.stage = Stage::Stepped;
+}
+
+void GradScaler::update() {
+  if (!options_.enabled())
+    return;
+  check_scale_exists("update");
+  std::vector<torch::Tensor> found_infs;
+  for (const auto &entry : per_optimizer_)
+    for (const auto &f : entry.second.found_inf_per_device)
+      found_infs.push_back(f);
+  if (found_infs.empty())
+    throw Error("amp::GradScaler::update: no inf checks were recorded prior to update() (call "
+                "unscale_ or step first)");
+  torch::NoGradGuard no_grad;
+  auto combined = found_infs.front().to(scale_.device());
+  for (std::size_t i = 1; i < found_infs.size(); ++i)
+    combined = combined + found_infs[i].to(scale_.device());
+  combined = combined.contiguous();
+  detail::update_scale(scale_, growth_tracker_, combined, options_.growth_factor(),
+                       options_.backoff_factor(), options_.growth_interval());
+  per_optimizer_.clear();
+}
+
+void GradScaler::update(double new_scale) {
+  if (!options_.enabled())
+    return;
+  check_scale_exists("update");
+  torch::NoGradGuard no_grad;
+  scale_.fill_(new_scale);
+  per_optimizer_.clear();
+}
+
+void GradScaler::update(const torch::Tensor &new_scale) {
+  if (!options_.enabled())
+    return;
+  check_scale_exists("update");
+  if (new_scale.numel() != 1 || !new_scale.is_floating_point())
+    throw Error("amp::GradScaler::update: new_scale must be a one-element floating tensor");
+  torch::NoGradGuard no_grad;
+  scale_.copy_(new_scale.reshape({}));
+  per_optimizer_.clear();
+}
+
+double GradScaler::get_scale() const {
+  if (!options_.enabled())
+    return 1.0;
+  return scale_.defined() ? scale_.item<double>() : loaded_scale_;
+}
+
+std::int64_t GradScaler::get_growth_tracker() const {
+  if (!options_.enabled())
+    return 0;
+  return growth_tracker_.defined() ? growth_tracker_.item<std::int64_t>() : loaded_tracker_;
+}
+
+std::map<std::string, double> GradScaler::state_dict() const {
+  if (!options_.enabled())
+    return {};
+  return {{"scale", get_scale()},
+          {"growth_factor", options_.growth_factor()},
+          {"backoff_factor", options_.backoff_factor()},
+          {"growth_interval", static_cast<double>(options_.growth_interval())},
+          {"_growth_tracker", static_cast<double>(get_growth_tracker())}};
+}
+
+void GradScaler::load_state_dict(const std::map<std::string, double> &state) {
+  if (!options_.enabled())
+    return;
+  if (state.empty())
+    throw Error("amp::GradScaler::load_state_dict: the source state dict is empty, possibly "
+                "because it was saved from a disabled GradScaler");
+  auto get = [&](const char *key) {
+    auto it = state.find(key);
+    if (it == state.end())
+      throw Error(std::string("amp::GradScaler::load_state_dict: missing key '") + key + "'");
+    return it->second;
+  };
+  GradScalerOptions next = options_;
+  next.init_scale(get("scale"))
+      .growth_factor(get("growth_factor"))
+      .backoff_factor(get("backoff_factor"))
+      .growth_interval(static_cast<std::int64_t>(get("growth_interval")));
+  validate(next);
+  const double tracker = get("_growth_tracker");
+  options_.growth_factor(next.growth_factor())
+      .backoff_factor(next.backoff_factor())
+      .growth_interval(next.growth_interval());
+  loaded_scale_ = next.init_scale();
+  loaded_tracker_ = static_cast<std::int64_t>(tracker);
+  if (scale_.defined()) {
+    torch::NoGradGuard no_grad;
+    scale_.fill_(loaded_scale_);
+    growth_tracker_.fill_(loaded_tracker_);
+  }
+}
+
+} // namespace amp
