@@ -5,6 +5,7 @@
 #include "clang/Tooling/DiagnosticsYaml.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/YAMLTraits.h"
+#include <set>
 
 namespace ampmigrate {
 namespace {
@@ -26,18 +27,27 @@ void emitExportFixes(const Report &R, llvm::raw_ostream &OS) {
   else if (!R.Findings.empty())
     TUD.MainSourceFile = R.Findings.front().Pos.File;
 
+  // clang-apply-replacements merges identical edits only across TUs (files), and this is one:
+  // an edit several steps share (the same #include) is exported with its first step only.
+  std::set<clang::tooling::Replacement> Exported;
   for (const Finding &F : R.Findings) {
     clang::tooling::DiagnosticMessage Message = messageAt(F.Pos, F.Message);
+    std::vector<clang::tooling::Replacement> New;
+    bool Broken = false;
     for (const clang::tooling::Replacement &Rep : F.Fixes) {
-      clang::tooling::Replacements &Reps = Message.Fix[Rep.getFilePath()];
-      // Replacements::add would merge two identical insertions into a doubled one.
-      if (llvm::is_contained(Reps, Rep))
+      if (Exported.count(Rep) || llvm::is_contained(New, Rep))
         continue;
-      // A step repeating one edit (the same include for two scopes) exports it once; a real
-      // overlap is the applier's to refuse, so it is dropped here rather than written twice.
-      if (llvm::Error Err = Reps.add(Rep))
+      New.push_back(Rep);
+      if (llvm::Error Err = Message.Fix[Rep.getFilePath()].add(Rep)) {
         llvm::consumeError(std::move(Err));
+        Broken = true;
+      }
     }
+    // A step whose own edits overlap is exported without fixes: half a step is worse than none.
+    if (Broken)
+      Message.Fix.clear();
+    else
+      Exported.insert(New.begin(), New.end());
     llvm::SmallVector<clang::tooling::DiagnosticMessage, 1> Notes;
     for (const Note &N : F.Notes)
       Notes.push_back(messageAt(N.Pos, N.Message));
