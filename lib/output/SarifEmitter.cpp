@@ -165,6 +165,30 @@ std::string fingerprint(const Finding &F, llvm::StringRef Uri, llvm::StringRef L
   return llvm::toHex(Hash, /*LowerCase=*/true).substr(0, 32);
 }
 
+/// The run itself: files the compiler could not parse are tool notifications, not results, so
+/// they show up without being mistaken for findings.
+llvm::json::Object invocation(const Report &R) {
+  llvm::json::Array Notifications;
+  for (const FileOutcome &FO : R.Files) {
+    if (FO.Status != FileOutcome::State::Failed)
+      continue;
+    std::string Text = "could not analyse " + FO.File;
+    if (!FO.Error.empty())
+      Text += ":\n" + FO.Error;
+    Notifications.push_back(llvm::json::Object{
+        {"level", "error"},
+        {"message", llvm::json::Object{{"text", Text}}},
+        {"locations", llvm::json::Array{llvm::json::Object{
+                          {"physicalLocation",
+                           llvm::json::Object{{"artifactLocation", artifactLocation(FO.File)}}}}}},
+    });
+  }
+  llvm::json::Object Invocation{{"executionSuccessful", true}};
+  if (!Notifications.empty())
+    Invocation["toolExecutionNotifications"] = std::move(Notifications);
+  return Invocation;
+}
+
 } // namespace
 
 void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
@@ -217,6 +241,7 @@ void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
 
   llvm::json::Object Run{
       {"tool", llvm::json::Object{{"driver", std::move(Driver)}}},
+      {"invocations", llvm::json::Array{invocation(R)}},
       {"columnKind", "unicodeCodePoints"},
       {"results", std::move(Results)},
   };

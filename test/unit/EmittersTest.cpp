@@ -499,6 +499,26 @@ TEST(SarifEmitter, ColumnsCountCharactersNotBytes) {
   EXPECT_EQ(sarifRun(V).getString("columnKind"), "unicodeCodePoints");
 }
 
+TEST(SarifEmitter, FailedFilesAreToolNotifications) {
+  MapTexts T;
+  Report R;
+  FileOutcome Failed;
+  Failed.File = "bad.cpp";
+  Failed.Status = FileOutcome::State::Failed;
+  Failed.Error = "bad.cpp:1:1: error: unknown type name 'x'";
+  R.Files.push_back(Failed);
+  llvm::json::Value V = parseJson(
+      capture([&](llvm::raw_ostream &OS) { emitSarif(R, T, OS, EmitOptions()); }));
+  const llvm::json::Object &Inv = *sarifRun(V).getArray("invocations")->front().getAsObject();
+  EXPECT_EQ(Inv.getBoolean("executionSuccessful"), true);
+  const llvm::json::Object &N = *Inv.getArray("toolExecutionNotifications")->front().getAsObject();
+  EXPECT_EQ(N.getString("level"), "error");
+  EXPECT_NE(N.getObject("message")->getString("text")->find("unknown type name"),
+            llvm::StringRef::npos);
+  EXPECT_EQ(sarifRun(V).getArray("results")->size(), 0u);
+  EXPECT_EQ(sarifRun(V).getObject("tool")->getObject("driver")->getArray("rules")->size(), 0u);
+}
+
 // --- export-fixes --------------------------------------------------------------------------------
 
 TEST(ExportFixes, ClangTidyYamlReadsBack) {

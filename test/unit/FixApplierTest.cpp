@@ -261,6 +261,17 @@ TEST_F(AtomicWrite, FailureNamesThePathAndLeavesNoTemporary) {
   EXPECT_EQ(entries(), 0u);
 }
 
+TEST_F(AtomicWrite, FailedRenameRemovesTheTemporary) {
+  // Renaming a file over a directory fails even for root: the late failure path.
+  std::string P = path("dir.cpp");
+  ASSERT_FALSE(llvm::sys::fs::create_directory(P));
+  llvm::Error Err = writeFileAtomically(P, "x");
+  ASSERT_TRUE(bool(Err));
+  EXPECT_NE(llvm::toString(std::move(Err)).find(P), std::string::npos);
+  EXPECT_TRUE(llvm::sys::fs::is_directory(P));
+  EXPECT_EQ(entries(), 1u) << "temporary file left behind";
+}
+
 TEST_F(AtomicWrite, ReadOnlyDirectoryFailsCleanly) {
   if (::getuid() == 0)
     GTEST_SKIP() << "root ignores directory permissions";
