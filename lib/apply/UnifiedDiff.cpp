@@ -1,7 +1,10 @@
 // --diff: a unified diff (Myers' algorithm over lines, 3 lines of context) that `patch -p1` and
 // `git apply` accept.
 #include "ampmigrate/FixApplier.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 
@@ -132,6 +135,22 @@ void printLine(llvm::raw_ostream &OS, char Prefix, llvm::StringRef Line) {
     OS << "\n\\ No newline at end of file\n";
 }
 
+/// The name patch -p1 should see: an absolute path below the current directory is made relative
+/// to it, since "a//abs/path" would make patch refuse the file.
+std::string patchName(llvm::StringRef Path) {
+  if (!llvm::sys::path::is_absolute(Path))
+    return Path.str();
+  llvm::SmallString<256> Cwd, Abs(Path);
+  if (llvm::sys::fs::current_path(Cwd))
+    return Path.str();
+  llvm::sys::path::remove_dots(Cwd, /*remove_dot_dot=*/true);
+  llvm::sys::path::remove_dots(Abs, /*remove_dot_dot=*/true);
+  llvm::StringRef Rest(Abs);
+  if (!Rest.consume_front(Cwd) || !Rest.consume_front("/") || Rest.empty())
+    return Path.str();
+  return Rest.str();
+}
+
 } // namespace
 
 std::string unifiedDiff(llvm::StringRef Path, llvm::StringRef Old, llvm::StringRef New) {
@@ -142,7 +161,8 @@ std::string unifiedDiff(llvm::StringRef Path, llvm::StringRef Old, llvm::StringR
 
   std::string Out;
   llvm::raw_string_ostream OS(Out);
-  OS << "--- a/" << Path << "\n+++ b/" << Path << '\n';
+  std::string Name = patchName(Path);
+  OS << "--- a/" << Name << "\n+++ b/" << Name << '\n';
 
   // Line positions before each op, so a hunk starting with an insertion knows where it is.
   std::vector<unsigned> OldAt(Ops.size() + 1), NewAt(Ops.size() + 1);

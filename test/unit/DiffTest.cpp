@@ -61,6 +61,14 @@ TEST(UnifiedDiff, NoNewlineAtEndOfFile) {
             "--- a/a\n+++ b/a\n@@ -1,2 +1,2 @@\n-x\n+z\n y\n\\ No newline at end of file\n");
 }
 
+TEST(UnifiedDiff, AbsolutePathBelowTheCurrentDirectoryIsMadeRelative) {
+  llvm::SmallString<256> Abs;
+  ASSERT_FALSE(llvm::sys::fs::current_path(Abs));
+  llvm::sys::path::append(Abs, "src", "x.cpp");
+  std::string D = unifiedDiff(Abs, "a\n", "b\n");
+  EXPECT_EQ(D.substr(0, D.find("@@")), "--- a/src/x.cpp\n+++ b/src/x.cpp\n");
+}
+
 // --- round trips through patch -------------------------------------------------------------------
 
 std::string readFile(llvm::StringRef Path) {
