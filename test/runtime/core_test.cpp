@@ -1,0 +1,236 @@
+// Conversions, chunk planning (64-bit indexing), error messages, the >2^31-element case and the GEMM.
+#include "test_support.h"
+
+#include "backend.h"
+#include "numeric.h"
+
+#include <cstdlib>
+
+namespace amp::test {
+namespace {
+
+const ExecContext kCpu{};
+
+TEST(Conversions, EveryHalfAndBFloat16WidensExactly) {
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const auto bits = static_cast<std::uint16_t>(b);
+    const float h = detail::half_to_float(bits), rh = ref_half_to_float(bits);
+    ASSERT_TRUE((std::isnan(h) && std::isnan(rh)) || h == rh) << std::hex << b;
+    const float f = detail::bfloat16_to_float(bits), rf = ref_bf16_to_float(bits);
+    ASSERT_TRUE((std::isnan(f) && std::isnan(rf)) || std::memcmp(&f, &rf, 4) == 0) << std::hex << b;
+  }
+}
+
+TEST(Conversions, NarrowingRoundsToNearestEven) {
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<std::uint32_t> any;
+  std::vector<float> samples = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f,
+                                std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                                std::numeric_limits<float>::quiet_NaN(), 3.4e38f, 1.00048828125f};
+  for (int i = 0; i < 1000000; ++i) {
+    std::uint32_t u = any(rng);
+    float f;
+    std::memcpy(&f, &u, 4);
+    samples.push_back(f);
+  }
+  for (float f : samples) {
+    const std::uint16_t h = detail::float_to_half(f), rh = ref_float_to_half(f);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(std::isnan(ref_half_to_float(h)));
+    } else {
+      ASSERT_EQ(h, rh) << f;
+    }
+    const std::uint16_t b = detail::float_to_bfloat16(f), rb = ref_float_to_bf16(f);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(std::isnan(ref_bf16_to_float(b)));
+    } else {
+      ASSERT_EQ(b, rb) << f;
+    }
+  }
+}
+
+TEST(ChunkPlan, SixtyFourBitIndexing) {
+  // A tensor of 2^40 elements: chunk counts and offsets stay exact without allocating it.
+  const std::int64_t huge = std::int64_t{1} << 40;
+  EXPECT_EQ(detail::chunk_count(huge), std::int64_t{1} << 24);
+  EXPECT_EQ(detail::chunk_count(huge + 1), (std::int64_t{1} << 24) + 1);
+  EXPECT_EQ(detail::chunk_count((std::int64_t{1} << 31) + 5), 32769);
+  EXPECT_EQ(detail::chunk_count(0), 0);
+  std::vector<TensorView> tensors = {{nullptr, DType::F16, 0, {}},
+                                     {reinterpret_cast<void *>(64), DType::F16, (std::int64_t{1} << 31) + 5, {}}};
+  const auto chunks = detail::plan_chunks(tensors);
+  ASSERT_EQ(chunks.size(), 32769u);
+  EXPECT_EQ(chunks.back().tensor, 1);
+  EXPECT_EQ(chunks.back().begin, std::int64_t{1} << 31);
+  EXPECT_EQ(chunks.back().size, 5);
+  EXPECT_EQ(chunks[32767].begin + chunks[32767].size, std::int64_t{1} << 31);
+}
+
+// 2^31 + 9 fp16 elements (4 GiB): unscale, check and norm over the 32-bit boundary for real.
+// Set AMP_SKIP_HUGE_TESTS=1 where 4 GiB of memory is not available.
+TEST(LargeTensor, OverTwoToTheThirtyOneElements) {
+  if (std::getenv("AMP_SKIP_HUGE_TESTS"))
+    GTEST_SKIP() << "AMP_SKIP_HUGE_TESTS is set";
+  const std::int64_t n = (std::int64_t{1} << 31) + 9;
+  std::vector<std::uint16_t> data;
+  try {
+    data.assign(static_cast<std::size_t>(n), ref_float_to_half(2.0f));
+  } catch (const std::bad_alloc &) {
+    GTEST_SKIP() << "cannot allocate 4 GiB for the >2^31-element test";
+  }
+  data[static_cast<std::size_t>(n - 1)] = ref_float_to_half(4.0f); // past the int32 range
+  std::vector<TensorView> list = {{data.data(), DType::F16, n, {}}};
+  const float inv_scale = 0.5f;
+  float found = 0.0f, norm = 0.0f;
+  unscale_check_and_norm(list, &inv_scale, &found, &norm, kCpu);
+  EXPECT_EQ(found, 0.0f);
+  EXPECT_EQ(ref_half_to_float(data[0]), 1.0f);
+  EXPECT_EQ(ref_half_to_float(data[static_cast<std::size_t>(n - 2)]), 1.0f);
+  EXPECT_EQ(ref_half_to_float(data[static_cast<std::size_t>(n - 1)]), 2.0f);
+  EXPECT_TRUE(close(norm, std::sqrt(double(n - 1) + 4.0), 1e-6));
+  data[static_cast<std::size_t>(n - 1)] = 0x7c00; // +inf in the last element
+  check_and_norm(list, nullptr, &found, &norm, kCpu); // read-only: the cheapest pass that checks
+  EXPECT_EQ(found, 1.0f);
+}
+
+// ---- errors: the op, the tensor index and the problem ----------------------------------------
+
+template <class F> std::string error_of(F &&f) {
+  try {
+    f();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Errors, NameTheOpTheTensorAndTheProblem) {
+  HostList g = random_list(DType::F32, {4, 4, 4}, 1);
+  auto v = views(g);
+  const float inv = 1.0f;
+  float found = 0.0f, norm = 0.0f;
+
+  auto mixed = v;
+  mixed[2].device = Device{DeviceKind::CUDA, 0};
+  EXPECT_EQ(error_of([&] { unscale_and_check(mixed, &inv, &found, kCpu); }),
+            "amp::unscale_and_check: tensor 2: grads is on cuda:0 but the call runs on cpu:0 (all "
+            "tensors of a call must be on one device)");
+
+  auto bad_dtype = v;
+  bad_dtype[1].dtype = static_cast<DType>(9);
+  EXPECT_NE(error_of([&] { global_norm(bad_dtype, &norm, kCpu); }).find("amp::global_norm: tensor 1: xs has an unknown dtype"),
+            std::string::npos);
+
+  auto unaligned = v;
+  unaligned[0].data = static_cast<char *>(unaligned[0].data) + 1;
+  EXPECT_EQ(error_of([&] { global_norm(unaligned, &norm, kCpu); }),
+            "amp::global_norm: tensor 0: xs data pointer is not aligned to its 4-byte element size");
+
+  auto null_data = v;
+  null_data[1].data = nullptr;
+  EXPECT_NE(error_of([&] { global_norm(null_data, &norm, kCpu); }).find("tensor 1: xs has a null data pointer"),
+            std::string::npos);
+
+  HostList half = random_list(DType::F16, {4, 4, 4}, 2);
+  AdamOptions o;
+  EXPECT_EQ(error_of([&] { fused_adam_step(v, v, views(half), v, {}, o, nullptr, nullptr, nullptr, kCpu); }),
+            "amp::fused_adam_step: tensor 0: exp_avg must be f32, got f16");
+
+  HostList short_list = random_list(DType::F32, {4, 5, 4}, 3);
+  EXPECT_EQ(error_of([&] { cast_copy(v, views(short_list), kCpu); }),
+            "amp::cast_copy: tensor 1: src has 4 elements but dst has 5");
+  EXPECT_EQ(error_of([&] { cast_copy(v, {}, kCpu); }), "amp::cast_copy: src has 3 tensors but dst has 0");
+
+  EXPECT_EQ(error_of([&] { unscale_and_check(v, nullptr, &found, kCpu); }),
+            "amp::unscale_and_check: inv_scale must not be null");
+  EXPECT_NE(error_of([&] { clip_by_global_norm(v, v, 0.0f, &norm, ClipRule::MindSpore, nullptr, kCpu); })
+                .find("clip_norm must be positive"),
+            std::string::npos);
+  float scale = 1.0f;
+  std::int32_t tracker = 0;
+  EXPECT_NE(error_of([&] { update_scale(&scale, &tracker, &found, 1.0f, 0.5f, 10, kCpu); }).find("growth_factor must be > 1"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { update_scale(&scale, &tracker, &found, 2.0f, 1.0f, 10, kCpu); }).find("backoff_factor"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { update_scale(&scale, &tracker, &found, 2.0f, 0.5f, 0, kCpu); }).find("growth_interval"),
+            std::string::npos);
+  SgdOptions nesterov;
+  nesterov.nesterov = true;
+  EXPECT_NE(error_of([&] { fused_sgd_step(v, v, {}, {}, nesterov, nullptr, nullptr, nullptr, kCpu); }).find("nesterov"),
+            std::string::npos);
+}
+
+TEST(Errors, AreRuntimeErrors) {
+  const float inv = 1.0f;
+  EXPECT_THROW(unscale_and_check({}, &inv, nullptr, kCpu), std::runtime_error);
+}
+
+TEST(CudaAvailability, AnswersWithoutThrowing) {
+  EXPECT_NO_THROW((void)cuda_available());
+#if !defined(AMP_WITH_CUDA)
+  EXPECT_FALSE(cuda_available());
+#endif
+}
+
+// ---- GEMM reference ---------------------------------------------------------------------------
+
+void ref_gemm(const GemmArgs &g, const HostTensor &a, const HostTensor &b, const HostTensor &c0,
+              const HostTensor *bias, std::vector<double> &out) {
+  out.assign(static_cast<std::size_t>(g.m * g.n), 0.0);
+  for (std::int64_t i = 0; i < g.m; ++i)
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      double s = 0;
+      for (std::int64_t p = 0; p < g.k; ++p)
+        s += a.get(g.trans_a ? p * g.m + i : i * g.k + p) * b.get(g.trans_b ? j * g.k + p : p * g.n + j);
+      double v = g.alpha * s + g.beta * c0.get(i * g.n + j);
+      if (bias)
+        v += bias->get(j);
+      if (g.relu)
+        v = std::max(v, 0.0);
+      out[static_cast<std::size_t>(i * g.n + j)] = c0.round(v);
+    }
+}
+
+TEST(Gemm, CpuReferenceAllLayoutsAndEpilogues) {
+  const std::int64_t m = 37, n = 29, k = 53;
+  for (DType in : kAllDTypes)
+    for (DType out : kAllDTypes)
+      for (int layout = 0; layout < 4; ++layout)
+        for (bool with_bias : {false, true}) {
+          HostTensor a = random_list(in, {m * k}, 1)[0];
+          HostTensor b = random_list(in, {k * n}, 2)[0];
+          HostTensor c = random_list(out, {m * n}, 3)[0];
+          HostTensor bias = random_list(out, {n}, 4)[0];
+          const HostTensor c0 = c;
+          GemmArgs g;
+          g.a = a.view();
+          g.b = b.view();
+          g.c = c.view();
+          if (with_bias)
+            g.bias = bias.view();
+          g.m = m, g.n = n, g.k = k;
+          g.trans_a = layout & 1;
+          g.trans_b = layout & 2;
+          g.alpha = 0.5f;
+          g.beta = with_bias ? 0.25f : 0.0f;
+          g.relu = with_bias;
+          gemm(g, kCpu);
+          std::vector<double> want;
+          ref_gemm(g, a, b, c0, with_bias ? &bias : nullptr, want);
+          EXPECT_TRUE(lists_close({c}, {want}, dtype_rtol(out) + 1e-5, 1e-3))
+              << dtype_name(in) << "->" << dtype_name(out) << " layout " << layout;
+        }
+}
+
+TEST(Gemm, ShapeErrors) {
+  HostTensor a(DType::F16, 6), b(DType::F16, 6), c(DType::F32, 4);
+  GemmArgs g;
+  g.a = a.view(), g.b = b.view(), g.c = c.view();
+  g.m = 2, g.n = 2, g.k = 3;
+  EXPECT_NO_THROW(gemm(g, kCpu));
+  g.k = 4;
+  EXPECT_EQ(error_of([&] { gemm(g, kCpu); }), "amp::gemm: a has 6 elements, expected 8");
+}
+
+} // namespace
+} // namespace amp::test
