@@ -116,7 +116,7 @@ template <class T, class F> std::decay_t<T> map_tensors(T &&value, const F &f) {
 }
 
 template <class H> auto &module_of(const std::shared_ptr<H> &h) { return *h; }
-template <class H> auto &module_of(const torch::nn::ModuleHolder<H> &h) { return *h; }
+template <class H> H &module_of(const torch::nn::ModuleHolder<H> &h) { return *h.ptr(); }
 template <class M> M &module_of(const std::reference_wrapper<M> &r) { return r.get(); }
 
 } // namespace detail
@@ -180,7 +180,7 @@ template <class Impl>
 MixedPrecisionModel<torch::nn::ModuleHolder<Impl>>
 auto_mixed_precision(const torch::nn::ModuleHolder<Impl> &model, Level level,
                      std::optional<torch::Dtype> dtype = std::nullopt) {
-  auto state = detail::convert(*model, model.ptr(), level, dtype);
+  auto state = detail::convert(*model.ptr(), model.ptr(), level, dtype);
   return {model, std::move(state)};
 }
 

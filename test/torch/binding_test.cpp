@@ -1,0 +1,467 @@
+// Unit tests of <amp/torch.h> on the CPU: scaler state machine and errors, values against fp64
+// references, value_and_grad against .backward(), the levels' dtypes, idempotent conversion,
+// fp32 master parameters in the optimizer, and the exact code form the migration tool emits.
+#include <amp/torch.h>
+#include <torch/torch.h>
+
+#include "core_dispatch.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <tuple>
+
+namespace {
+
+using torch::Tensor;
+
+struct MlpImpl : torch::nn::Module {
+  MlpImpl() {
+    fc1 = register_module("fc1", torch::nn::Linear(8, 16));
+    fc2 = register_module("fc2", torch::nn::Linear(16, 4));
+  }
+  Tensor forward(const Tensor &x) {
+    return torch::log_softmax(fc2->forward(torch::relu(fc1->forward(x))), 1);
+  }
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+/// Records what its forward sees: the dtype of the linear's weight and of each activation.
+struct ProbeImpl : torch::nn::Module {
+  ProbeImpl() {
+    fc = register_module("fc", torch::nn::Linear(6, 6));
+    bn = register_module("bn", torch::nn::BatchNorm1d(6));
+    unused = register_parameter("unused", torch::ones({3}));
+  }
+  std::tuple<Tensor, Tensor> forward(const Tensor &x) {
+    input_dtype = x.scalar_type();
+    weight_dtype = fc->weight.scalar_type();
+    bn_weight_dtype = bn->weight.scalar_type();
+    auto h = fc->forward(x);
+    linear_dtype = h.scalar_type();
+    auto y = bn->forward(h);
+    return {y, h};
+  }
+  torch::nn::Linear fc{nullptr};
+  torch::nn::BatchNorm1d bn{nullptr};
+  Tensor unused;
+  torch::Dtype input_dtype{}, weight_dtype{}, bn_weight_dtype{}, linear_dtype{};
+};
+TORCH_MODULE(Probe);
+
+double max_rel_diff(const Tensor &a, const Tensor &b) {
+  auto a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
+  return ((a64 - b64).abs().max() / b64.abs().max().clamp_min(1e-12)).item<double>();
+}
+
+std::vector<Tensor> backward_grads(Mlp &model, const Tensor &x, const Tensor &y) {
+  model->zero_grad();
+  torch::nll_loss(model->forward(x), y).backward();
+  std::vector<Tensor> out;
+  for (const auto &p : model->parameters())
+    out.push_back(p.grad().clone());
+  model->zero_grad();
+  return out;
+}
+
+// ---- GradScaler ---------------------------------------------------------------------------
+TEST(Scaler, DefaultsAndOptions) {
+  amp::GradScaler s;
+  EXPECT_EQ(s.get_scale(), 65536.0);
+  EXPECT_EQ(s.get_growth_factor(), 2.0);
+  EXPECT_EQ(s.get_backoff_factor(), 0.5);
+  EXPECT_EQ(s.get_growth_interval(), 2000);
+  EXPECT_TRUE(s.is_enabled());
+  amp::GradScaler t(amp::GradScalerOptions().init_scale(1024.0).growth_interval(100));
+  EXPECT_EQ(t.get_scale(), 1024.0);
+  EXPECT_EQ(t.get_growth_interval(), 100);
+}
+
+TEST(Scaler, RejectsBadOptions) {
+  using O = amp::GradScalerOptions;
+  EXPECT_THROW(amp::GradScaler(O().growth_factor(1.0)), std::runtime_error);
+  EXPECT_THROW(amp::GradScaler(O().backoff_factor(1.0)), std::runtime_error);
+  EXPECT_THROW(amp::GradScaler(O().init_scale(0.0)), std::runtime_error);
+  EXPECT_THROW(amp::GradScaler(O().growth_interval(0)), std::runtime_error);
+  EXPECT_NO_THROW(amp::GradScaler(O().growth_factor(0.5).enabled(false)));
+}
+
+TEST(Scaler, ScaleIsOutOfPlace) {
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(8.0));
+  auto loss = torch::tensor(1.5);
+  auto scaled = s.scale(loss);
+  EXPECT_EQ(loss.item<double>(), 1.5);
+  EXPECT_EQ(scaled.item<double>(), 12.0);
+  EXPECT_EQ(scaled.dim(), 0);
+}
+
+std::string message_of(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const std::runtime_error &e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Scaler, StateMachineErrors) {
+  auto p = torch::ones({2}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 0.1);
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(4.0));
+  s.scale(torch::tensor(1.0));
+  std::vector<Tensor> grads{torch::full({2}, 4.0)};
+  s.unscale_(opt, grads);
+  EXPECT_EQ(message_of([&] { s.unscale_(opt, grads); }),
+            "unscale_() has already been called on this optimizer since the last update().");
+  s.step(opt, grads);
+  EXPECT_EQ(message_of([&] { s.unscale_(opt, grads); }),
+            "unscale_() is being called after step().");
+  EXPECT_EQ(message_of([&] { s.step(opt, grads); }),
+            "step() has already been called since the last update().");
+  s.update();
+  EXPECT_NO_THROW(s.unscale_(opt, grads)); // update() reset the state
+}
+
+TEST(Scaler, UnscaleBeforeScaleIsAnError) {
+  auto p = torch::ones({2}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 0.1);
+  amp::GradScaler s;
+  std::vector<Tensor> grads{torch::ones({2})};
+  EXPECT_THROW(s.unscale_(opt, grads), std::runtime_error);
+  EXPECT_THROW(s.update(), std::runtime_error);
+}
+
+TEST(Scaler, UnscaleValuesAllDtypes) {
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(1024.0));
+  s.scale(torch::tensor(1.0));
+  auto ref = torch::randn({1000}, torch::kDouble);
+  std::vector<Tensor> grads{(ref * 1024).to(torch::kFloat), (ref * 1024).to(torch::kHalf),
+                            (ref * 1024).to(torch::kBFloat16),
+                            (ref * 1024).to(torch::kFloat).reshape({20, 50}).t()};
+  auto p = torch::zeros({1}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 0.1);
+  s.unscale_(opt, grads);
+  EXPECT_LT(max_rel_diff(grads[0], ref), 1e-6);
+  EXPECT_LT(max_rel_diff(grads[1], ref), 1e-3);
+  EXPECT_LT(max_rel_diff(grads[2], ref), 1e-2);
+  EXPECT_LT(max_rel_diff(grads[3], ref.reshape({20, 50}).t()), 1e-6); // non-contiguous, in place
+}
+
+TEST(Scaler, InfSkipsStepAndBacksOff) {
+  auto p = torch::ones({3}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 1.0);
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(16.0).growth_interval(2));
+  s.scale(torch::tensor(1.0));
+  std::vector<Tensor> bad{torch::tensor({1.0f, INFINITY, 2.0f})};
+  s.step(opt, bad);
+  EXPECT_TRUE(torch::equal(p.detach(), torch::ones({3})));
+  s.update();
+  EXPECT_EQ(s.get_scale(), 8.0);
+  EXPECT_EQ(s.get_growth_tracker(), 0);
+  std::vector<Tensor> nan{torch::tensor({NAN, 0.0f, 0.0f})};
+  s.step(opt, nan);
+  s.update();
+  EXPECT_EQ(s.get_scale(), 4.0);
+  for (int i = 0; i < 2; ++i) {
+    std::vector<Tensor> good{torch::full({3}, 4.0)};
+    s.step(opt, good);
+    s.update();
+  }
+  EXPECT_EQ(s.get_scale(), 8.0); // grew after growth_interval clean steps
+  EXPECT_EQ(s.get_growth_tracker(), 0);
+  // 2 clean steps of lr 1 with unscaled grads 4 / 4
+  EXPECT_TRUE(torch::allclose(p.detach(), torch::full({3}, -1.0)));
+  EXPECT_FALSE(p.grad().defined()); // .grad is left as it was
+}
+
+TEST(Scaler, UpdateWithNewScale) {
+  amp::GradScaler s;
+  s.scale(torch::tensor(1.0));
+  s.update(128.0);
+  EXPECT_EQ(s.get_scale(), 128.0);
+  s.update(torch::tensor(64.0));
+  EXPECT_EQ(s.get_scale(), 64.0);
+}
+
+TEST(Scaler, DisabledPassesThrough) {
+  auto p = torch::ones({2}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 1.0);
+  amp::GradScaler s(amp::GradScalerOptions().enabled(false));
+  auto loss = torch::tensor(3.0);
+  EXPECT_TRUE(s.scale(loss).is_same(loss));
+  std::vector<Tensor> grads{torch::ones({2})};
+  s.unscale_(opt, grads);
+  s.step(opt, grads);
+  s.update();
+  EXPECT_TRUE(torch::allclose(p.detach(), torch::zeros({2})));
+  EXPECT_EQ(s.get_scale(), 1.0);
+  EXPECT_TRUE(s.state_dict().empty());
+}
+
+TEST(Scaler, StateDictRoundTrip) {
+  amp::GradScaler a(amp::GradScalerOptions().init_scale(32.0).growth_interval(7));
+  a.scale(torch::tensor(1.0));
+  auto state = a.state_dict();
+  EXPECT_EQ(state.size(), 5u);
+  EXPECT_EQ(state.at("scale"), 32.0);
+  EXPECT_EQ(state.at("growth_interval"), 7.0);
+  EXPECT_EQ(state.at("_growth_tracker"), 0.0);
+  amp::GradScaler b;
+  b.load_state_dict(state);
+  EXPECT_EQ(b.get_scale(), 32.0);
+  EXPECT_EQ(b.get_growth_interval(), 7);
+  EXPECT_EQ(b.scale(torch::tensor(1.0)).item<double>(), 32.0);
+  EXPECT_THROW(b.load_state_dict({}), std::runtime_error);
+}
+
+TEST(Scaler, PointerLikeOptimizers) {
+  auto p = torch::ones({2}, torch::requires_grad());
+  auto opt = std::make_shared<torch::optim::SGD>(std::vector<Tensor>{p}, 1.0);
+  auto scaler = std::make_shared<amp::GradScaler>(amp::GradScalerOptions().init_scale(2.0));
+  scaler->scale(torch::tensor(1.0));
+  std::vector<Tensor> grads{torch::full({2}, 2.0)};
+  scaler->unscale_(opt, grads);
+  scaler->step(opt, grads);
+  scaler->update();
+  torch::optim::Optimizer *raw = opt.get();
+  std::vector<Tensor> grads2{torch::full({2}, 2.0)};
+  scaler->step(raw, grads2);
+  scaler->update();
+  EXPECT_TRUE(torch::allclose(p.detach(), torch::full({2}, -1.0)));
+}
+
+TEST(Scaler, GradCountMustMatch) {
+  auto p = torch::ones({2}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 1.0);
+  amp::GradScaler s;
+  s.scale(torch::tensor(1.0));
+  std::vector<Tensor> grads{torch::ones({2}), torch::ones({2})};
+  EXPECT_THROW(s.step(opt, grads), std::runtime_error);
+}
+
+// ---- norms and clipping ---------------------------------------------------------------------
+TEST(Clip, GlobalNormMatchesFloat64) {
+  std::vector<Tensor> xs{torch::randn({300}), torch::randn({7, 9}).to(torch::kHalf),
+                         torch::randn({5}).to(torch::kBFloat16)};
+  double ref = 0;
+  for (const auto &x : xs)
+    ref += x.to(torch::kDouble).pow(2).sum().item<double>();
+  auto n = amp::global_norm(xs);
+  EXPECT_EQ(n.dim(), 0);
+  EXPECT_EQ(n.scalar_type(), torch::kFloat);
+  EXPECT_NEAR(n.item<double>(), std::sqrt(ref), 1e-5 * std::sqrt(ref));
+  EXPECT_EQ(amp::global_norm({}).item<double>(), 0.0);
+}
+
+TEST(Clip, MindSporeRule) {
+  std::vector<Tensor> xs{torch::full({4}, 3.0), torch::full({4}, 4.0)}; // norm 10
+  auto clipped = amp::clip_by_global_norm(xs, 5.0);
+  EXPECT_TRUE(torch::allclose(clipped[0], torch::full({4}, 1.5)));
+  EXPECT_TRUE(torch::allclose(clipped[1], torch::full({4}, 2.0)));
+  EXPECT_EQ(xs[0][0].item<double>(), 3.0); // out of place
+  auto same = amp::clip_by_global_norm(xs, 20.0);
+  EXPECT_TRUE(torch::equal(same[1], xs[1]));
+  EXPECT_THROW(amp::clip_by_global_norm(xs, 0.0), std::runtime_error);
+  auto half = amp::clip_by_global_norm({torch::full({4}, 3.0).to(torch::kHalf)}, 3.0);
+  EXPECT_EQ(half[0].scalar_type(), torch::kHalf);
+  EXPECT_NEAR(half[0][0].item<double>(), 1.5, 1e-3);
+}
+
+TEST(Clip, RunsInTheCore) {
+  std::vector<at::Tensor> cpu{torch::ones({3}), torch::ones({2}, torch::kHalf)};
+  EXPECT_TRUE(amp::detail::core_takes(cpu));
+  EXPECT_FALSE(amp::detail::core_takes({torch::ones({3}, torch::kDouble)}));
+}
+
+// ---- value_and_grad ---------------------------------------------------------------------------
+TEST(ValueAndGrad, MatchesBackwardAndLeavesGradAlone) {
+  torch::manual_seed(0);
+  Mlp model;
+  auto x = torch::randn({5, 8});
+  auto y = torch::randint(0, 4, {5}, torch::kLong);
+  auto ref = backward_grads(model, x, y);
+  for (auto &p : model->parameters())
+    p.mutable_grad() = Tensor();
+  auto grad_fn = amp::value_and_grad(
+      [&](const Tensor &in) { return torch::nll_loss(model->forward(in), y); },
+      model->parameters());
+  auto [value, grads] = grad_fn(x);
+  EXPECT_FALSE(value.requires_grad());
+  ASSERT_EQ(grads.size(), ref.size());
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(grads[i], ref[i], 1e-5, 1e-6)) << i;
+    EXPECT_FALSE(model->parameters()[i].grad().defined());
+  }
+}
+
+TEST(ValueAndGrad, UnusedParametersGetZeros) {
+  Probe model;
+  auto grad_fn = amp::value_and_grad(
+      [&] { return std::get<0>(model->forward(torch::randn({4, 6}))).sum(); },
+      model->parameters());
+  auto [value, grads] = grad_fn();
+  auto names = model->named_parameters();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i].key() == "unused") {
+      EXPECT_TRUE(torch::equal(grads[i], torch::zeros({3})));
+    }
+}
+
+TEST(ValueAndGrad, AccumulateGrads) {
+  std::vector<Tensor> acc;
+  amp::accumulate_grads(acc, {torch::ones({2})});
+  amp::accumulate_grads(acc, {torch::full({2}, 2.0)});
+  EXPECT_TRUE(torch::allclose(acc[0], torch::full({2}, 3.0)));
+  EXPECT_THROW(amp::accumulate_grads(acc, {}), std::runtime_error);
+}
+
+// ---- levels -----------------------------------------------------------------------------------
+TEST(Levels, ParseAndErrors) {
+  EXPECT_EQ(amp::parse_level("O2"), amp::Level::O2);
+  EXPECT_EQ(amp::parse_level("o3"), amp::Level::O3);
+  auto msg = message_of([] { amp::parse_level("O4"); });
+  EXPECT_NE(msg.find("O0, O1, O2, O3"), std::string::npos) << msg;
+  Mlp model;
+  EXPECT_THROW(amp::auto_mixed_precision(model, "fast"), std::runtime_error);
+}
+
+TEST(Levels, DtypesSeenInForward) {
+  auto x = torch::randn({4, 6});
+  struct Expect {
+    const char *level;
+    torch::Dtype input, weight, linear;
+  } cases[] = {{"O0", torch::kFloat, torch::kFloat, torch::kFloat},
+               {"O1", torch::kFloat, torch::kFloat, torch::kBFloat16},
+               {"O2", torch::kBFloat16, torch::kBFloat16, torch::kBFloat16},
+               {"O3", torch::kBFloat16, torch::kBFloat16, torch::kBFloat16}};
+  for (const auto &c : cases) {
+    Probe model;
+    auto amp_model = amp::auto_mixed_precision(model, c.level);
+    auto [y, h] = amp_model->forward(x);
+    EXPECT_EQ(model->input_dtype, c.input) << c.level;
+    EXPECT_EQ(model->weight_dtype, c.weight) << c.level;
+    EXPECT_EQ(model->linear_dtype, c.linear) << c.level;
+    EXPECT_EQ(y.scalar_type(), torch::kFloat) << c.level; // outputs fp32 at every level
+    EXPECT_EQ(h.scalar_type(), torch::kFloat) << c.level;
+    if (std::string(c.level) == "O2") {
+      EXPECT_EQ(model->bn_weight_dtype, torch::kFloat); // norm layers stay fp32
+    }
+    for (const auto &p : model->parameters())             // masters back after forward
+      EXPECT_EQ(p.scalar_type(), torch::kFloat) << c.level;
+  }
+}
+
+TEST(Levels, LayerNormAtO2DoesNotHitTheAutocastTrap) {
+  for (const char *level : {"O2", "O3"}) {
+    auto m = torch::nn::Sequential(torch::nn::Linear(8, 8),
+                                   torch::nn::LayerNorm(torch::nn::LayerNormOptions({8})),
+                                   torch::nn::GroupNorm(2, 8), torch::nn::Linear(8, 2));
+    auto amp_model = amp::auto_mixed_precision(m, level);
+    Tensor out;
+    EXPECT_NO_THROW(out = amp_model(torch::randn({3, 8}))) << level;
+    EXPECT_EQ(out.scalar_type(), torch::kFloat);
+  }
+}
+
+TEST(Levels, ConversionIsIdempotentPerModule) {
+  Mlp model;
+  auto a = amp::auto_mixed_precision(model, amp::Level::O2);
+  auto b = amp::auto_mixed_precision(model, amp::Level::O2);
+  auto c = amp::auto_mixed_precision(*model, amp::Level::O2); // Module&: non-owning
+  EXPECT_EQ(&c.module(), model.get());
+  EXPECT_THROW(amp::auto_mixed_precision(model, amp::Level::O3), std::runtime_error);
+  auto x = torch::randn({2, 8});
+  EXPECT_TRUE(torch::equal(a(x), b.forward(x)));
+  EXPECT_TRUE(torch::equal(a(x), c->forward(x)));
+  EXPECT_EQ(a.level(), amp::Level::O2);
+}
+
+TEST(Levels, NoGradForwardAndSharedPtr) {
+  auto model = std::make_shared<MlpImpl>();
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O3);
+  torch::NoGradGuard no_grad;
+  auto out = amp_model->forward(torch::randn({2, 8}));
+  EXPECT_EQ(out.scalar_type(), torch::kFloat);
+  EXPECT_EQ(amp_model.module().get(), model.get());
+}
+
+/// Trains with the exact code the migration tool emits; checks fp32 masters, fp32 grads, that
+/// the momentum state stays attached to the parameters, and that the loss falls.
+void train_emitted_form(amp::Level level, bool optimizer_first) {
+  torch::manual_seed(1);
+  Mlp model;
+  auto data = torch::randn({64, 8});
+  auto target = (data.narrow(1, 0, 4).argmax(1)).to(torch::kLong);
+  model->train();
+  std::unique_ptr<torch::optim::SGD> early;
+  if (optimizer_first)
+    early = std::make_unique<torch::optim::SGD>(model->parameters(),
+                                                torch::optim::SGDOptions(0.1).momentum(0.9));
+  auto amp_model = amp::auto_mixed_precision(model, level);
+  torch::optim::SGD late(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  torch::optim::SGD &optimizer = optimizer_first ? *early : late;
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024.0).growth_interval(100));
+  double first = 0, last = 0;
+  for (int step = 0; step < 30; ++step) {
+    torch::Tensor loss;
+    auto grad_fn = amp::value_and_grad([&] {
+      auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));
+      loss = torch::nll_loss(output, target);
+      return scaler.scale(loss);
+    }, optimizer.parameters());
+    auto [scaled_loss, grads] = grad_fn();
+    for (const auto &g : grads)
+      ASSERT_EQ(g.scalar_type(), torch::kFloat);
+    scaler.unscale_(optimizer, grads);
+    auto norm = amp::global_norm(grads).item<double>();
+    EXPECT_TRUE(std::isfinite(norm));
+    grads = amp::clip_by_global_norm(grads, 5.0);
+    scaler.step(optimizer, grads);
+    scaler.update();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  EXPECT_LT(last, 0.7 * first) << amp::level_name(level);
+  for (const auto &p : optimizer.parameters()) {
+    EXPECT_EQ(p.scalar_type(), torch::kFloat);
+    EXPECT_FALSE(p.grad().defined());
+  }
+  EXPECT_EQ(optimizer.state().size(), optimizer.parameters().size()); // momentum per param
+}
+
+TEST(Levels, TrainsWithFp32MastersAtEveryLevel) {
+  for (auto level : {amp::Level::O0, amp::Level::O1, amp::Level::O2, amp::Level::O3}) {
+    train_emitted_form(level, true);
+    train_emitted_form(level, false);
+  }
+}
+
+TEST(Levels, O2GradsCloseToFp32Grads) {
+  torch::manual_seed(2);
+  Mlp model;
+  auto x = torch::randn({32, 8});
+  auto y = torch::randint(0, 4, {32}, torch::kLong);
+  auto ref = backward_grads(model, x, y);
+  auto amp_model = amp::auto_mixed_precision(model, "O2");
+  auto [value, grads] = amp::value_and_grad(
+      [&] { return torch::nll_loss(amp::cast_to_adapter_tensor(amp_model(x)), y); },
+      model->parameters())();
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    EXPECT_EQ(grads[i].scalar_type(), torch::kFloat);
+    EXPECT_LT(max_rel_diff(grads[i], ref[i]), 5e-2) << i;
+  }
+}
+
+TEST(Adapter, CastsContainers) {
+  auto t = torch::ones({2}, torch::kBFloat16);
+  EXPECT_EQ(amp::cast_to_adapter_tensor(t).scalar_type(), torch::kFloat);
+  auto tup = amp::cast_to_adapter_tensor(std::make_tuple(t, torch::ones({1}, torch::kLong)));
+  EXPECT_EQ(std::get<0>(tup).scalar_type(), torch::kFloat);
+  EXPECT_EQ(std::get<1>(tup).scalar_type(), torch::kLong);
+  auto vec = amp::cast_to_adapter_tensor(std::vector<Tensor>{t, t.to(torch::kHalf)});
+  EXPECT_EQ(vec[1].scalar_type(), torch::kFloat);
+}
+
+} // namespace
