@@ -44,6 +44,14 @@ llvm::Error writeFileAtomically(llvm::StringRef Path, llvm::StringRef Contents) 
     return failure(Path, What, EC);
   };
 
+  // Before any byte is written, so a private file's new contents are never readable by others.
+  if (Existed) {
+    if (std::error_code EC = llvm::sys::fs::setPermissions(FD, Old.permissions())) {
+      llvm::sys::fs::closeFile(FD);
+      return Abandon("cannot copy permissions", EC);
+    }
+  }
+
   {
     llvm::raw_fd_ostream OS(FD, /*shouldClose=*/true);
     OS << Contents;
@@ -64,10 +72,6 @@ llvm::Error writeFileAtomically(llvm::StringRef Path, llvm::StringRef Contents) 
       return Abandon("cannot flush the temporary file", SyncEC);
   }
 
-  if (Existed) {
-    if (std::error_code EC = llvm::sys::fs::setPermissions(Temp, Old.permissions()))
-      return Abandon("cannot copy permissions", EC);
-  }
   if (std::error_code EC = llvm::sys::fs::rename(Temp, Target))
     return Abandon("cannot replace the file", EC);
   return llvm::Error::success();
