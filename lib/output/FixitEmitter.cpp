@@ -6,14 +6,16 @@
 namespace ampmigrate {
 namespace output {
 
-void printParseableFixits(llvm::raw_ostream &OS, SourceTexts &Texts, const Finding &F) {
+void printParseableFixits(llvm::raw_ostream &OS, LineTable &Lines, const Finding &F) {
   for (const clang::tooling::Replacement &Rep : F.Fixes) {
-    const std::string *Text = Texts.get(Rep.getFilePath().str());
+    std::string File = Rep.getFilePath().str();
+    auto Begin = Lines.position(File, Rep.getOffset());
+    auto End = Lines.position(File, Rep.getOffset() + Rep.getLength());
     // Without the text there is no line/column to give; a wrong position is worse than none.
-    if (!Text)
+    if (!Begin || !End)
       continue;
-    auto [L1, C1] = lineAndColumn(*Text, Rep.getOffset());
-    auto [L2, C2] = lineAndColumn(*Text, Rep.getOffset() + Rep.getLength());
+    auto [L1, C1] = *Begin;
+    auto [L2, C2] = *End;
     // write_escaped gives clang's escaping: \\ \" \n \t and octal for anything unprintable.
     OS << "fix-it:\"";
     OS.write_escaped(Rep.getFilePath());
@@ -27,7 +29,8 @@ void printParseableFixits(llvm::raw_ostream &OS, SourceTexts &Texts, const Findi
 
 void emitFixits(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
                 const EmitOptions &O) {
-  output::emitTextReport(R, Texts, OS, O, /*ParseableFixits=*/true);
+  output::LineTable Lines(Texts);
+  output::emitTextReport(R, Lines, OS, O, /*ParseableFixits=*/true);
 }
 
 } // namespace ampmigrate

@@ -8,30 +8,30 @@
 namespace ampmigrate {
 namespace {
 
-llvm::json::Value position(const std::string *Text, unsigned Offset) {
-  if (!Text)
+llvm::json::Value position(output::LineTable &Lines, const std::string &File, unsigned Offset) {
+  auto Pos = Lines.position(File, Offset);
+  if (!Pos)
     return nullptr;
-  auto [Line, Column] = lineAndColumn(*Text, Offset);
-  return llvm::json::Object{{"line", Line}, {"column", Column}};
+  return llvm::json::Object{{"line", Pos->first}, {"column", Pos->second}};
 }
 
-llvm::json::Array fixesOf(const Finding &F, SourceTexts &Texts) {
+llvm::json::Array fixesOf(const Finding &F, output::LineTable &Lines) {
   llvm::json::Array Fixes;
   for (const clang::tooling::Replacement &Rep : F.Fixes) {
-    const std::string *Text = Texts.get(Rep.getFilePath().str());
+    std::string File = Rep.getFilePath().str();
     Fixes.push_back(llvm::json::Object{
         {"file", Rep.getFilePath()},
         {"offset", Rep.getOffset()},
         {"length", Rep.getLength()},
         {"replacement", Rep.getReplacementText()},
-        {"start", position(Text, Rep.getOffset())},
-        {"end", position(Text, Rep.getOffset() + Rep.getLength())},
+        {"start", position(Lines, File, Rep.getOffset())},
+        {"end", position(Lines, File, Rep.getOffset() + Rep.getLength())},
     });
   }
   return Fixes;
 }
 
-llvm::json::Object findingObject(const Finding &F, SourceTexts &Texts) {
+llvm::json::Object findingObject(const Finding &F, output::LineTable &Lines) {
   llvm::json::Array Notes;
   for (const Note &N : F.Notes)
     Notes.push_back(llvm::json::Object{{"file", N.Pos.File},
@@ -48,7 +48,7 @@ llvm::json::Object findingObject(const Finding &F, SourceTexts &Texts) {
       {"message", F.Message},
       {"fixable", F.Fixable},
       {"notes", std::move(Notes)},
-      {"fixes", fixesOf(F, Texts)},
+      {"fixes", fixesOf(F, Lines)},
       {"step", F.StepId.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(F.StepId)},
   };
 }
@@ -80,9 +80,10 @@ llvm::json::Object summaryObject(const Report &R) {
 } // namespace
 
 void emitJson(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS, const EmitOptions &) {
+  output::LineTable Lines(Texts);
   llvm::json::Array Findings;
   for (const Finding &F : R.Findings)
-    Findings.push_back(findingObject(F, Texts));
+    Findings.push_back(findingObject(F, Lines));
   llvm::json::Value Doc = llvm::json::Object{
       {"version", 1},
       {"findings", std::move(Findings)},

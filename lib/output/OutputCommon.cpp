@@ -4,6 +4,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include <algorithm>
 
 namespace ampmigrate {
 
@@ -26,33 +27,50 @@ static llvm::StringRef withoutTerminator(llvm::StringRef Line) {
   return Line;
 }
 
-llvm::StringRef lineAt(llvm::StringRef Text, unsigned Offset) {
-  if (Offset > Text.size())
-    Offset = Text.size();
-  size_t Start = Text.take_front(Offset).rfind('\n');
-  Start = Start == llvm::StringRef::npos ? 0 : Start + 1;
-  size_t End = Text.find('\n', Offset);
-  if (End == llvm::StringRef::npos)
-    End = Text.size();
-  return withoutTerminator(Text.slice(Start, End));
+LineTable::Lines &LineTable::lines(const std::string &File) {
+  auto [It, Inserted] = Cache.try_emplace(File);
+  if (!Inserted)
+    return It->second;
+  Lines &L = It->second;
+  L.Text = Texts.get(File);
+  if (!L.Text)
+    return L;
+  L.Starts.push_back(0);
+  for (size_t I = 0; I < L.Text->size(); ++I)
+    if ((*L.Text)[I] == '\n')
+      L.Starts.push_back(I + 1);
+  return L;
 }
 
-llvm::StringRef lineNumbered(llvm::StringRef Text, unsigned Line) {
+const std::string *LineTable::text(const std::string &File) { return lines(File).Text; }
+
+std::optional<std::pair<unsigned, unsigned>> LineTable::position(const std::string &File,
+                                                                 unsigned Offset) {
+  Lines &L = lines(File);
+  if (!L.Text)
+    return std::nullopt;
+  Offset = std::min<size_t>(Offset, L.Text->size());
+  // The last line starting at or before Offset.
+  auto It = std::upper_bound(L.Starts.begin(), L.Starts.end(), Offset) - 1;
+  return std::make_pair(unsigned(It - L.Starts.begin()) + 1, Offset - *It + 1);
+}
+
+llvm::StringRef LineTable::line(const std::string &File, unsigned Line) {
+  Lines &L = lines(File);
+  if (!L.Text || Line == 0 || Line > L.Starts.size())
+    return {};
+  size_t Begin = L.Starts[Line - 1];
+  size_t End = Line < L.Starts.size() ? L.Starts[Line] : L.Text->size();
+  return withoutTerminator(llvm::StringRef(*L.Text).slice(Begin, End));
+}
+
+unsigned LineTable::lineStart(const std::string &File, unsigned Line) {
+  Lines &L = lines(File);
+  if (!L.Text)
+    return 0;
   if (Line == 0)
-    return {};
-  size_t Start = 0;
-  for (unsigned L = 1; L < Line; ++L) {
-    size_t NL = Text.find('\n', Start);
-    if (NL == llvm::StringRef::npos)
-      return {};
-    Start = NL + 1;
-  }
-  if (Start > Text.size())
-    return {};
-  size_t End = Text.find('\n', Start);
-  if (End == llvm::StringRef::npos)
-    End = Text.size();
-  return withoutTerminator(Text.slice(Start, End));
+    return 0;
+  return Line <= L.Starts.size() ? L.Starts[Line - 1] : L.Text->size();
 }
 
 std::string caretLine(llvm::StringRef Line, unsigned Column) {
@@ -128,7 +146,7 @@ static const char *levelColor(llvm::StringRef Level) {
   return "\033[0;1;36m";
 }
 
-void printDiagnostic(llvm::raw_ostream &OS, SourceTexts &Texts, const SourcePos &Pos,
+void printDiagnostic(llvm::raw_ostream &OS, LineTable &Lines, const SourcePos &Pos,
                      llvm::StringRef Level, llvm::StringRef Message, llvm::StringRef Check,
                      bool Color) {
   if (!Pos.File.empty()) {
@@ -150,10 +168,7 @@ void printDiagnostic(llvm::raw_ostream &OS, SourceTexts &Texts, const SourcePos 
 
   if (Pos.File.empty() || Pos.Line == 0)
     return;
-  const std::string *Text = Texts.get(Pos.File);
-  if (!Text)
-    return;
-  llvm::StringRef Line = lineNumbered(*Text, Pos.Line);
+  llvm::StringRef Line = Lines.line(Pos.File, Pos.Line);
   if (!Line.data())
     return;
   OS << Line << '\n';

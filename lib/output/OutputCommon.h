@@ -4,16 +4,37 @@
 #include "ampmigrate/Finding.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace ampmigrate {
 namespace output {
 
-/// The line containing `Offset`, without its line terminator ("\n" or "\r\n").
-llvm::StringRef lineAt(llvm::StringRef Text, unsigned Offset);
+/// The report's files split into lines once each, so that positions for many findings in one
+/// large file stay cheap. Lines and columns are 1-based; columns count bytes, like clang's.
+class LineTable {
+public:
+  explicit LineTable(SourceTexts &Texts) : Texts(Texts) {}
+  /// The file's text, or nullptr when it cannot be read.
+  const std::string *text(const std::string &File);
+  /// The line and column of a byte offset (clamped to the end), or nullopt when unreadable.
+  std::optional<std::pair<unsigned, unsigned>> position(const std::string &File, unsigned Offset);
+  /// Line `Line` without its terminator; a null StringRef when out of range or unreadable.
+  llvm::StringRef line(const std::string &File, unsigned Line);
+  /// The byte offset line `Line` starts at; the text's size past the last line.
+  unsigned lineStart(const std::string &File, unsigned Line);
 
-/// The text of 1-based line `Line`, without its terminator; a null StringRef when out of range.
-llvm::StringRef lineNumbered(llvm::StringRef Text, unsigned Line);
+private:
+  struct Lines {
+    const std::string *Text = nullptr;
+    std::vector<unsigned> Starts; ///< offset of each line's first byte
+  };
+  Lines &lines(const std::string &File);
+  SourceTexts &Texts;
+  std::map<std::string, Lines> Cache;
+};
 
 /// `Line`'s text and a caret line under 1-based byte column `Column`. Tabs in the source are
 /// mirrored in the caret line so the caret lines up whatever the reader's tab width.
@@ -35,7 +56,7 @@ std::string generatedSummary(const Report &R);
 
 /// Prints one clang-style diagnostic block: location, level, message, optional "[check]", then the
 /// source line and a caret when the text is available.
-void printDiagnostic(llvm::raw_ostream &OS, SourceTexts &Texts, const SourcePos &Pos,
+void printDiagnostic(llvm::raw_ostream &OS, LineTable &Lines, const SourcePos &Pos,
                      llvm::StringRef Level, llvm::StringRef Message, llvm::StringRef Check,
                      bool Color);
 
@@ -48,11 +69,11 @@ namespace output {
 
 /// The text report; with `ParseableFixits`, each fixable diagnostic is followed by its
 /// `fix-it:` lines (emitFixits).
-void emitTextReport(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
+void emitTextReport(const Report &R, LineTable &Lines, llvm::raw_ostream &OS,
                     const EmitOptions &O, bool ParseableFixits);
 
 /// One `fix-it:"file":{L1:C1-L2:C2}:"text"` line per replacement of `F`.
-void printParseableFixits(llvm::raw_ostream &OS, SourceTexts &Texts, const Finding &F);
+void printParseableFixits(llvm::raw_ostream &OS, LineTable &Lines, const Finding &F);
 
 } // namespace output
 } // namespace ampmigrate

@@ -47,22 +47,23 @@ unsigned codePointColumn(llvm::StringRef Line, unsigned ByteColumn) {
   return Column;
 }
 
-/// The SARIF (line, column) of a byte offset.
-std::pair<unsigned, unsigned> sarifPosition(llvm::StringRef Text, unsigned Offset) {
-  auto [Line, Column] = lineAndColumn(Text, Offset);
-  return {Line, codePointColumn(output::lineNumbered(Text, Line), Column)};
+/// The SARIF (line, column) of a byte offset in `File`.
+std::pair<unsigned, unsigned> sarifPosition(output::LineTable &Lines, const std::string &File,
+                                            unsigned Offset) {
+  auto [Line, Column] = *Lines.position(File, Offset);
+  return {Line, codePointColumn(Lines.line(File, Line), Column)};
 }
 
 bool isIdentifierChar(char C) { return llvm::isAlnum(C) || C == '_'; }
 
 /// A finding points at one position; the region spans the identifier there (at least one
 /// character) so viewers have something to underline.
-llvm::json::Object pointRegion(SourceTexts &Texts, const SourcePos &Pos) {
+llvm::json::Object pointRegion(output::LineTable &Lines, const SourcePos &Pos) {
   unsigned Line = Pos.Line ? Pos.Line : 1;
   unsigned Start = Pos.Column ? Pos.Column : 1;
   unsigned End = Start + 1;
-  if (const std::string *Text = Texts.get(Pos.File)) {
-    llvm::StringRef LineText = output::lineNumbered(*Text, Line);
+  if (Lines.text(Pos.File)) {
+    llvm::StringRef LineText = Lines.line(Pos.File, Line);
     unsigned EndByte = Start;
     while (EndByte - 1 < LineText.size() && isIdentifierChar(LineText[EndByte - 1]))
       ++EndByte;
@@ -75,16 +76,18 @@ llvm::json::Object pointRegion(SourceTexts &Texts, const SourcePos &Pos) {
       {"startLine", Line}, {"startColumn", Start}, {"endLine", Line}, {"endColumn", End}};
 }
 
-llvm::json::Object physicalLocation(SourceTexts &Texts, const SourcePos &Pos) {
+llvm::json::Object physicalLocation(output::LineTable &Lines, const SourcePos &Pos) {
   return llvm::json::Object{{"artifactLocation", artifactLocation(Pos.File)},
-                            {"region", pointRegion(Texts, Pos)}};
+                            {"region", pointRegion(Lines, Pos)}};
 }
 
-llvm::json::Object replacementObject(SourceTexts &Texts, const clang::tooling::Replacement &Rep) {
+llvm::json::Object replacementObject(output::LineTable &Lines,
+                                     const clang::tooling::Replacement &Rep) {
   llvm::json::Object Region;
-  if (const std::string *Text = Texts.get(Rep.getFilePath().str())) {
-    auto [L1, C1] = sarifPosition(*Text, Rep.getOffset());
-    auto [L2, C2] = sarifPosition(*Text, Rep.getOffset() + Rep.getLength());
+  std::string File = Rep.getFilePath().str();
+  if (Lines.text(File)) {
+    auto [L1, C1] = sarifPosition(Lines, File, Rep.getOffset());
+    auto [L2, C2] = sarifPosition(Lines, File, Rep.getOffset() + Rep.getLength());
     Region = llvm::json::Object{
         {"startLine", L1}, {"startColumn", C1}, {"endLine", L2}, {"endColumn", C2}};
   } else {
@@ -96,7 +99,7 @@ llvm::json::Object replacementObject(SourceTexts &Texts, const clang::tooling::R
       {"insertedContent", llvm::json::Object{{"text", Rep.getReplacementText()}}}};
 }
 
-llvm::json::Array fixesOf(const Finding &F, SourceTexts &Texts) {
+llvm::json::Array fixesOf(const Finding &F, output::LineTable &Lines) {
   llvm::json::Array Fixes;
   if (F.Fixes.empty())
     return Fixes;
@@ -106,7 +109,7 @@ llvm::json::Array fixesOf(const Finding &F, SourceTexts &Texts) {
     std::string File = Rep.getFilePath().str();
     if (!ByFile.count(File))
       Files.push_back(File);
-    ByFile[File].push_back(replacementObject(Texts, Rep));
+    ByFile[File].push_back(replacementObject(Lines, Rep));
   }
   llvm::json::Array Changes;
   for (const std::string &File : Files)
@@ -193,15 +196,14 @@ llvm::json::Object invocation(const Report &R) {
 
 void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
                const EmitOptions &O) {
+  output::LineTable Lines(Texts);
   RuleTable Rules = rulesFor(R, O);
   llvm::StringMap<unsigned> Occurrences;
   llvm::json::Array Results;
   for (const Finding &F : R.Findings) {
     llvm::json::Object Loc = artifactLocation(F.Pos.File);
     std::string Uri = Loc.getString("uri").value_or("").str();
-    llvm::StringRef LineText;
-    if (const std::string *Text = Texts.get(F.Pos.File))
-      LineText = output::lineNumbered(*Text, F.Pos.Line);
+    llvm::StringRef LineText = Lines.line(F.Pos.File, F.Pos.Line);
     std::string OccurrenceKey = F.Check + '\0' + Uri + '\0' + LineText.trim().str();
     unsigned Occurrence = Occurrences[OccurrenceKey]++;
 
@@ -210,7 +212,7 @@ void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
     for (const Note &N : F.Notes) {
       llvm::json::Object Rel{{"id", NoteId++}, {"message", llvm::json::Object{{"text", N.Message}}}};
       if (!N.Pos.File.empty())
-        Rel["physicalLocation"] = physicalLocation(Texts, N.Pos);
+        Rel["physicalLocation"] = physicalLocation(Lines, N.Pos);
       Related.push_back(std::move(Rel));
     }
 
@@ -220,13 +222,13 @@ void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
         {"level", output::severityName(F.Level)},
         {"message", llvm::json::Object{{"text", F.Message}}},
         {"locations",
-         llvm::json::Array{llvm::json::Object{{"physicalLocation", physicalLocation(Texts, F.Pos)}}}},
+         llvm::json::Array{llvm::json::Object{{"physicalLocation", physicalLocation(Lines, F.Pos)}}}},
         {"partialFingerprints",
          llvm::json::Object{{"ampMigrate/v1", fingerprint(F, Uri, LineText, Occurrence)}}},
     };
     if (!Related.empty())
       Result["relatedLocations"] = std::move(Related);
-    llvm::json::Array Fixes = fixesOf(F, Texts);
+    llvm::json::Array Fixes = fixesOf(F, Lines);
     if (!Fixes.empty())
       Result["fixes"] = std::move(Fixes);
     Results.push_back(std::move(Result));

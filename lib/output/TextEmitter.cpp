@@ -18,22 +18,8 @@ struct TouchedLines {
   std::vector<Replacement> Reps;
 };
 
-unsigned lineOf(llvm::StringRef Text, unsigned Offset) {
-  return lineAndColumn(Text, Offset).first;
-}
-
-size_t lineStart(llvm::StringRef Text, unsigned Line) {
-  size_t Pos = 0;
-  for (unsigned L = 1; L < Line && Pos <= Text.size(); ++L) {
-    size_t NL = Text.find('\n', Pos);
-    if (NL == llvm::StringRef::npos)
-      return Text.size();
-    Pos = NL + 1;
-  }
-  return std::min(Pos, Text.size());
-}
-
-std::vector<TouchedLines> groupByLines(llvm::StringRef Text, std::vector<Replacement> Reps) {
+std::vector<TouchedLines> groupByLines(LineTable &Lines, const std::string &File,
+                                       std::vector<Replacement> Reps) {
   llvm::sort(Reps, [](const Replacement &A, const Replacement &B) {
     return std::make_pair(A.getOffset(), A.getLength()) <
            std::make_pair(B.getOffset(), B.getLength());
@@ -41,9 +27,9 @@ std::vector<TouchedLines> groupByLines(llvm::StringRef Text, std::vector<Replace
   std::vector<TouchedLines> Groups;
   for (const Replacement &Rep : Reps) {
     unsigned End = Rep.getOffset() + Rep.getLength();
-    unsigned First = lineOf(Text, Rep.getOffset());
+    unsigned First = Lines.position(File, Rep.getOffset())->first;
     // A deletion ending with a newline ends on the line that newline closes.
-    unsigned Last = Rep.getLength() ? lineOf(Text, End - 1) : First;
+    unsigned Last = Rep.getLength() ? Lines.position(File, End - 1)->first : First;
     // Neighbouring lines read better as one block than as two headers.
     if (!Groups.empty() && First <= Groups.back().LastLine + 1) {
       Groups.back().LastLine = std::max(Groups.back().LastLine, Last);
@@ -56,9 +42,10 @@ std::vector<TouchedLines> groupByLines(llvm::StringRef Text, std::vector<Replace
 }
 
 /// The text of the group's lines once its replacements are applied.
-std::string rewrittenLines(llvm::StringRef Text, const TouchedLines &G) {
-  size_t Begin = lineStart(Text, G.FirstLine);
-  size_t End = lineStart(Text, G.LastLine + 1);
+std::string rewrittenLines(LineTable &Lines, const std::string &File, const TouchedLines &G) {
+  llvm::StringRef Text = *Lines.text(File);
+  size_t Begin = Lines.lineStart(File, G.FirstLine);
+  size_t End = Lines.lineStart(File, G.LastLine + 1);
   std::string Out;
   size_t Cursor = Begin;
   for (const Replacement &Rep : G.Reps) {
@@ -74,7 +61,7 @@ std::string rewrittenLines(llvm::StringRef Text, const TouchedLines &G) {
   return Out;
 }
 
-void printFixedLines(llvm::raw_ostream &OS, SourceTexts &Texts, const Finding &F, bool Color) {
+void printFixedLines(llvm::raw_ostream &OS, LineTable &Lines, const Finding &F, bool Color) {
   // Per file in the order the fixes name them; identical edits from the step count once.
   std::vector<std::string> Files;
   std::map<std::string, std::vector<Replacement>> ByFile;
@@ -86,10 +73,9 @@ void printFixedLines(llvm::raw_ostream &OS, SourceTexts &Texts, const Finding &F
       Reps.push_back(Rep);
   }
   for (const std::string &File : Files) {
-    const std::string *Text = Texts.get(File);
-    if (!Text)
+    if (!Lines.text(File))
       continue;
-    for (const TouchedLines &G : groupByLines(*Text, ByFile[File])) {
+    for (const TouchedLines &G : groupByLines(Lines, File, ByFile[File])) {
       if (Color)
         OS << "\033[0;1;32m";
       OS << "fixed:";
@@ -98,7 +84,7 @@ void printFixedLines(llvm::raw_ostream &OS, SourceTexts &Texts, const Finding &F
       OS << ' ' << File << ':' << G.FirstLine;
       if (G.LastLine != G.FirstLine)
         OS << '-' << G.LastLine;
-      std::string New = rewrittenLines(*Text, G);
+      std::string New = rewrittenLines(Lines, File, G);
       if (New.empty()) {
         OS << ": (removed)\n";
         continue;
@@ -106,9 +92,9 @@ void printFixedLines(llvm::raw_ostream &OS, SourceTexts &Texts, const Finding &F
       OS << ":\n";
       llvm::StringRef Rest(New);
       Rest.consume_back("\n");
-      llvm::SmallVector<llvm::StringRef, 8> Lines;
-      Rest.split(Lines, '\n');
-      for (llvm::StringRef Line : Lines) {
+      llvm::SmallVector<llvm::StringRef, 8> NewLines;
+      Rest.split(NewLines, '\n');
+      for (llvm::StringRef Line : NewLines) {
         Line.consume_back("\r");
         OS << Line << '\n';
       }
@@ -118,17 +104,17 @@ void printFixedLines(llvm::raw_ostream &OS, SourceTexts &Texts, const Finding &F
 
 } // namespace
 
-void emitTextReport(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
+void emitTextReport(const Report &R, LineTable &Lines, llvm::raw_ostream &OS,
                     const EmitOptions &O, bool ParseableFixits) {
   for (const Finding &F : R.Findings) {
-    printDiagnostic(OS, Texts, F.Pos, severityName(F.Level), F.Message, F.Check, O.Color);
+    printDiagnostic(OS, Lines, F.Pos, severityName(F.Level), F.Message, F.Check, O.Color);
     // Fix-its belong to the diagnostic, so they come before its notes (as clang prints them).
     if (ParseableFixits)
-      printParseableFixits(OS, Texts, F);
+      printParseableFixits(OS, Lines, F);
     for (const Note &N : F.Notes)
-      printDiagnostic(OS, Texts, N.Pos, "note", N.Message, "", O.Color);
+      printDiagnostic(OS, Lines, N.Pos, "note", N.Message, "", O.Color);
     if (O.ShowFixes && !F.Fixes.empty())
-      printFixedLines(OS, Texts, F, O.Color);
+      printFixedLines(OS, Lines, F, O.Color);
   }
   std::string Summary = generatedSummary(R);
   if (!Summary.empty())
@@ -138,7 +124,8 @@ void emitTextReport(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
 } // namespace output
 
 void emitText(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS, const EmitOptions &O) {
-  output::emitTextReport(R, Texts, OS, O, /*ParseableFixits=*/false);
+  output::LineTable Lines(Texts);
+  output::emitTextReport(R, Lines, OS, O, /*ParseableFixits=*/false);
 }
 
 } // namespace ampmigrate
