@@ -1,5 +1,5 @@
 # Finds LLVM/Clang 19 (Debian's packages) and defines amp_llvm_target() for engine and tool targets.
-find_package(LLVM 19 REQUIRED CONFIG PATHS /usr/lib/llvm-19/lib/cmake/llvm NO_DEFAULT_PATH)
+find_package(LLVM REQUIRED CONFIG PATHS /usr/lib/llvm-19/lib/cmake/llvm NO_DEFAULT_PATH)
 find_package(Clang REQUIRED CONFIG PATHS /usr/lib/llvm-19/lib/cmake/clang NO_DEFAULT_PATH)
 set(AMP_CLANG_RESOURCE_DIR "${LLVM_LIBRARY_DIR}/clang/${LLVM_VERSION_MAJOR}" CACHE PATH
     "clang's resource directory (builtin headers) used by the tool")

@@ -3,6 +3,7 @@
 #include "ampmigrate/StepFinder.h"
 
 #include "clang/AST/ParentMap.h"
+#include "clang/Basic/SourceManager.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/STLExtras.h"

@@ -100,7 +100,7 @@ public:
     if (It == FileHasTokens.end()) {
       bool Invalid = false;
       StringRef Text = SM.getBufferData(F, &Invalid);
-      It = FileHasTokens.emplace(F, Invalid || mentionsAnyToken(Text, Tokens)).first;
+      It = FileHasTokens.try_emplace(F, Invalid || mentionsAnyToken(Text, Tokens)).first;
     }
     return !It->second;
   }
@@ -113,8 +113,8 @@ public:
       if (Filter.inScope(D->getLocation()) || isa<NamespaceDecl, LinkageSpecDecl>(D))
         Scope.push_back(D);
     Ctx.setTraversalScope(Scope);
-    ScopeFilter F = Filter;
-    Out.Findings = runChecks(Ctx, Rules, [F](SourceLocation L) { return F.inScope(L); }, Inactive,
+    const ScopeFilter *F = &Filter;
+    Out.Findings = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
                              Opts.Engine);
   }
 

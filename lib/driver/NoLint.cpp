@@ -1,6 +1,7 @@
 // NOLINT comments, check-id globs, and file text caching.
 #include "ampmigrate/Driver.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Regex.h"
 

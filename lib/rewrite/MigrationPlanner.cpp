@@ -5,6 +5,7 @@
 #include "ampmigrate/StepFinder.h"
 
 #include "clang/AST/ParentMap.h"
+#include "clang/Basic/SourceManager.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/STLExtras.h"
@@ -614,8 +615,27 @@ private:
     }
     Body += Buffer.substr(Cur, BodyEnd - Cur).str();
     // Re-indent the body by one level (two spaces), line by line, leaving blank lines blank.
+    // A region that is one block `{ ... }` gives its contents: the lambda is the block now.
     std::string Indented;
-    StringRef Rest(Body);
+    bool Unwrap = false;
+    if (Region.size() == 1 && isa<CompoundStmt>(Region.front()) && !Region.front()->getBeginLoc().isMacroID()) {
+      StringRef BodyRef(Body);
+      StringRef Trimmed = BodyRef.trim();
+      size_t Open = BodyRef.find('{'), Close = BodyRef.rfind('}');
+      if (Trimmed.starts_with("{") && Trimmed.ends_with("}") && Open != StringRef::npos &&
+          onlySpace(0, 0)) {
+        StringRef Inside = BodyRef.slice(Open + 1, Close);
+        // Keep whole lines: drop the rest of the `{` line and the indentation before `}`.
+        size_t FirstNL = Inside.find('\n');
+        size_t LastNL = Inside.rfind('\n');
+        if (FirstNL != StringRef::npos && Inside.take_front(FirstNL).trim().empty() &&
+            Inside.drop_front(LastNL + 1).trim().empty()) {
+          Indented = Inside.slice(FirstNL + 1, LastNL + 1).str();
+          Unwrap = true;
+        }
+      }
+    }
+    StringRef Rest(Unwrap ? StringRef() : StringRef(Body));
     while (!Rest.empty()) {
       auto [Line, Tail] = Rest.split('\n');
       if (!Line.trim().empty())
@@ -931,7 +951,7 @@ private:
     if (VD)
       RC.TraverseStmt(const_cast<Stmt *>(FA.Function->getBody()));
     else
-      RC.TraverseDecl(const_cast<CXXRecordDecl *>(FDl->getParent()));
+      RC.TraverseDecl(const_cast<RecordDecl *>(FDl->getParent()));
     size_t Known = 0;
     for (const ScalerCall &C : FA.ScalerCalls)
       if (C.Scaler.Decl == D)
@@ -963,7 +983,7 @@ private:
     if (FDl) {
       if (FDl->hasInClassInitializer())
         CF.TraverseStmt(FDl->getInClassInitializer());
-      for (const CXXConstructorDecl *Ctor : FDl->getParent()->ctors())
+      for (const CXXConstructorDecl *Ctor : cast<CXXRecordDecl>(FDl->getParent())->ctors())
         for (const CXXCtorInitializer *Init : Ctor->inits())
           if (Init->getMember() == FDl && Init->isWritten()) {
             CF.TraverseStmt(Init->getInit());

@@ -42,6 +42,9 @@ const char *const KnownOptions[] = {"init_scale", "growth_factor", "backoff_fact
                                     "growth_interval", "enabled"};
 } // namespace
 
+LLVM_YAML_IS_SEQUENCE_VECTOR(ampmigrate::AutocastFunctionRule)
+LLVM_YAML_IS_SEQUENCE_VECTOR(ampmigrate::ClipFunctionRule)
+
 namespace llvm::yaml {
 template <> struct ScalarEnumerationTraits<AutocastRole> {
   static void enumeration(IO &Io, AutocastRole &R) {

@@ -32,14 +32,15 @@ cl::opt<std::string> ConfigFile("config-file", cl::desc("Configuration file (els
 cl::opt<std::string> Level("level", cl::desc("AMP level of the rewrite: O0|O1|O2|O3"), cl::init(""), cl::cat(Cat));
 cl::opt<bool> ListChecks("list-checks", cl::desc("List the checks and exit"), cl::cat(Cat));
 cl::opt<std::string> Explain("explain", cl::desc("Explain a check and exit"), cl::cat(Cat));
-cl::opt<bool> Stats("stats", cl::desc("Print files scanned/skipped/failed and findings per check"), cl::cat(Cat));
+// --stats is taken by LLVM's own option registry; main() reads it from argv itself.
+bool Stats = false;
 cl::opt<bool> Fix("fix", cl::desc("Apply the fixes in place"), cl::cat(Cat));
 cl::opt<bool> Diff("diff", cl::desc("Print the fixes as a unified diff; write nothing"), cl::cat(Cat));
 cl::opt<std::string> ExportFixes("export-fixes", cl::desc("Write the fixes as clang-apply-replacements YAML"), cl::cat(Cat));
 cl::opt<bool> ShowFixes("show-fixes", cl::desc("Text output: print the fixed lines"), cl::cat(Cat));
 cl::opt<bool> NoPrefilter("no-prefilter", cl::desc("Parse every file, even those with no AMP token"), cl::Hidden, cl::cat(Cat));
 cl::opt<bool> FullParse("full-parse", cl::desc("Parse every function body"), cl::Hidden, cl::cat(Cat));
-cl::opt<std::string> Color("color", cl::desc("auto|always|never"), cl::init("auto"), cl::cat(Cat));
+cl::opt<std::string> Color("use-color", cl::desc("Colours in text output: auto|always|never"), cl::init("auto"), cl::cat(Cat));
 
 /// .amp-migrate.yaml
 struct Config {
@@ -122,6 +123,8 @@ int main(int argc, const char **argv) {
     }
     if (HaveDashDash)
       CompilerArgs.push_back(argv[I]);
+    else if (std::string(argv[I]) == "--stats" || std::string(argv[I]) == "-stats")
+      Stats = true;
     else
       Args.push_back(argv[I]);
   }
