@@ -57,18 +57,98 @@ cublasLtHandle_t handle_for(int device) {
   return h;
 }
 
-template <class T, void (*Destroy)(T)> struct Owned {
-  T value = nullptr;
-  ~Owned() {
-    if (value)
-      Destroy(value);
+/// Everything about a matmul but its pointers: descriptors and the algorithm cuBLASLt chose. Built
+/// once per shape (the heuristic query and descriptor setup cost tens of microseconds, as much as a
+/// small GEMM) and kept for the process.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  std::size_t workspace = 0;
+};
+
+struct PlanKey {
+  int device;
+  std::int64_t m, n, k;
+  int a_type, c_type;
+  bool trans_a, trans_b, bias, relu;
+  bool operator==(const PlanKey &o) const {
+    return device == o.device && m == o.m && n == o.n && k == o.k && a_type == o.a_type &&
+           c_type == o.c_type && trans_a == o.trans_a && trans_b == o.trans_b && bias == o.bias &&
+           relu == o.relu;
   }
 };
-void destroy_desc(cublasLtMatmulDesc_t d) { cublasLtMatmulDescDestroy(d); }
-void destroy_layout(cublasLtMatrixLayout_t l) { cublasLtMatrixLayoutDestroy(l); }
-void destroy_pref(cublasLtMatmulPreference_t p) { cublasLtMatmulPreferenceDestroy(p); }
+
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey &k) const {
+    std::size_t h = std::hash<std::int64_t>()(k.m);
+    auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    mix(std::hash<std::int64_t>()(k.n));
+    mix(std::hash<std::int64_t>()(k.k));
+    mix(static_cast<std::size_t>(k.device) << 8 | static_cast<std::size_t>(k.a_type) << 4 |
+        static_cast<std::size_t>(k.c_type));
+    mix(static_cast<std::size_t>(k.trans_a) | static_cast<std::size_t>(k.trans_b) << 1 |
+        static_cast<std::size_t>(k.bias) << 2 | static_cast<std::size_t>(k.relu) << 3);
+    return h;
+  }
+};
 
 constexpr std::size_t kWorkspaceBytes = 32u << 20;
+
+Plan make_plan(const GemmArgs &g, cublasLtHandle_t handle) {
+  Plan p;
+  check_lt(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+  // Swapped operands (see the file comment): cuBLASLt's A is our B, its B is our A.
+  const cublasOperation_t op_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
+  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (g.bias.data)
+    epilogue = g.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  else if (g.relu)
+    epilogue = CUBLASLT_EPILOGUE_RELU;
+  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+           "EPILOGUE");
+  if (g.bias.data) {
+    const void *bias = g.bias.data; // the heuristic may look at it; every call sets its own
+    check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+             "BIAS_POINTER");
+  }
+  const auto n = static_cast<std::uint64_t>(g.n), m = static_cast<std::uint64_t>(g.m),
+             k = static_cast<std::uint64_t>(g.k);
+  // Our B: row-major [k,n] is column-major n x k (ld n); transposed, row-major [n,k] is k x n (ld k).
+  check_lt(cublasLtMatrixLayoutCreate(&p.a, cuda_type(g.b.dtype), g.trans_b ? k : n, g.trans_b ? n : k,
+                                      static_cast<std::int64_t>(g.trans_b ? k : n)),
+           "layout B");
+  // Our A: row-major [m,k] is column-major k x m (ld k); transposed, [k,m] is m x k (ld m).
+  check_lt(cublasLtMatrixLayoutCreate(&p.b, cuda_type(g.a.dtype), g.trans_a ? m : k, g.trans_a ? k : m,
+                                      static_cast<std::int64_t>(g.trans_a ? m : k)),
+           "layout A");
+  check_lt(cublasLtMatrixLayoutCreate(&p.c, cuda_type(g.c.dtype), n, m, static_cast<std::int64_t>(n)), "layout C");
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_lt(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
+  const std::size_t workspace_bytes = kWorkspaceBytes;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                       sizeof workspace_bytes);
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const cublasStatus_t s =
+      cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.c, p.c, pref, 1, &heuristic, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.desc);
+    gemm_fail(std::string("no cuBLASLt algorithm for inputs ") + dtype_name(g.a.dtype) + " and output " +
+              dtype_name(g.c.dtype) + " (status " + std::to_string(static_cast<int>(s)) + ")");
+  }
+  p.algo = heuristic.algo;
+  p.workspace = heuristic.workspaceSize;
+  return p;
+}
 
 } // namespace
 
@@ -86,56 +166,29 @@ void gemm(const GemmArgs &g, const ExecContext &ctx) {
 
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   cublasLtHandle_t handle = handle_for(ctx.device.index);
+  const PlanKey key{ctx.device.index, g.m, g.n, g.k, static_cast<int>(g.a.dtype), static_cast<int>(g.c.dtype),
+                    g.trans_a, g.trans_b, g.bias.data != nullptr, g.relu};
 
-  Owned<cublasLtMatmulDesc_t, destroy_desc> desc;
-  check_lt(cublasLtMatmulDescCreate(&desc.value, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
-  // Swapped operands (see the file comment): cuBLASLt's A is our B, its B is our A.
-  const cublasOperation_t op_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_lt(cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
-  check_lt(cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
-  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  if (g.bias.data)
-    epilogue = g.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-  else if (g.relu)
-    epilogue = CUBLASLT_EPILOGUE_RELU;
-  check_lt(cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue), "EPILOGUE");
+  static std::mutex mutex;
+  static std::unordered_map<PlanKey, Plan, PlanKeyHash> plans;
+  // Held through the enqueue: the bias pointer is an attribute of the shared descriptor.
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = plans.find(key);
+  if (it == plans.end())
+    it = plans.emplace(key, make_plan(g, handle)).first;
+  const Plan &plan = it->second;
   if (g.bias.data) {
     const void *bias = g.bias.data;
-    check_lt(cublasLtMatmulDescSetAttribute(desc.value, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "BIAS_POINTER");
+    check_lt(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+             "BIAS_POINTER");
   }
-
-  const auto n = static_cast<std::uint64_t>(g.n), m = static_cast<std::uint64_t>(g.m),
-             k = static_cast<std::uint64_t>(g.k);
-  Owned<cublasLtMatrixLayout_t, destroy_layout> la, lb, lc;
-  // Our B: row-major [k,n] is column-major n x k (ld n); transposed, row-major [n,k] is k x n (ld k).
-  check_lt(cublasLtMatrixLayoutCreate(&la.value, cuda_type(g.b.dtype), g.trans_b ? k : n, g.trans_b ? n : k,
-                                      static_cast<std::int64_t>(g.trans_b ? k : n)), "layout B");
-  // Our A: row-major [m,k] is column-major k x m (ld k); transposed, [k,m] is m x k (ld m).
-  check_lt(cublasLtMatrixLayoutCreate(&lb.value, cuda_type(g.a.dtype), g.trans_a ? m : k, g.trans_a ? k : m,
-                                      static_cast<std::int64_t>(g.trans_a ? m : k)), "layout A");
-  check_lt(cublasLtMatrixLayoutCreate(&lc.value, cuda_type(g.c.dtype), n, m, static_cast<std::int64_t>(n)), "layout C");
-
-  Owned<cublasLtMatmulPreference_t, destroy_pref> pref;
-  check_lt(cublasLtMatmulPreferenceCreate(&pref.value), "PreferenceCreate");
-  const std::size_t workspace_bytes = kWorkspaceBytes;
-  check_lt(cublasLtMatmulPreferenceSetAttribute(pref.value, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &workspace_bytes, sizeof workspace_bytes), "workspace pref");
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  check_lt(cublasLtMatmulAlgoGetHeuristic(handle, desc.value, la.value, lb.value, lc.value, lc.value,
-                                          pref.value, 1, &heuristic, &found), "AlgoGetHeuristic");
-  if (found == 0)
-    gemm_fail(std::string("no cuBLASLt algorithm for inputs ") + dtype_name(g.a.dtype) + " and output " +
-              dtype_name(g.c.dtype));
-
   void *workspace = nullptr;
-  if (heuristic.workspaceSize > 0)
-    check_rt(cudaMallocAsync(&workspace, heuristic.workspaceSize, stream), "workspace allocation");
+  if (plan.workspace > 0)
+    check_rt(cudaMallocAsync(&workspace, plan.workspace, stream), "workspace allocation");
   const float alpha = g.alpha, beta = g.beta;
   const cublasStatus_t status =
-      cublasLtMatmul(handle, desc.value, &alpha, g.b.data, la.value, g.a.data, lb.value, &beta, g.c.data,
-                     lc.value, g.c.data, lc.value, &heuristic.algo, workspace, heuristic.workspaceSize, stream);
+      cublasLtMatmul(handle, plan.desc, &alpha, g.b.data, plan.a, g.a.data, plan.b, &beta, g.c.data, plan.c,
+                     g.c.data, plan.c, &plan.algo, workspace, plan.workspace, stream);
   if (workspace)
     cudaFreeAsync(workspace, stream);
   check_lt(status, "cublasLtMatmul");
