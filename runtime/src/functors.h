@@ -50,6 +50,8 @@ AMP_HD float clip_coefficient_of(float norm, float clip_norm, bool pytorch_rule)
 
 /// unscale_and_check: g *= inv_scale (not stored when inv_scale == 1), flag inf/NaN.
 /// The check is on the input: an inf times a finite scale stays inf, so this equals PyTorch's.
+/// Moves 2 x sizeof(g) per element (1 x when inv_scale == 1); H200 floor for 100 M fp32 grads,
+/// 800 MB at ~4.3 TB/s: ~0.19 ms.
 struct UnscaleAndCheck {
   static constexpr int kLists = 1;
   const float *inv_scale_ptr;
@@ -69,8 +71,9 @@ struct UnscaleAndCheck {
   }
 };
 
-/// global_norm: sum of squares, read-only. With `check`, also flags inf/NaN and scales by inv_scale
-/// first (the read-only half of a fused chain: norm of the unscaled grads without writing them).
+/// global_norm / check_and_norm: sum of squares, read-only; also flags inf/NaN and scales by
+/// inv_scale first (the read-only half of a fused chain: norm of the unscaled grads, unwritten).
+/// Moves sizeof(x) per element; H200 floor for 100 M fp32 values: ~0.09 ms.
 struct SumOfSquares {
   static constexpr int kLists = 1;
   const float *inv_scale_ptr = nullptr; ///< null: 1
@@ -89,6 +92,7 @@ struct SumOfSquares {
 };
 
 /// clip_by_global_norm: out = in * coef(norm); list 0 is read, list 1 written.
+/// Moves sizeof(in) + sizeof(out) per element; H200 floor for 100 M fp32 in place: ~0.19 ms.
 struct ClipByNorm {
   static constexpr int kLists = 2;
   const float *norm_ptr;
@@ -105,6 +109,7 @@ struct ClipByNorm {
 };
 
 /// cast_copy: out = round(in) to the output storage type.
+/// Moves sizeof(src) + sizeof(dst) per element; H200 floor, 100 M fp32 -> bf16: ~0.14 ms.
 struct CastCopy {
   static constexpr int kLists = 2;
   AMP_HD bool reads(int l) const { return l == 0; }
@@ -128,6 +133,8 @@ struct StepScalars {
 };
 
 /// SGD as torch.optim.SGD (foreach and fused agree): lists param, grad, momentum_buffer, copy.
+/// Moves 16 + sizeof(g) + sizeof(copy) bytes per element with momentum (8 + ... without); H200
+/// floor for 100 M params, fp32 grads, no copy: ~0.47 ms.
 struct SgdStep {
   static constexpr int kLists = 4;
   StepScalars scalars;
@@ -155,6 +162,8 @@ struct SgdStep {
 };
 
 /// Adam/AdamW as torch.optim.Adam(W) without amsgrad: lists param, grad, exp_avg, exp_avg_sq, copy.
+/// Moves 24 + sizeof(g) + sizeof(copy) bytes per element; H200 floor for 100 M params, fp32 grads,
+/// no copy: ~0.65 ms.
 /// The bias corrections are computed once on the host from the step number (a host value already).
 struct AdamStep {
   static constexpr int kLists = 5;
