@@ -127,7 +127,7 @@ inline std::vector<std::int64_t> list_sizes(Shape s, std::uint32_t seed = 7) {
     return {1, 0, 65536, 65537, 4099, 131075, 17};
   case Shape::Many: {
     std::mt19937 rng(seed);
-    std::uniform_int_distribution<int> size(1, 3000);
+    std::uniform_int_distribution<int> size(1, 1500);
     std::vector<std::int64_t> sizes;
     for (int i = 0; i < 1100; ++i)
       sizes.push_back(i % 97 == 5 ? 0 : size(rng));

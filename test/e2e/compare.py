@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Runs an e2e before-program and its migrated form and compares their loss curves.
+
+O1 (the framework's own autocast policy on both sides): every step's loss within --rtol of the
+original. O2/O3 (different numerics by design): the loss must fall comparably (at least half the
+original's relative drop) and the parameters must still be fp32 at the end.
+"""
+import argparse
+import re
+import subprocess
+import sys
+
+
+def run(exe):
+    proc = subprocess.run([exe], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {exe} exited with {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    losses = [float(m.group(1)) for m in re.finditer(r"^step \d+ loss (\S+)$", proc.stdout, re.M)]
+    fp32 = re.search(r"^params_fp32 (\d)$", proc.stdout, re.M)
+    if not losses:
+        sys.exit(f"FAIL: {exe} printed no losses\n{proc.stdout}")
+    return losses, fp32 is not None and fp32.group(1) == "1"
+
+
+def drop(losses, k=5):
+    first = sum(losses[:k]) / k
+    last = sum(losses[-k:]) / k
+    return (first - last) / first
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--before", required=True)
+    ap.add_argument("--after", required=True)
+    ap.add_argument("--level", required=True)
+    ap.add_argument("--rtol", type=float, default=2e-2)
+    args = ap.parse_args()
+
+    before, _ = run(args.before)
+    after, after_fp32 = run(args.after)
+    print(f"{'step':>4} {'original':>10} {'migrated':>10}")
+    for i, (b, a) in enumerate(zip(before, after)):
+        print(f"{i:>4} {b:>10.6f} {a:>10.6f}")
+    if len(before) != len(after):
+        sys.exit(f"FAIL: {len(before)} steps before, {len(after)} after")
+    if not after_fp32:
+        sys.exit("FAIL: the migrated program's parameters are not all fp32")
+    if args.level in ("O0", "O1"):
+        worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(before, after))
+        print(f"{args.level}: worst relative loss difference {worst:.2e} (limit {args.rtol:.0e})")
+        if worst > args.rtol:
+            sys.exit("FAIL: losses differ")
+    else:
+        d_before, d_after = drop(before), drop(after)
+        print(f"{args.level}: relative loss drop original {d_before:.3f}, migrated {d_after:.3f}")
+        if not (d_before > 0 and d_after >= 0.5 * d_before):
+            sys.exit("FAIL: the migrated loss does not fall comparably")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

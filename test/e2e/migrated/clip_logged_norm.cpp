@@ -1,0 +1,38 @@
+// e2e before-program: clip_grad_norm_ whose returned norm is logged, autocast enabled once per
+// step with the dtype set explicitly, zero_grad between loss and backward.
+#include <torch/torch.h>
+#include <amp/torch.h>
+
+#include <cstdio>
+
+#include "common.h"
+
+int main() {
+  e2e::SyntheticData data;
+  torch::manual_seed(0);
+  e2e::Mlp model;
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(256.0).growth_factor(2.0).backoff_factor(0.5).growth_interval(20));
+  const double max_norm = 0.5;
+  model->train();
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
+  for (int step = 0; step < e2e::kSteps; ++step) {
+    auto input = data.input(step);
+    auto target = data.target(step);
+    torch::Tensor loss;
+    auto grad_fn = amp::value_and_grad([&] {
+      auto output = amp::cast_to_adapter_tensor(amp_model->forward(input));
+      loss = torch::nll_loss(output, target);
+      return scaler.scale(loss);
+    }, optimizer.parameters());
+    auto [scaled_loss, grads] = grad_fn();
+    scaler.unscale_(optimizer, grads);
+    auto norm = amp::global_norm(grads).item<double>();
+    grads = amp::clip_by_global_norm(grads, max_norm);
+    std::printf("step %d norm %.6f\n", step, norm);
+    scaler.step(optimizer, grads);
+    scaler.update();
+    e2e::log_step(step, loss);
+  }
+  e2e::log_params(model->parameters());
+}

@@ -1,0 +1,33 @@
+// e2e before-program: the 1.x autocast API as an enable/disable pair around forward and loss,
+// a hand-written scaler, clip_grad_norm_ after unscale_, then step and update.
+#include <torch/torch.h>
+#include <amp/torch.h>
+
+#include "common.h"
+
+int main() {
+  e2e::SyntheticData data;
+  torch::manual_seed(0);
+  e2e::Mlp model;
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024.0));
+  model->train();
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
+  for (int step = 0; step < e2e::kSteps; ++step) {
+    auto input = data.input(step);
+    auto target = data.target(step);
+    torch::Tensor loss;
+    auto grad_fn = amp::value_and_grad([&] {
+      auto output = amp::cast_to_adapter_tensor(amp_model->forward(input));
+      loss = torch::nll_loss(output, target);
+      return scaler.scale(loss);
+    }, optimizer.parameters());
+    auto [scaled_loss, grads] = grad_fn();
+    scaler.unscale_(optimizer, grads);
+    grads = amp::clip_by_global_norm(grads, 1.0);
+    scaler.step(optimizer, grads);
+    scaler.update();
+    e2e::log_step(step, loss);
+  }
+  e2e::log_params(model->parameters());
+}

@@ -1,0 +1,63 @@
+// The before-programs' own loss scaler: a port of Python's torch.cuda.amp.GradScaler of the kind
+// libtorch projects carry (libtorch has none). Implicit gradients: it works on `.grad`.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace train {
+
+class GradScaler {
+public:
+  explicit GradScaler(double init_scale = 65536.0, double growth_factor = 2.0,
+                      double backoff_factor = 0.5, int growth_interval = 2000)
+      : scale_(init_scale), growth_factor_(growth_factor), backoff_factor_(backoff_factor),
+        growth_interval_(growth_interval) {}
+
+  torch::Tensor scale(const torch::Tensor &loss) const { return loss * scale_; }
+
+  void unscale_(torch::optim::Optimizer &optimizer) {
+    if (unscaled_)
+      return;
+    torch::NoGradGuard no_grad;
+    for (auto &group : optimizer.param_groups())
+      for (auto &p : group.params()) {
+        if (!p.grad().defined())
+          continue;
+        if (!torch::isfinite(p.grad()).all().item<bool>())
+          found_inf_ = true;
+        p.mutable_grad().mul_(1.0 / scale_);
+      }
+    unscaled_ = true;
+  }
+
+  void step(torch::optim::Optimizer &optimizer) {
+    unscale_(optimizer);
+    if (!found_inf_)
+      optimizer.step();
+  }
+
+  void update() {
+    if (found_inf_) {
+      scale_ *= backoff_factor_;
+      tracker_ = 0;
+    } else if (++tracker_ == growth_interval_) {
+      scale_ *= growth_factor_;
+      tracker_ = 0;
+    }
+    found_inf_ = false;
+    unscaled_ = false;
+  }
+
+  double get_scale() const { return scale_; }
+
+private:
+  double scale_, growth_factor_, backoff_factor_;
+  int growth_interval_;
+  int tracker_ = 0;
+  bool found_inf_ = false;
+  bool unscaled_ = false;
+};
+
+} // namespace train

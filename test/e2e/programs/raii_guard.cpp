@@ -1,0 +1,51 @@
+// e2e before-program: a project's own RAII autocast guard (saves the state, nests, clears the
+// cache), a scaler held by std::shared_ptr, no clipping, Adam, a model with BatchNorm1d.
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "common.h"
+#include "loss_scaler.h"
+
+class AutocastGuard {
+public:
+  explicit AutocastGuard(bool enabled) : previous_(at::autocast::is_cpu_enabled()) {
+    at::autocast::set_cpu_enabled(enabled);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0)
+      at::autocast::clear_cache();
+    at::autocast::set_cpu_enabled(previous_);
+  }
+
+private:
+  bool previous_;
+};
+
+int main() {
+  e2e::SyntheticData data;
+  torch::manual_seed(0);
+  e2e::Mlp model(/*batch_norm=*/true);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(3e-3));
+  auto scaler = std::make_shared<train::GradScaler>(4096.0, 2.0, 0.5, 10);
+  model->train();
+  for (int step = 0; step < e2e::kSteps; ++step) {
+    auto input = data.input(step);
+    auto target = data.target(step);
+    torch::Tensor loss;
+    {
+      AutocastGuard guard(true);
+      auto output = model(input);
+      loss = torch::nll_loss(output, target);
+    }
+    auto scaled = scaler->scale(loss);
+    scaled.backward();
+    scaler->step(optimizer);
+    scaler->update();
+    optimizer.zero_grad();
+    e2e::log_step(step, loss);
+  }
+  e2e::log_params(model->parameters());
+}

@@ -1,0 +1,21 @@
+# lit configuration for the tool's tests: per-check tests, golden rewrites, command-line tests.
+import os
+import lit.formats
+
+config.name = "amp-migrate"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".cpp", ".test"]
+root = config.amp_source_root
+config.test_source_root = os.path.join(root, "test")
+config.test_exec_root = os.path.join(os.path.dirname(config.amp_migrate), "..", "..", "test", "lit-out")
+config.excludes = ["Inputs", "lit", "unit", "runtime", "torch", "e2e", "golden-data", "tidy", "lsp"]
+config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
+mock = os.path.join(root, "test", "Inputs", "mock-torch")
+config.substitutions.append(("%amp-migrate", config.amp_migrate))
+config.substitutions.append(("%mock", mock))
+config.substitutions.append(("%check_amp", "%s %s %s %s" % (config.python, os.path.join(root, "test", "lit", "check_amp.py"), config.amp_migrate, mock)))
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%inputs", os.path.join(root, "test", "Inputs")))
+if config.torch_include:
+    config.available_features.add("libtorch")
+    config.substitutions.append(("%torch_include", config.torch_include))
