@@ -234,3 +234,41 @@ TEST(Gemm, ShapeErrors) {
 
 } // namespace
 } // namespace amp::test
+
+namespace amp::test {
+namespace {
+
+// The CPU backend converts blocks with F16C where the CPU has it: every fp16/bf16 bit pattern through
+// cast_copy (the block path) must widen exactly, and narrowing must round as the reference does.
+TEST(Conversions, BlockPathsMatchTheReference) {
+  for (DType t : {DType::F16, DType::BF16}) {
+    HostTensor all(t, 65536);
+    for (std::uint32_t b = 0; b < 65536; ++b)
+      all.b16[b] = static_cast<std::uint16_t>(b);
+    HostList src = {all}, wide = {HostTensor(DType::F32, 65536)}, back = {HostTensor(t, 65536)};
+    cast_copy(views(src), views(wide), ExecContext{});
+    for (std::int64_t i = 0; i < 65536; ++i)
+      ASSERT_TRUE(close(wide[0].get(i), all.get(i), 0.0)) << dtype_name(t) << " " << i;
+    cast_copy(views(wide), views(back), ExecContext{});
+    for (std::int64_t i = 0; i < 65536; ++i)
+      ASSERT_TRUE(close(back[0].get(i), all.get(i), 0.0)) << dtype_name(t) << " " << i;
+  }
+  // Narrowing random fp32 (including subnormal and overflowing results) through the block path.
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<std::uint32_t> any;
+  HostTensor f(DType::F32, 100000);
+  for (float &x : f.f32) {
+    std::uint32_t u = any(rng);
+    u = (u & 0x807fffffu) | ((100u + (u >> 24) % 60u) << 23); // exponents around fp16's range
+    std::memcpy(&x, &u, 4);
+  }
+  for (DType t : {DType::F16, DType::BF16}) {
+    HostList src = {f}, dst = {HostTensor(t, 100000)};
+    cast_copy(views(src), views(dst), ExecContext{});
+    for (std::int64_t i = 0; i < 100000; ++i)
+      ASSERT_EQ(dst[0].get(i), dst[0].round(f.get(i))) << dtype_name(t) << " " << f.get(i);
+  }
+}
+
+} // namespace
+} // namespace amp::test

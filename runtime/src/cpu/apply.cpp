@@ -19,6 +19,11 @@
 #include <omp.h>
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define AMP_HAVE_F16C_PATH 1
+#endif
+
 namespace amp::detail {
 
 std::vector<Chunk> plan_chunks(const std::vector<TensorView> &tensors) {
@@ -41,6 +46,30 @@ namespace {
 constexpr int kBlock = 512;
 constexpr int kLanes = 8;
 
+#if defined(AMP_HAVE_F16C_PATH)
+// fp16 conversions are the one place where the portable bit manipulation costs more than the memory
+// traffic; x86 CPUs since 2012 convert 8 at a time in hardware (F16C). Chosen at run time, so the
+// library still runs on any x86-64. Same results as numeric.h: round to nearest even, NaN stays NaN.
+__attribute__((target("avx,f16c"))) void widen_half_f16c(float *dst, const std::uint16_t *src, int n) {
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + j))));
+  for (; j < n; ++j)
+    dst[j] = half_to_float(src[j]);
+}
+
+__attribute__((target("avx,f16c"))) void narrow_half_f16c(std::uint16_t *dst, const float *src, int n) {
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + j),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; j < n; ++j)
+    dst[j] = float_to_half(src[j]);
+}
+
+const bool kHasF16C = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+#endif
+
 void load_block(float *dst, const TensorView &t, std::int64_t begin, int n) {
   switch (t.dtype) {
   case DType::F32:
@@ -48,6 +77,12 @@ void load_block(float *dst, const TensorView &t, std::int64_t begin, int n) {
     return;
   case DType::F16: {
     const auto *src = static_cast<const std::uint16_t *>(t.data) + begin;
+#if defined(AMP_HAVE_F16C_PATH)
+    if (kHasF16C) {
+      widen_half_f16c(dst, src, n);
+      return;
+    }
+#endif
     for (int j = 0; j < n; ++j)
       dst[j] = half_to_float(src[j]);
     return;
@@ -68,6 +103,12 @@ void store_block(const TensorView &t, std::int64_t begin, const float *src, int 
     return;
   case DType::F16: {
     auto *dst = static_cast<std::uint16_t *>(t.data) + begin;
+#if defined(AMP_HAVE_F16C_PATH)
+    if (kHasF16C) {
+      narrow_half_f16c(dst, src, n);
+      return;
+    }
+#endif
     for (int j = 0; j < n; ++j)
       dst[j] = float_to_half(src[j]);
     return;
