@@ -32,8 +32,7 @@ llvm::Error writeFileAtomically(llvm::StringRef Path, llvm::StringRef Contents) 
 
   // The temporary lives next to the target so the rename stays within one file system.
   llvm::SmallString<256> Model(llvm::sys::path::parent_path(Target));
-  llvm::sys::path::append(Model,
-                          "." + llvm::sys::path::filename(Target) + ".amp-migrate-%%%%%%%%");
+  llvm::sys::path::append(Model, "." + llvm::sys::path::filename(Target) + ".amp-migrate-%%%%%%%%");
   int FD = -1;
   llvm::SmallString<256> Temp;
   if (std::error_code EC = llvm::sys::fs::createUniqueFile(Model, FD, Temp))

@@ -51,16 +51,14 @@ std::string where(const SourcePos &Pos) {
   return Pos.File + ":" + std::to_string(Pos.Line) + ":" + std::to_string(Pos.Column);
 }
 
-std::string conflictReason(SourceTexts &Texts, const Replacement &Mine,
-                           const Replacement &Theirs, const Finding *TheirStep,
-                           const Finding &Me) {
+std::string conflictReason(SourceTexts &Texts, const Replacement &Mine, const Replacement &Theirs,
+                           const Finding *TheirStep, const Finding &Me) {
   std::string Other = TheirStep == &Me ? "another edit of the same step"
                                        : "an edit of the step at " + where(TheirStep->Pos);
   if (Mine.getLength() == 0 && Theirs.getLength() == 0)
     return "its insertion at " + where(Texts, Mine) + " differs from the insertion there by " +
            Other;
-  return "its edit at " + where(Texts, Mine) + " overlaps " + Other + " at " +
-         where(Texts, Theirs);
+  return "its edit at " + where(Texts, Mine) + " overlaps " + Other + " at " + where(Texts, Theirs);
 }
 
 } // namespace
@@ -90,8 +88,7 @@ EditSet collectEdits(const Report &R, SourceTexts &Texts) {
           break;
         }
       for (const Replacement &Sibling : Unit)
-        if (Conflict.empty() && Sibling.getFilePath() == Rep.getFilePath() &&
-            overlap(Rep, Sibling))
+        if (Conflict.empty() && Sibling.getFilePath() == Rep.getFilePath() && overlap(Rep, Sibling))
           Conflict = conflictReason(Texts, Rep, Sibling, &F, F);
       if (!Conflict.empty())
         break;

@@ -81,8 +81,8 @@ void shortestEditScript(const std::vector<llvm::StringRef> &A, unsigned ABegin, 
   for (int D = Found; D >= 0; --D) {
     const std::vector<int> &Prev = Trace[D];
     int K = X - Y;
-    int PrevK = (K == -D || (K != D && Prev[Offset + K - 1] < Prev[Offset + K + 1])) ? K + 1
-                                                                                      : K - 1;
+    int PrevK =
+        (K == -D || (K != D && Prev[Offset + K - 1] < Prev[Offset + K + 1])) ? K + 1 : K - 1;
     int PrevX = Prev[Offset + PrevK];
     int PrevY = PrevX - PrevK;
     while (X > PrevX && Y > PrevY) {
@@ -200,9 +200,15 @@ std::string unifiedDiff(llvm::StringRef Path, llvm::StringRef Old, llvm::StringR
     for (size_t J = Begin; J < End; ++J) {
       const Op &O = Ops[J];
       switch (O.Kind) {
-      case OpKind::Equal: printLine(OS, ' ', A[O.OldLine]); break;
-      case OpKind::Delete: printLine(OS, '-', A[O.OldLine]); break;
-      case OpKind::Insert: printLine(OS, '+', B[O.NewLine]); break;
+      case OpKind::Equal:
+        printLine(OS, ' ', A[O.OldLine]);
+        break;
+      case OpKind::Delete:
+        printLine(OS, '-', A[O.OldLine]);
+        break;
+      case OpKind::Insert:
+        printLine(OS, '+', B[O.NewLine]);
+        break;
       }
     }
     I = End;

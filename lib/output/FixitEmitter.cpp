@@ -27,8 +27,7 @@ void printParseableFixits(llvm::raw_ostream &OS, LineTable &Lines, const Finding
 
 } // namespace output
 
-void emitFixits(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
-                const EmitOptions &O) {
+void emitFixits(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS, const EmitOptions &O) {
   output::LineTable Lines(Texts);
   output::emitTextReport(R, Lines, OS, O, /*ParseableFixits=*/true);
 }

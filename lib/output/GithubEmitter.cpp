@@ -11,10 +11,17 @@ std::string escapeData(llvm::StringRef S) {
   std::string Out;
   for (char C : S) {
     switch (C) {
-    case '%': Out += "%25"; break;
-    case '\r': Out += "%0D"; break;
-    case '\n': Out += "%0A"; break;
-    default: Out += C;
+    case '%':
+      Out += "%25";
+      break;
+    case '\r':
+      Out += "%0D";
+      break;
+    case '\n':
+      Out += "%0A";
+      break;
+    default:
+      Out += C;
     }
   }
   return Out;
@@ -25,9 +32,14 @@ std::string escapeProperty(llvm::StringRef S) {
   std::string Out;
   for (char C : S) {
     switch (C) {
-    case ':': Out += "%3A"; break;
-    case ',': Out += "%2C"; break;
-    default: Out += escapeData(llvm::StringRef(&C, 1));
+    case ':':
+      Out += "%3A";
+      break;
+    case ',':
+      Out += "%2C";
+      break;
+    default:
+      Out += escapeData(llvm::StringRef(&C, 1));
     }
   }
   return Out;
@@ -52,9 +64,10 @@ void emitGithub(const Report &R, llvm::raw_ostream &OS) {
                    std::to_string(N.Pos.Column) + ": ";
       Message += N.Message;
     }
-    OS << "::" << output::severityName(F.Level) << " file=" << escapeProperty(annotationPath(F.Pos.File))
-       << ",line=" << F.Pos.Line << ",col=" << F.Pos.Column
-       << ",title=" << escapeProperty(F.Check) << "::" << escapeData(Message) << '\n';
+    OS << "::" << output::severityName(F.Level)
+       << " file=" << escapeProperty(annotationPath(F.Pos.File)) << ",line=" << F.Pos.Line
+       << ",col=" << F.Pos.Column << ",title=" << escapeProperty(F.Check)
+       << "::" << escapeData(Message) << '\n';
   }
 }
 

@@ -64,9 +64,15 @@ llvm::json::Object summaryObject(const Report &R) {
   int64_t Scanned = 0, Skipped = 0, Failed = 0;
   for (const FileOutcome &FO : R.Files) {
     switch (FO.Status) {
-    case FileOutcome::State::Scanned: ++Scanned; break;
-    case FileOutcome::State::Skipped: ++Skipped; break;
-    case FileOutcome::State::Failed: ++Failed; break;
+    case FileOutcome::State::Scanned:
+      ++Scanned;
+      break;
+    case FileOutcome::State::Skipped:
+      ++Skipped;
+      break;
+    case FileOutcome::State::Failed:
+      ++Failed;
+      break;
     }
   }
   return llvm::json::Object{

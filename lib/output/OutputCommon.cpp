@@ -90,9 +90,7 @@ std::string caretLine(llvm::StringRef Line, unsigned Column) {
   return Caret;
 }
 
-llvm::StringRef severityName(Severity S) {
-  return S == Severity::Error ? "error" : "warning";
-}
+llvm::StringRef severityName(Severity S) { return S == Severity::Error ? "error" : "warning"; }
 
 std::string absolutePath(llvm::StringRef Path) {
   llvm::SmallString<256> Abs(Path);

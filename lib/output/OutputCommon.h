@@ -69,8 +69,8 @@ namespace output {
 
 /// The text report; with `ParseableFixits`, each fixable diagnostic is followed by its
 /// `fix-it:` lines (emitFixits).
-void emitTextReport(const Report &R, LineTable &Lines, llvm::raw_ostream &OS,
-                    const EmitOptions &O, bool ParseableFixits);
+void emitTextReport(const Report &R, LineTable &Lines, llvm::raw_ostream &OS, const EmitOptions &O,
+                    bool ParseableFixits);
 
 /// One `fix-it:"file":{L1:C1-L2:C2}:"text"` line per replacement of `F`.
 void printParseableFixits(llvm::raw_ostream &OS, LineTable &Lines, const Finding &F);

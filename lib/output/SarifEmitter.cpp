@@ -116,8 +116,7 @@ llvm::json::Array fixesOf(const Finding &F, output::LineTable &Lines) {
     Changes.push_back(llvm::json::Object{{"artifactLocation", artifactLocation(File)},
                                          {"replacements", std::move(ByFile[File])}});
   Fixes.push_back(llvm::json::Object{
-      {"description",
-       llvm::json::Object{{"text", "Migrate the training step (" + F.Check + ")"}}},
+      {"description", llvm::json::Object{{"text", "Migrate the training step (" + F.Check + ")"}}},
       {"artifactChanges", std::move(Changes)}});
   return Fixes;
 }
@@ -162,8 +161,8 @@ RuleTable rulesFor(const Report &R, const EmitOptions &O) {
 /// the trimmed text of the line) and which of identical lines it is.
 std::string fingerprint(const Finding &F, llvm::StringRef Uri, llvm::StringRef LineText,
                         unsigned Occurrence) {
-  std::string Key = F.Check + '\0' + Uri.str() + '\0' + LineText.trim().str() + '\0' +
-                    std::to_string(Occurrence);
+  std::string Key =
+      F.Check + '\0' + Uri.str() + '\0' + LineText.trim().str() + '\0' + std::to_string(Occurrence);
   std::array<uint8_t, 32> Hash = llvm::SHA256::hash(llvm::arrayRefFromStringRef(Key));
   return llvm::toHex(Hash, /*LowerCase=*/true).substr(0, 32);
 }
@@ -194,8 +193,7 @@ llvm::json::Object invocation(const Report &R) {
 
 } // namespace
 
-void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
-               const EmitOptions &O) {
+void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS, const EmitOptions &O) {
   output::LineTable Lines(Texts);
   RuleTable Rules = rulesFor(R, O);
   llvm::StringMap<unsigned> Occurrences;
@@ -210,7 +208,8 @@ void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
     llvm::json::Array Related;
     unsigned NoteId = 0;
     for (const Note &N : F.Notes) {
-      llvm::json::Object Rel{{"id", NoteId++}, {"message", llvm::json::Object{{"text", N.Message}}}};
+      llvm::json::Object Rel{{"id", NoteId++},
+                             {"message", llvm::json::Object{{"text", N.Message}}}};
       if (!N.Pos.File.empty())
         Rel["physicalLocation"] = physicalLocation(Lines, N.Pos);
       Related.push_back(std::move(Rel));
@@ -221,8 +220,8 @@ void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
         {"ruleIndex", Rules.Index.lookup(F.Check)},
         {"level", output::severityName(F.Level)},
         {"message", llvm::json::Object{{"text", F.Message}}},
-        {"locations",
-         llvm::json::Array{llvm::json::Object{{"physicalLocation", physicalLocation(Lines, F.Pos)}}}},
+        {"locations", llvm::json::Array{llvm::json::Object{
+                          {"physicalLocation", physicalLocation(Lines, F.Pos)}}}},
         {"partialFingerprints",
          llvm::json::Object{{"ampMigrate/v1", fingerprint(F, Uri, LineText, Occurrence)}}},
     };
@@ -252,8 +251,7 @@ void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS,
     std::string Base = "file://" + encodeUriPath(output::absolutePath(Cwd));
     if (!llvm::StringRef(Base).ends_with("/"))
       Base += '/';
-    Run["originalUriBaseIds"] =
-        llvm::json::Object{{SrcRoot, llvm::json::Object{{"uri", Base}}}};
+    Run["originalUriBaseIds"] = llvm::json::Object{{SrcRoot, llvm::json::Object{{"uri", Base}}}};
   }
 
   llvm::json::Value Doc = llvm::json::Object{

@@ -104,8 +104,8 @@ void printFixedLines(llvm::raw_ostream &OS, LineTable &Lines, const Finding &F, 
 
 } // namespace
 
-void emitTextReport(const Report &R, LineTable &Lines, llvm::raw_ostream &OS,
-                    const EmitOptions &O, bool ParseableFixits) {
+void emitTextReport(const Report &R, LineTable &Lines, llvm::raw_ostream &OS, const EmitOptions &O,
+                    bool ParseableFixits) {
   for (const Finding &F : R.Findings) {
     printDiagnostic(OS, Lines, F.Pos, severityName(F.Level), F.Message, F.Check, O.Color);
     // Fix-its belong to the diagnostic, so they come before its notes (as clang prints them).

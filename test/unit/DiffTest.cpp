@@ -56,7 +56,7 @@ TEST(UnifiedDiff, InsertionAtTheStartAndPureDeletion) {
 
 TEST(UnifiedDiff, NoNewlineAtEndOfFile) {
   EXPECT_EQ(unifiedDiff("a", "x\ny", "x\ny\n"), "--- a/a\n+++ b/a\n@@ -1,2 +1,2 @@\n x\n-y\n"
-                                                 "\\ No newline at end of file\n+y\n");
+                                                "\\ No newline at end of file\n+y\n");
   EXPECT_EQ(unifiedDiff("a", "x\ny", "z\ny"),
             "--- a/a\n+++ b/a\n@@ -1,2 +1,2 @@\n-x\n+z\n y\n\\ No newline at end of file\n");
 }
@@ -97,12 +97,11 @@ std::string patchedWithPatch(const std::string &Old, const std::string &New) {
   writeFile(Src, Old);
   writeFile(Patch, unifiedDiff("src/f.cpp", Old, New));
   std::string Msg;
-  llvm::StringRef Args[] = {AMP_PATCH_EXECUTABLE, "-p1", "-s", "--batch", "-d", Dir, "-i",
-                            Patch};
+  llvm::StringRef Args[] = {AMP_PATCH_EXECUTABLE, "-p1", "-s", "--batch", "-d", Dir, "-i", Patch};
   int RC = llvm::sys::ExecuteAndWait(AMP_PATCH_EXECUTABLE, Args, std::nullopt, {}, 60, 0, &Msg);
-  std::string Result = RC == 0 ? readFile(Src)
-                               : "<patch failed: " + std::to_string(RC) + " " + Msg + ">\n" +
-                                     readFile(Patch);
+  std::string Result =
+      RC == 0 ? readFile(Src)
+              : "<patch failed: " + std::to_string(RC) + " " + Msg + ">\n" + readFile(Patch);
   llvm::sys::fs::remove_directories(Dir);
   return Result;
 }

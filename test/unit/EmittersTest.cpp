@@ -1,7 +1,7 @@
 // Unit tests of the report formats: golden text for the line formats, parsed-back JSON/SARIF/YAML
 // for the structured ones, and clang-apply-replacements run on the exported fixes.
-#include "ampmigrate/Checks.h"
 #include "ampmigrate/Emitters.h"
+#include "ampmigrate/Checks.h"
 #include "clang/Tooling/DiagnosticsYaml.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -96,9 +96,8 @@ TEST(LineAndColumn, CountsBytesFromOne) {
 
 TEST(TextEmitter, ClangStyleWithTabsAndNotes) {
   MapTexts T = sampleTexts();
-  std::string Out = capture([&](llvm::raw_ostream &OS) {
-    emitText(sampleReport(false), T, OS, EmitOptions());
-  });
+  std::string Out =
+      capture([&](llvm::raw_ostream &OS) { emitText(sampleReport(false), T, OS, EmitOptions()); });
   EXPECT_EQ(Out, "src/train.cpp:2:2: warning: autocast scope can use amp::autocast "
                  "[amp-autocast-scope]\n"
                  "\tfoo(1);\n"
@@ -111,8 +110,7 @@ TEST(TextEmitter, ClangStyleWithTabsAndNotes) {
 
 TEST(TextEmitter, NothingForAnEmptyReport) {
   MapTexts T;
-  EXPECT_EQ(capture([&](llvm::raw_ostream &OS) { emitText(Report(), T, OS, EmitOptions()); }),
-            "");
+  EXPECT_EQ(capture([&](llvm::raw_ostream &OS) { emitText(Report(), T, OS, EmitOptions()); }), "");
 }
 
 TEST(TextEmitter, CountsWarningsAndErrorsLikeClang) {
@@ -122,8 +120,7 @@ TEST(TextEmitter, CountsWarningsAndErrorsLikeClang) {
   R.Findings.push_back(R.Findings.front());
   R.Findings.back().Level = Severity::Error;
   R.Findings.back().Notes.clear();
-  std::string Out =
-      capture([&](llvm::raw_ostream &OS) { emitText(R, T, OS, EmitOptions()); });
+  std::string Out = capture([&](llvm::raw_ostream &OS) { emitText(R, T, OS, EmitOptions()); });
   EXPECT_NE(Out.find("src/train.cpp:2:2: error: autocast scope"), std::string::npos);
   EXPECT_TRUE(llvm::StringRef(Out).ends_with("\n2 warnings and 1 error generated.\n")) << Out;
 }
@@ -137,8 +134,7 @@ TEST(TextEmitter, CaretSkipsUtf8ContinuationBytes) {
   F.Pos = pos("u.cpp", 1, 8, 7);
   F.Message = "m";
   R.Findings.push_back(F);
-  std::string Out =
-      capture([&](llvm::raw_ostream &OS) { emitText(R, T, OS, EmitOptions()); });
+  std::string Out = capture([&](llvm::raw_ostream &OS) { emitText(R, T, OS, EmitOptions()); });
   EXPECT_NE(Out.find("/*\xC3\xA9*/ x;\n      ^\n"), std::string::npos) << Out;
 }
 
@@ -163,8 +159,7 @@ TEST(TextEmitter, ShowFixesPrintsRewrittenLines) {
   MapTexts T = sampleTexts();
   EmitOptions O;
   O.ShowFixes = true;
-  std::string Out =
-      capture([&](llvm::raw_ostream &OS) { emitText(sampleReport(true), T, OS, O); });
+  std::string Out = capture([&](llvm::raw_ostream &OS) { emitText(sampleReport(true), T, OS, O); });
   EXPECT_EQ(Out, "src/train.cpp:2:2: warning: autocast scope can use amp::autocast "
                  "[amp-autocast-scope]\n"
                  "\tfoo(1);\n"
@@ -199,9 +194,8 @@ TEST(TextEmitter, ShowFixesSeparatesDistantEditsAndMarksRemovals) {
 
 TEST(FixitEmitter, ParseableFixitLinesAfterTheDiagnostic) {
   MapTexts T = sampleTexts();
-  std::string Out = capture([&](llvm::raw_ostream &OS) {
-    emitFixits(sampleReport(true), T, OS, EmitOptions());
-  });
+  std::string Out =
+      capture([&](llvm::raw_ostream &OS) { emitFixits(sampleReport(true), T, OS, EmitOptions()); });
   EXPECT_EQ(Out, "src/train.cpp:2:2: warning: autocast scope can use amp::autocast "
                  "[amp-autocast-scope]\n"
                  "\tfoo(1);\n"
@@ -224,8 +218,7 @@ TEST(FixitEmitter, EscapesLikeClang) {
   F.Message = "m";
   F.Fixes.emplace_back("q\"x.cpp", 2, 3, "\"s\"\t\\\x01");
   R.Findings.push_back(F);
-  std::string Out =
-      capture([&](llvm::raw_ostream &OS) { emitFixits(R, T, OS, EmitOptions()); });
+  std::string Out = capture([&](llvm::raw_ostream &OS) { emitFixits(R, T, OS, EmitOptions()); });
   EXPECT_NE(Out.find("fix-it:\"q\\\"x.cpp\":{1:3-2:2}:\"\\\"s\\\"\\t\\\\\\001\"\n"),
             std::string::npos)
       << Out;
@@ -261,8 +254,7 @@ TEST(JsonEmitter, FindingsAndSummary) {
   R.Files.push_back(Skipped);
   R.Files.push_back(Failed);
 
-  std::string Out =
-      capture([&](llvm::raw_ostream &OS) { emitJson(R, T, OS, EmitOptions()); });
+  std::string Out = capture([&](llvm::raw_ostream &OS) { emitJson(R, T, OS, EmitOptions()); });
   llvm::json::Value V = parseJson(Out);
   const llvm::json::Object *Doc = V.getAsObject();
   ASSERT_TRUE(Doc);
@@ -308,8 +300,8 @@ TEST(JsonEmitter, FindingsAndSummary) {
 
 TEST(JsonEmitter, EmptyReport) {
   MapTexts T;
-  llvm::json::Value V = parseJson(
-      capture([&](llvm::raw_ostream &OS) { emitJson(Report(), T, OS, EmitOptions()); }));
+  llvm::json::Value V =
+      parseJson(capture([&](llvm::raw_ostream &OS) { emitJson(Report(), T, OS, EmitOptions()); }));
   const llvm::json::Object *Doc = V.getAsObject();
   ASSERT_TRUE(Doc);
   EXPECT_EQ(Doc->getArray("findings")->size(), 0u);
@@ -337,8 +329,7 @@ TEST(SarifEmitter, DocumentRulesAndResults) {
   EmitOptions O;
   O.ToolVersion = "0.1.0";
   O.DocsBaseUri = "https://example.org/amp/";
-  llvm::json::Value V =
-      parseJson(capture([&](llvm::raw_ostream &OS) { emitSarif(R, T, OS, O); }));
+  llvm::json::Value V = parseJson(capture([&](llvm::raw_ostream &OS) { emitSarif(R, T, OS, O); }));
   const llvm::json::Object &Doc = *V.getAsObject();
   EXPECT_EQ(Doc.getString("$schema"), "https://json.schemastore.org/sarif-2.1.0.json");
   EXPECT_EQ(Doc.getString("version"), "2.1.0");
@@ -372,8 +363,7 @@ TEST(SarifEmitter, DocumentRulesAndResults) {
   const llvm::json::Object &First = *Results[0].getAsObject();
   EXPECT_EQ(First.getString("level"), "warning");
   EXPECT_EQ(Results[1].getAsObject()->getString("level"), "error");
-  EXPECT_EQ(First.getObject("message")->getString("text"),
-            "autocast scope can use amp::autocast");
+  EXPECT_EQ(First.getObject("message")->getString("text"), "autocast scope can use amp::autocast");
   const llvm::json::Object &Phys =
       *First.getArray("locations")->front().getAsObject()->getObject("physicalLocation");
   EXPECT_EQ(Phys.getObject("artifactLocation")->getString("uri"), "src/train.cpp");
@@ -413,8 +403,7 @@ TEST(SarifEmitter, RelativeHelpUriWithoutDocsBase) {
   MapTexts T = sampleTexts();
   llvm::json::Value V = parseJson(capture(
       [&](llvm::raw_ostream &OS) { emitSarif(sampleReport(false), T, OS, EmitOptions()); }));
-  const llvm::json::Object &Driver =
-      *sarifRun(V).getObject("tool")->getObject("driver");
+  const llvm::json::Object &Driver = *sarifRun(V).getObject("tool")->getObject("driver");
   EXPECT_FALSE(Driver.get("informationUri"));
   EXPECT_EQ(Driver.getArray("rules")->front().getAsObject()->getString("helpUri"),
             checkDocPath("amp-autocast-scope"));
@@ -425,8 +414,8 @@ TEST(SarifEmitter, AbsoluteUriOutsideTheCurrentDirectory) {
   Report R = sampleReport(false);
   R.Findings[0].Pos.File = "/nonexistent-root/my dir/a.cpp";
   R.Findings[0].Notes.clear();
-  llvm::json::Value V = parseJson(
-      capture([&](llvm::raw_ostream &OS) { emitSarif(R, T, OS, EmitOptions()); }));
+  llvm::json::Value V =
+      parseJson(capture([&](llvm::raw_ostream &OS) { emitSarif(R, T, OS, EmitOptions()); }));
   const llvm::json::Object &Art = *sarifRun(V)
                                        .getArray("results")
                                        ->front()
@@ -443,7 +432,8 @@ TEST(SarifEmitter, AbsoluteUriOutsideTheCurrentDirectory) {
 std::string fingerprintOf(const llvm::json::Value &V, size_t I) {
   return sarifRun(V)
       .getArray("results")
-      ->operator[](I)
+      ->
+      operator[](I)
       .getAsObject()
       ->getObject("partialFingerprints")
       ->getString("ampMigrate/v1")
@@ -467,8 +457,8 @@ TEST(SarifEmitter, FingerprintsSurviveUnrelatedEditsAndTellTwinsApart) {
   };
   llvm::json::Value V1 = parseJson(capture(
       [&](llvm::raw_ostream &OS) { emitSarif(ReportAt(2, 3), Before, OS, EmitOptions()); }));
-  llvm::json::Value V2 = parseJson(capture(
-      [&](llvm::raw_ostream &OS) { emitSarif(ReportAt(3, 4), After, OS, EmitOptions()); }));
+  llvm::json::Value V2 = parseJson(
+      capture([&](llvm::raw_ostream &OS) { emitSarif(ReportAt(3, 4), After, OS, EmitOptions()); }));
   EXPECT_NE(fingerprintOf(V1, 0), fingerprintOf(V1, 1));
   EXPECT_EQ(fingerprintOf(V1, 0), fingerprintOf(V2, 0));
   EXPECT_EQ(fingerprintOf(V1, 1), fingerprintOf(V2, 1));
@@ -483,8 +473,8 @@ TEST(SarifEmitter, ColumnsCountCharactersNotBytes) {
   F.Pos = pos("u.cpp", 1, 8, 7);
   F.Message = "m";
   R.Findings.push_back(F);
-  llvm::json::Value V = parseJson(
-      capture([&](llvm::raw_ostream &OS) { emitSarif(R, T, OS, EmitOptions()); }));
+  llvm::json::Value V =
+      parseJson(capture([&](llvm::raw_ostream &OS) { emitSarif(R, T, OS, EmitOptions()); }));
   const llvm::json::Object &Region = *sarifRun(V)
                                           .getArray("results")
                                           ->front()
@@ -507,8 +497,8 @@ TEST(SarifEmitter, FailedFilesAreToolNotifications) {
   Failed.Status = FileOutcome::State::Failed;
   Failed.Error = "bad.cpp:1:1: error: unknown type name 'x'";
   R.Files.push_back(Failed);
-  llvm::json::Value V = parseJson(
-      capture([&](llvm::raw_ostream &OS) { emitSarif(R, T, OS, EmitOptions()); }));
+  llvm::json::Value V =
+      parseJson(capture([&](llvm::raw_ostream &OS) { emitSarif(R, T, OS, EmitOptions()); }));
   const llvm::json::Object &Inv = *sarifRun(V).getArray("invocations")->front().getAsObject();
   EXPECT_EQ(Inv.getBoolean("executionSuccessful"), true);
   const llvm::json::Object &N = *Inv.getArray("toolExecutionNotifications")->front().getAsObject();

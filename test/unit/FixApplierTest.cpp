@@ -25,8 +25,7 @@ public:
   }
 };
 
-Finding step(const std::string &File, unsigned Line, unsigned Col,
-             std::vector<Replacement> Fixes) {
+Finding step(const std::string &File, unsigned Line, unsigned Col, std::vector<Replacement> Fixes) {
   Finding F;
   F.Check = "amp-autocast-scope";
   F.Pos.File = File;
@@ -58,7 +57,8 @@ TEST(CollectEdits, SameHeaderEditFromTwoTusAppliesOnce) {
   T.Files["h.h"] = Header;
   Report R;
   // Two TUs include h.h and both migrate it the same way, one spelling the path "./h.h".
-  R.Findings.push_back(step("a.cpp", 1, 1, {Replacement("h.h", 13, 0, "#include <amp/torch.h>\n")}));
+  R.Findings.push_back(
+      step("a.cpp", 1, 1, {Replacement("h.h", 13, 0, "#include <amp/torch.h>\n")}));
   R.Findings.push_back(
       step("b.cpp", 1, 1, {Replacement("./h.h", 13, 0, "#include <amp/torch.h>\n")}));
   EditSet Set = collectEdits(R, T);
@@ -73,16 +73,16 @@ TEST(CollectEdits, TwoStepsInsertingTheSameIncludeInsertItOnce) {
   T.Files["m.cpp"] = Main;
   const std::string Inc = "#include <amp/torch.h>\n";
   Report R;
-  R.Findings.push_back(step("m.cpp", 2, 12,
-                            {Replacement("m.cpp", 15, 0, Inc), Replacement("m.cpp", 26, 1, "X")}));
-  R.Findings.push_back(step("m.cpp", 3, 12,
-                            {Replacement("m.cpp", 15, 0, Inc), Replacement("m.cpp", 44, 1, "Y")}));
+  R.Findings.push_back(
+      step("m.cpp", 2, 12, {Replacement("m.cpp", 15, 0, Inc), Replacement("m.cpp", 26, 1, "X")}));
+  R.Findings.push_back(
+      step("m.cpp", 3, 12, {Replacement("m.cpp", 15, 0, Inc), Replacement("m.cpp", 44, 1, "Y")}));
   EditSet Set = collectEdits(R, T);
   EXPECT_TRUE(Set.Refused.empty());
   EXPECT_EQ(applied(Set, T, "m.cpp"), "#include \"h.h\"\n"
-                                       "#include <amp/torch.h>\n"
-                                       "void a() { X(); }\n"
-                                       "void b() { Y(); }\n");
+                                      "#include <amp/torch.h>\n"
+                                      "void a() { X(); }\n"
+                                      "void b() { Y(); }\n");
 }
 
 TEST(CollectEdits, OverlappingStepIsRefusedWhole) {
@@ -91,15 +91,15 @@ TEST(CollectEdits, OverlappingStepIsRefusedWhole) {
   Report R;
   R.Findings.push_back(step("m.cpp", 2, 12, {Replacement("m.cpp", 26, 3, "X()")}));
   // Overlaps the first step at "x(" and also wants an edit of its own on line 3: none applies.
-  R.Findings.push_back(step("m.cpp", 2, 14,
-                            {Replacement("m.cpp", 44, 1, "Y"), Replacement("m.cpp", 27, 3, "Z")}));
+  R.Findings.push_back(
+      step("m.cpp", 2, 14, {Replacement("m.cpp", 44, 1, "Y"), Replacement("m.cpp", 27, 3, "Z")}));
   EditSet Set = collectEdits(R, T);
   ASSERT_EQ(Set.Refused.size(), 1u);
   EXPECT_EQ(Set.Refused[0], "m.cpp:2:14: conflicting edits: its edit at m.cpp:2:13 overlaps an "
                             "edit of the step at m.cpp:2:12 at m.cpp:2:12; step not migrated");
   EXPECT_EQ(applied(Set, T, "m.cpp"), "#include \"h.h\"\n"
-                                       "void a() { X(); }\n"
-                                       "void b() { y(); }\n");
+                                      "void a() { X(); }\n"
+                                      "void b() { y(); }\n");
 }
 
 TEST(CollectEdits, DifferentInsertionsAtOneOffsetConflict) {
@@ -114,15 +114,15 @@ TEST(CollectEdits, DifferentInsertionsAtOneOffsetConflict) {
   EXPECT_NE(Set.Refused[0].find("m.cpp:2:1"), std::string::npos) << Set.Refused[0];
   EXPECT_NE(Set.Refused[0].find("step not migrated"), std::string::npos);
   EXPECT_EQ(applied(Set, T, "m.cpp"), "#include \"h.h\"\n// one\nvoid a() { x(); }\n"
-                                       "void b() { y(); }\n");
+                                      "void b() { y(); }\n");
 }
 
 TEST(CollectEdits, StepOverlappingItselfIsRefused) {
   MapTexts T;
   T.Files["m.cpp"] = Main;
   Report R;
-  R.Findings.push_back(step("m.cpp", 2, 1,
-                            {Replacement("m.cpp", 20, 5, "A"), Replacement("m.cpp", 22, 5, "B")}));
+  R.Findings.push_back(
+      step("m.cpp", 2, 1, {Replacement("m.cpp", 20, 5, "A"), Replacement("m.cpp", 22, 5, "B")}));
   EditSet Set = collectEdits(R, T);
   ASSERT_EQ(Set.Refused.size(), 1u);
   EXPECT_NE(Set.Refused[0].find("same step"), std::string::npos) << Set.Refused[0];
@@ -139,7 +139,7 @@ TEST(CollectEdits, AdjacentEditsDoNotConflict) {
   EditSet Set = collectEdits(R, T);
   EXPECT_TRUE(Set.Refused.empty()) << Set.Refused[0];
   EXPECT_EQ(applied(Set, T, "m.cpp"), "#include \"h.h\"\nvoid a() { X/*a*/[); }\n"
-                                       "void b() { y(); }\n");
+                                      "void b() { y(); }\n");
 }
 
 // --- applyEdits ---------------------------------------------------------------------------------
@@ -153,9 +153,9 @@ Replacements reps(std::initializer_list<Replacement> List) {
 
 TEST(ApplyEdits, KeepsCrlf) {
   std::string Text = "a\r\nb\r\nc\r\n";
-  llvm::Expected<std::string> Out =
-      applyEdits("w.cpp", Text, reps({Replacement("w.cpp", 3, 1, "x\ny"),
-                                      Replacement("w.cpp", 9, 0, "tail\r\nmore\n")}));
+  llvm::Expected<std::string> Out = applyEdits(
+      "w.cpp", Text,
+      reps({Replacement("w.cpp", 3, 1, "x\ny"), Replacement("w.cpp", 9, 0, "tail\r\nmore\n")}));
   ASSERT_TRUE(bool(Out)) << llvm::toString(Out.takeError());
   EXPECT_EQ(*Out, "a\r\nx\r\ny\r\nc\r\ntail\r\nmore\r\n");
 }
