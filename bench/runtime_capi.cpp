@@ -102,6 +102,10 @@ int amp_capi_update_scale(float *scale, std::int32_t *tracker, const float *foun
   return guarded([&] { amp::update_scale(scale, tracker, found_inf, growth, backoff, interval, context(device, stream)); });
 }
 
+int amp_capi_inverse_scale(const float *scale, float *inv_scale, int device, void *stream) {
+  return guarded([&] { amp::inverse_scale(scale, inv_scale, context(device, stream)); });
+}
+
 int amp_capi_cast_copy(void *const *src, const std::int32_t *src_dtypes, void *const *dst,
                        const std::int32_t *dst_dtypes, const std::int64_t *numels, int count, int device, void *stream) {
   return guarded([&] {

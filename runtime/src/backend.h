@@ -45,6 +45,7 @@ template <class Fn> void apply(const Fn &fn, const ApplyArgs &args);
 void clip_coefficient(const float *norm, float clip_norm, ClipRule rule, float *coef_out);
 void update_scale(float *scale, std::int32_t *growth_tracker, const float *found_inf,
                   float growth_factor, float backoff_factor, std::int32_t growth_interval);
+void inverse_scale(const float *scale, float *inv_scale);
 void gemm(const GemmArgs &args, int threads);
 } // namespace cpu
 
@@ -55,6 +56,7 @@ void clip_coefficient(const float *norm, float clip_norm, ClipRule rule, float *
 void update_scale(float *scale, std::int32_t *growth_tracker, const float *found_inf,
                   float growth_factor, float backoff_factor, std::int32_t growth_interval,
                   const ExecContext &ctx);
+void inverse_scale(const float *scale, float *inv_scale, const ExecContext &ctx);
 void gemm(const GemmArgs &args, const ExecContext &ctx);
 bool available();
 /// Whether `p` may be dereferenced by kernels on `device` (device or managed memory).

@@ -217,4 +217,9 @@ AMP_HD void update_scale_rule(float *scale, std::int32_t *tracker, float found_i
   }
 }
 
+/// SEMANTICS.md's inverse: the reciprocal in double, rounded once to float.
+AMP_HD float inverse_scale_of(float scale) {
+  return static_cast<float>(1.0 / static_cast<double>(scale));
+}
+
 } // namespace amp::detail

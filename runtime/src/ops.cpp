@@ -269,6 +269,20 @@ void update_scale(float *scale, std::int32_t *growth_tracker, const float *found
 #endif
 }
 
+void inverse_scale(const float *scale, float *inv_scale, const ExecContext &ctx) {
+  const char *op = "inverse_scale";
+  check_context(op, ctx);
+  check_scalar(op, "scale", scale, ctx);
+  check_scalar(op, "inv_scale", inv_scale, ctx);
+  if (ctx.device.kind == DeviceKind::CPU) {
+    detail::cpu::inverse_scale(scale, inv_scale);
+    return;
+  }
+#if defined(AMP_WITH_CUDA)
+  detail::cuda::inverse_scale(scale, inv_scale, ctx);
+#endif
+}
+
 void cast_copy(const std::vector<TensorView> &src, const std::vector<TensorView> &dst,
                const ExecContext &ctx) {
   const char *op = "cast_copy";

@@ -355,6 +355,14 @@ TEST(CpuScalars, UpdateScaleFollowsPyTorchRule) {
   EXPECT_EQ(tiny, 0.5f);
 }
 
+TEST(CpuScalars, InverseScaleInDouble) {
+  for (float scale : {65536.0f, 3.0f, 1e-30f, 7.5e37f}) {
+    float inv = 0.0f;
+    inverse_scale(&scale, &inv, kCpu);
+    EXPECT_EQ(inv, static_cast<float>(1.0 / static_cast<double>(scale))) << scale;
+  }
+}
+
 TEST(CpuScalars, ClipCoefficientOnly) {
   const float norm = 4.0f;
   float coef = 0.0f;

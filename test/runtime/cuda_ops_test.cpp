@@ -235,6 +235,17 @@ TEST_F(CudaScalars, HostScalarsAndMixedDevicesAreErrors) {
   EXPECT_THROW(unscale_and_check(mixed, s.at(0), s.at(1), gpu_context()), Error);
 }
 
+TEST_F(CudaScalars, InverseScaleMatchesCpu) {
+  DeviceScalars s;
+  for (float scale : {65536.0f, 3.0f, 1e-30f}) {
+    s.set(0, scale);
+    inverse_scale(s.at(0), s.at(1), gpu_context());
+    float inv = 0.0f;
+    inverse_scale(&scale, &inv, kCpu);
+    EXPECT_EQ(s.get(1), inv) << scale;
+  }
+}
+
 TEST_F(CudaScalars, EmptyListNormIsZero) {
   DeviceScalars s;
   s.set(0, -1.0f);

@@ -90,6 +90,9 @@ void clip_coefficient(float clip_norm, const float *norm, ClipRule rule, float *
 void update_scale(float *scale, std::int32_t *growth_tracker, const float *found_inf,
                   float growth_factor, float backoff_factor, std::int32_t growth_interval,
                   const ExecContext &ctx);
+/// *inv_scale = float(1.0 / double(*scale)) (SEMANTICS.md), computed where the scale lives so that
+/// unscale_and_check and the fused steps never need the scale on the host.
+void inverse_scale(const float *scale, float *inv_scale, const ExecContext &ctx);
 
 // ---- 5. casts and copies ----------------------------------------------------------------------
 /// dst[i] = cast(src[i]); the lists pair up, each pair the same numel. Any dtype to any dtype.

@@ -249,5 +249,7 @@ void update_scale(float *scale, std::int32_t *growth_tracker, const float *found
                     growth_interval);
 }
 
+void inverse_scale(const float *scale, float *inv_scale) { *inv_scale = inverse_scale_of(*scale); }
+
 } // namespace cpu
 } // namespace amp::detail

@@ -237,6 +237,10 @@ __global__ void update_scale_kernel(float *scale, std::int32_t *tracker, const f
   update_scale_rule(scale, tracker, *found_inf, growth, backoff, interval);
 }
 
+__global__ void inverse_scale_kernel(const float *scale, float *inv_scale) {
+  *inv_scale = inverse_scale_of(*scale);
+}
+
 void check(const char *op, cudaError_t e) {
   if (e != cudaSuccess) {
     cudaGetLastError(); // clear a non-sticky error so later calls are not blamed for it
@@ -373,6 +377,12 @@ void update_scale(float *scale, std::int32_t *growth_tracker, const float *found
   update_scale_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
       scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval);
   check("update_scale", cudaGetLastError());
+}
+
+void inverse_scale(const float *scale, float *inv_scale, const ExecContext &ctx) {
+  DeviceGuard guard("inverse_scale", ctx.device.index);
+  inverse_scale_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(scale, inv_scale);
+  check("inverse_scale", cudaGetLastError());
 }
 
 bool available() {
