@@ -74,11 +74,22 @@ EditSet collectEdits(const Report &R, SourceTexts &Texts) {
     // The unit's edits that are new, i.e. not already made identically by an earlier unit.
     std::vector<Replacement> Unit;
     std::string Conflict;
+    std::string Kind = "conflicting edits";
     for (const Replacement &Raw : F.Fixes) {
       Replacement Rep(normalizedPath(Raw.getFilePath()), Raw.getOffset(), Raw.getLength(),
                       Raw.getReplacementText());
       if (llvm::is_contained(Unit, Rep))
         continue;
+      // An edit past the end (the file changed since it was analysed) would make the whole file
+      // fail to apply; refusing its step here lets the file's other steps through.
+      const std::string *Text = Texts.get(Raw.getFilePath().str());
+      if (Text && Rep.getOffset() + Rep.getLength() > Text->size()) {
+        Kind = "edit out of range";
+        Conflict = "its edit at " + Rep.getFilePath().str() + "@" +
+                   std::to_string(Rep.getOffset()) + " ends past the end of the file (" +
+                   std::to_string(Text->size()) + " bytes)";
+        break;
+      }
       std::vector<AcceptedEdit> &InFile = Accepted[Rep.getFilePath().str()];
       if (llvm::any_of(InFile, [&](const AcceptedEdit &A) { return A.Rep == Rep; }))
         continue;
@@ -111,8 +122,7 @@ EditSet collectEdits(const Report &R, SourceTexts &Texts) {
     }
 
     if (!Conflict.empty()) {
-      Set.Refused.push_back(where(F.Pos) + ": conflicting edits: " + Conflict +
-                            "; step not migrated");
+      Set.Refused.push_back(where(F.Pos) + ": " + Kind + ": " + Conflict + "; step not migrated");
       continue;
     }
     for (auto &[File, Reps] : Staged)

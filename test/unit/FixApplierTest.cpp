@@ -142,6 +142,20 @@ TEST(CollectEdits, AdjacentEditsDoNotConflict) {
                                       "void b() { y(); }\n");
 }
 
+TEST(CollectEdits, StaleStepIsRefusedAndOthersInTheFileApply) {
+  MapTexts T;
+  T.Files["m.cpp"] = Main;
+  Report R;
+  R.Findings.push_back(step("m.cpp", 2, 1, {Replacement("m.cpp", 26, 1, "X")}));
+  R.Findings.push_back(
+      step("m.cpp", 3, 1, {Replacement("m.cpp", 44, 1, "Y"), Replacement("m.cpp", 500, 0, "Z")}));
+  EditSet Set = collectEdits(R, T);
+  ASSERT_EQ(Set.Refused.size(), 1u);
+  EXPECT_EQ(Set.Refused[0], "m.cpp:3:1: edit out of range: its edit at m.cpp@500 ends past the "
+                            "end of the file (51 bytes); step not migrated");
+  EXPECT_EQ(applied(Set, T, "m.cpp"), "#include \"h.h\"\nvoid a() { X(); }\nvoid b() { y(); }\n");
+}
+
 // --- applyEdits ---------------------------------------------------------------------------------
 
 Replacements reps(std::initializer_list<Replacement> List) {
