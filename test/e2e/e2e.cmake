@@ -1,24 +1,43 @@
 # amp_e2e_programs(<before dir> <migrated dir> <programs>): for each program, a before executable,
 # one migrated executable per level in AMP_E2E_LEVELS_<program>, and a ctest e2e.<program>.<level>
 # that runs compare.py on the pair. Shared by the main build and the nested torch2 build.
+macro(amp_e2e_link target)
+  target_link_libraries(${target} PRIVATE amp_e2e_common)
+  if(AMP_E2E_PCH)
+    target_precompile_headers(${target} REUSE_FROM amp_e2e_common)
+  endif()
+  if(AMP_TORCH_RPATH)
+    set_target_properties(${target} PROPERTIES BUILD_RPATH "${AMP_TORCH_RPATH}")
+  endif()
+endmacro()
+
 function(amp_e2e_programs before_dir migrated_dir programs)
   set(compare ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/compare.py)
-  # One precompiled <torch/torch.h> for every program: it is most of each TU's compile time.
-  add_library(amp_e2e_pch OBJECT ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/pch.cpp)
-  target_link_libraries(amp_e2e_pch PUBLIC amp::torch)
-  target_include_directories(amp_e2e_pch PUBLIC ${before_dir})
-  target_precompile_headers(amp_e2e_pch PUBLIC <torch/torch.h> <ATen/autocast_mode.h>
-                            <amp/torch.h>)
-  get_target_property(torch_include_dirs amp::torch INTERFACE_INCLUDE_DIRECTORIES)
+  # Common settings of every program. With AMP_E2E_PCH (worth it from about 5 programs) one
+  # precompiled <torch/torch.h> serves them all: it is most of each TU's compile time.
+  if(AMP_E2E_PCH)
+    add_library(amp_e2e_common OBJECT ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/pch.cpp)
+    target_precompile_headers(amp_e2e_common PUBLIC <torch/torch.h> <ATen/autocast_mode.h>
+                              <amp/torch.h>)
+  else()
+    add_library(amp_e2e_common INTERFACE)
+  endif()
+  set(scope PUBLIC)
+  if(NOT AMP_E2E_PCH)
+    set(scope INTERFACE)
+  endif()
+  target_link_libraries(amp_e2e_common ${scope} amp::torch)
+  target_include_directories(amp_e2e_common ${scope} ${before_dir}
+                             ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/programs)
+  # The programs' own code is tiny and libtorch does the work: optimising it only costs compile
+  # time (-O0 about halves it).
+  target_compile_options(amp_e2e_common ${scope} -O0)
+  get_target_property(torch_include_dirs amp_torch INTERFACE_INCLUDE_DIRECTORIES)
 
   foreach(program IN LISTS programs)
     set(before_exe e2e_${program}_before)
     add_executable(${before_exe} ${before_dir}/${program}.cpp)
-    target_link_libraries(${before_exe} PRIVATE amp_e2e_pch)
-    target_precompile_headers(${before_exe} REUSE_FROM amp_e2e_pch)
-    if(AMP_TORCH_RPATH)
-      set_target_properties(${before_exe} PROPERTIES BUILD_RPATH "${AMP_TORCH_RPATH}")
-    endif()
+    amp_e2e_link(${before_exe})
 
     foreach(level IN LISTS AMP_E2E_LEVELS_${program})
       set(after_src ${CMAKE_CURRENT_BINARY_DIR}/migrated/${program}_${level}.cpp)
@@ -45,11 +64,7 @@ function(amp_e2e_programs before_dir migrated_dir programs)
       endif()
       set(after_exe e2e_${program}_${level})
       add_executable(${after_exe} ${after_src})
-      target_link_libraries(${after_exe} PRIVATE amp_e2e_pch)
-      target_precompile_headers(${after_exe} REUSE_FROM amp_e2e_pch)
-      if(AMP_TORCH_RPATH)
-        set_target_properties(${after_exe} PROPERTIES BUILD_RPATH "${AMP_TORCH_RPATH}")
-      endif()
+      amp_e2e_link(${after_exe})
       add_test(NAME e2e.${program}.${level}
                COMMAND ${Python3_EXECUTABLE} ${compare} --before $<TARGET_FILE:${before_exe}>
                        --after $<TARGET_FILE:${after_exe}> --level ${level})
