@@ -1,0 +1,100 @@
+// A small libtorch training program in the *before* form amp-migrate rewrites: autocast switched
+// on around forward and loss, a loss scaler class of the project's own (a port of Python's
+// GradScaler), clip_grad_norm_ after unscale_, step and update. Runs on the CPU (autocast bf16).
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+
+namespace train {
+
+/// The project's own port of torch.cuda.amp.GradScaler (libtorch has none).
+class GradScaler {
+public:
+  explicit GradScaler(double init_scale = 65536.0, int growth_interval = 2000)
+      : scale_(init_scale), growth_interval_(growth_interval) {}
+
+  torch::Tensor scale(const torch::Tensor &loss) const { return loss * scale_; }
+
+  void unscale_(torch::optim::Optimizer &optimizer) {
+    torch::NoGradGuard no_grad;
+    for (auto &p : optimizer.parameters()) {
+      if (!p.grad().defined())
+        continue;
+      if (!torch::isfinite(p.grad()).all().item<bool>())
+        found_inf_ = true;
+      p.mutable_grad().mul_(1.0 / scale_);
+    }
+    unscaled_ = true;
+  }
+
+  void step(torch::optim::Optimizer &optimizer) {
+    if (!unscaled_)
+      unscale_(optimizer);
+    if (!found_inf_)
+      optimizer.step();
+  }
+
+  void update() {
+    if (found_inf_) {
+      scale_ *= 0.5;
+      tracker_ = 0;
+    } else if (++tracker_ == growth_interval_) {
+      scale_ *= 2.0;
+      tracker_ = 0;
+    }
+    found_inf_ = unscaled_ = false;
+  }
+
+private:
+  double scale_;
+  int growth_interval_, tracker_ = 0;
+  bool found_inf_ = false, unscaled_ = false;
+};
+
+} // namespace train
+
+struct NetImpl : torch::nn::Module {
+  NetImpl() {
+    fc1 = register_module("fc1", torch::nn::Linear(64, 256));
+    bn = register_module("bn", torch::nn::BatchNorm1d(256));
+    fc2 = register_module("fc2", torch::nn::Linear(256, 256));
+    fc3 = register_module("fc3", torch::nn::Linear(256, 10));
+  }
+  torch::Tensor forward(const torch::Tensor &x) {
+    auto h = bn->forward(torch::relu(fc1->forward(x)));
+    h = torch::relu(fc2->forward(h));
+    return torch::log_softmax(fc3->forward(h), 1);
+  }
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
+  torch::nn::BatchNorm1d bn{nullptr};
+};
+TORCH_MODULE(Net);
+
+int main() {
+  torch::manual_seed(7);
+  auto inputs = torch::randn({1024, 64});
+  auto targets = inputs.matmul(torch::randn({64, 10})).argmax(1);
+  Net model;
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  train::GradScaler scaler(1024.0, 100);
+  const double max_norm = 1.0;
+
+  model->train();
+  for (int step = 0; step < 50; ++step) {
+    auto data = inputs.narrow(0, (step * 64) % 1024, 64);
+    auto target = targets.narrow(0, (step * 64) % 1024, 64);
+    optimizer.zero_grad();
+    at::autocast::set_cpu_enabled(true);
+    auto output = model->forward(data);
+    auto loss = torch::nll_loss(output, target);
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+    scaler.scale(loss).backward();
+    scaler.unscale_(optimizer);
+    torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
+    scaler.step(optimizer);
+    scaler.update();
+    std::printf("step %d loss %.5f\n", step, loss.item<double>());
+  }
+}
