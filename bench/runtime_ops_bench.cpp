@@ -31,10 +31,12 @@ double measure_memcpy_bandwidth() {
       std::vector<std::thread> pool;
       const std::size_t slice = bytes / t;
       for (unsigned i = 0; i < t; ++i)
-        pool.emplace_back([&, i] { std::memcpy(dst.data() + i * slice, src.data() + i * slice, slice); });
+        pool.emplace_back(
+            [&, i] { std::memcpy(dst.data() + i * slice, src.data() + i * slice, slice); });
       for (auto &th : pool)
         th.join();
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       best = std::max(best, 2.0 * static_cast<double>(bytes) / s);
     }
   }
@@ -81,11 +83,14 @@ DType dtype_of(const benchmark::State &state) { return static_cast<DType>(state.
 
 void report(benchmark::State &state, double bytes_per_element) {
   const Shape s = shape_of(state);
-  const double bytes = bytes_per_element * static_cast<double>(s.count) * static_cast<double>(s.size);
-  state.SetBytesProcessed(static_cast<std::int64_t>(bytes * static_cast<double>(state.iterations())));
+  const double bytes =
+      bytes_per_element * static_cast<double>(s.count) * static_cast<double>(s.size);
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(bytes * static_cast<double>(state.iterations())));
   state.counters["frac_of_memcpy"] = benchmark::Counter(
       bytes * static_cast<double>(state.iterations()) / g_memcpy_bw, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(s.count == kLarge.count ? "large" : "small") + "/" + dtype_name(dtype_of(state)));
+  state.SetLabel(std::string(s.count == kLarge.count ? "large" : "small") + "/" +
+                 dtype_name(dtype_of(state)));
 }
 
 const ExecContext kCpu{};
@@ -156,7 +161,8 @@ void BM_cast_copy_to_bf16(benchmark::State &state) {
 
 void BM_fused_sgd_step(benchmark::State &state) {
   const Shape s = shape_of(state);
-  List p(DType::F32, s.count, s.size), g(dtype_of(state), s.count, s.size), buf(DType::F32, s.count, s.size);
+  List p(DType::F32, s.count, s.size), g(dtype_of(state), s.count, s.size),
+      buf(DType::F32, s.count, s.size);
   List copy(DType::BF16, s.count, s.size);
   SgdOptions o;
   o.lr = 1e-6f;
@@ -170,8 +176,9 @@ void BM_fused_sgd_step(benchmark::State &state) {
 
 void BM_fused_adam_step(benchmark::State &state) {
   const Shape s = shape_of(state);
-  List p(DType::F32, s.count, s.size), g(dtype_of(state), s.count, s.size), m(DType::F32, s.count, s.size),
-      v(DType::F32, s.count, s.size), copy(DType::BF16, s.count, s.size);
+  List p(DType::F32, s.count, s.size), g(dtype_of(state), s.count, s.size),
+      m(DType::F32, s.count, s.size), v(DType::F32, s.count, s.size),
+      copy(DType::BF16, s.count, s.size);
   AdamOptions o;
   o.adamw = true;
   o.weight_decay = 0.01f;
@@ -188,8 +195,9 @@ void BM_fused_adam_step(benchmark::State &state) {
 /// p, m, v, copy). Reported against the bytes of both passes.
 void BM_fused_chain_adam(benchmark::State &state) {
   const Shape s = shape_of(state);
-  List p(DType::F32, s.count, s.size), g(dtype_of(state), s.count, s.size), m(DType::F32, s.count, s.size),
-      v(DType::F32, s.count, s.size), copy(DType::BF16, s.count, s.size);
+  List p(DType::F32, s.count, s.size), g(dtype_of(state), s.count, s.size),
+      m(DType::F32, s.count, s.size), v(DType::F32, s.count, s.size),
+      copy(DType::BF16, s.count, s.size);
   AdamOptions o;
   o.lr = 1e-6f;
   o.step = 10;

@@ -2,15 +2,17 @@
 //
 // A functor sees one element position across its lists as an array of fp32 values `v` (already
 // widened from the list's storage type), updates the values of the lists it writes, and reports a
-// square for the norm and an inf/NaN flag through an ElementStat. Scalars that live in device memory
-// (inv_scale, norm, found_inf) are read once per block (CUDA) or per call (CPU) by `resolve()`,
-// never by the host between launches: that is what keeps the operations free of host syncs.
+// square for the norm and an inf/NaN flag through an ElementStat. Scalars that live in device
+// memory (inv_scale, norm, found_inf) are read once per block (CUDA) or per call (CPU) by
+// `resolve()`, never by the host between launches: that is what keeps the operations free of host
+// syncs.
 //
 // Each functor declares:
 //   kLists            number of lists it walks,
 //   reads(l)          whether list l is loaded (an output-only list costs only its write),
 //   writes(l)         whether list l is stored back (a read-only list costs only its read),
-//   resolve()         read device scalars into plain members; returns false when the whole call is a
+//   resolve()         read device scalars into plain members; returns false when the whole call is
+//   a
 //                     no-op (an inf was found before a fused step, or inv_scale == 1 for unscale),
 //   operator()(v, s)  the element math.
 #pragma once
@@ -170,8 +172,8 @@ struct AdamStep {
   StepScalars scalars;
   float lr, beta1, beta2, eps, weight_decay;
   bool adamw, has_copy;
-  float step_size;          ///< lr / (1 - beta1^step)
-  float inv_sqrt_bias2;     ///< 1 / sqrt(1 - beta2^step)
+  float step_size;      ///< lr / (1 - beta1^step)
+  float inv_sqrt_bias2; ///< 1 / sqrt(1 - beta2^step)
   AMP_HD bool reads(int l) const { return l < 4; }
   AMP_HD bool writes(int l) const { return l != 1 && (l != 4 || has_copy); }
   AMP_HD bool resolve() { return scalars.resolve(); }

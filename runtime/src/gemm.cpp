@@ -1,4 +1,5 @@
-// The public GEMM entry point: shape, dtype and device validation, then the CPU reference or cuBLASLt.
+// The public GEMM entry point: shape, dtype and device validation, then the CPU reference or
+// cuBLASLt.
 #include "amp/runtime.h"
 
 #include "backend.h"

@@ -65,7 +65,8 @@ AMP_HD float half_to_float(std::uint16_t h) {
   // Rebiasing by a multiply by 2^112 maps normals and subnormals alike onto fp32.
   float f = bits_float(shifted) * 0x1p112f;
   // inf/NaN keep their mantissa and get the all-ones fp32 exponent.
-  const std::uint32_t out = select(mask_if(magnitude >= 0x7c00u), shifted | 0x7f800000u, float_bits(f));
+  const std::uint32_t out =
+      select(mask_if(magnitude >= 0x7c00u), shifted | 0x7f800000u, float_bits(f));
   return bits_float(out | sign);
 #endif
 }
@@ -84,7 +85,8 @@ AMP_HD std::uint16_t float_to_half(float f) {
   const std::uint32_t subnormal = float_bits(sub) - (126u << 23);
   // Normal results: rebias the exponent and round the 13 dropped bits to nearest even.
   const std::uint32_t odd = (x >> 13) & 1u;
-  const std::uint32_t normal = (x + (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu + odd) >> 13;
+  const std::uint32_t normal =
+      (x + (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu + odd) >> 13;
   std::uint32_t out = select(mask_if(x < (113u << 23)), subnormal, normal);
   out = select(mask_if(x >= 0x477ff000u), special, out);
   return static_cast<std::uint16_t>(out | sign);

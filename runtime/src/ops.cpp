@@ -66,37 +66,40 @@ void check_list(const char *op, const char *what, const std::vector<TensorView> 
     const TensorView &t = list[i];
     const auto idx = static_cast<std::int64_t>(i);
     if (!valid_dtype(t.dtype))
-      fail(op, idx, std::string(what) + " has an unknown dtype code " +
-                        std::to_string(static_cast<int>(t.dtype)));
+      fail(op, idx,
+           std::string(what) + " has an unknown dtype code " +
+               std::to_string(static_cast<int>(t.dtype)));
     if (only_f32 && t.dtype != DType::F32)
       fail(op, idx, std::string(what) + " must be f32, got " + dtype_name(t.dtype));
     if (t.device != ctx.device)
-      fail(op, idx, std::string(what) + " is on " + device_name(t.device) +
-                        " but the call runs on " + device_name(ctx.device) +
-                        " (all tensors of a call must be on one device)");
+      fail(op, idx,
+           std::string(what) + " is on " + device_name(t.device) + " but the call runs on " +
+               device_name(ctx.device) + " (all tensors of a call must be on one device)");
     if (t.numel < 0)
       fail(op, idx, std::string(what) + " has a negative numel " + std::to_string(t.numel));
     if (t.numel > 0 && t.data == nullptr)
-      fail(op, idx, std::string(what) + " has a null data pointer with numel " +
-                        std::to_string(t.numel));
+      fail(op, idx,
+           std::string(what) + " has a null data pointer with numel " + std::to_string(t.numel));
     // Element alignment is what the kernels need (vector loads fall back to scalar ones when a
     // tensor is not 16-byte aligned); a misaligned element pointer is a bug in the caller.
     if (reinterpret_cast<std::uintptr_t>(t.data) % dtype_size(t.dtype) != 0)
-      fail(op, idx, std::string(what) + " data pointer is not aligned to its " +
-                        std::to_string(dtype_size(t.dtype)) + "-byte element size");
+      fail(op, idx,
+           std::string(what) + " data pointer is not aligned to its " +
+               std::to_string(dtype_size(t.dtype)) + "-byte element size");
   }
 }
 
 void check_pairs(const char *op, const char *a_name, const std::vector<TensorView> &a,
                  const char *b_name, const std::vector<TensorView> &b) {
   if (a.size() != b.size())
-    fail(op, -1, std::string(a_name) + " has " + std::to_string(a.size()) + " tensors but " +
-                     b_name + " has " + std::to_string(b.size()));
+    fail(op, -1,
+         std::string(a_name) + " has " + std::to_string(a.size()) + " tensors but " + b_name +
+             " has " + std::to_string(b.size()));
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].numel != b[i].numel)
       fail(op, static_cast<std::int64_t>(i),
-           std::string(a_name) + " has " + std::to_string(a[i].numel) + " elements but " +
-               b_name + " has " + std::to_string(b[i].numel));
+           std::string(a_name) + " has " + std::to_string(a[i].numel) + " elements but " + b_name +
+               " has " + std::to_string(b[i].numel));
 }
 
 void check_context(const char *op, const ExecContext &ctx) {
@@ -120,8 +123,9 @@ void check_scalar(const char *op, const char *what, const void *p, const ExecCon
   }
 #if defined(AMP_WITH_CUDA)
   if (ctx.device.kind == DeviceKind::CUDA && !detail::cuda::is_device_pointer(p, ctx.device.index))
-    fail(op, -1, std::string(what) + " must point to memory on " + device_name(ctx.device) +
-                     " (scalars live on the device so that no op synchronises the host)");
+    fail(op, -1,
+         std::string(what) + " must point to memory on " + device_name(ctx.device) +
+             " (scalars live on the device so that no op synchronises the host)");
 #else
   (void)ctx;
 #endif
@@ -189,8 +193,8 @@ void unscale_check_and_norm(const std::vector<TensorView> &grads, const float *i
   run(fn, args);
 }
 
-void check_and_norm(const std::vector<TensorView> &grads, const float *inv_scale,
-                    float *found_inf, float *norm, const ExecContext &ctx) {
+void check_and_norm(const std::vector<TensorView> &grads, const float *inv_scale, float *found_inf,
+                    float *norm, const ExecContext &ctx) {
   const char *op = "check_and_norm";
   check_context(op, ctx);
   check_list(op, "grads", grads, ctx);
@@ -370,8 +374,8 @@ void fused_adam_step(const std::vector<TensorView> &params, const std::vector<Te
   check_list(op, "exp_avg_sq", exp_avg_sq, ctx, /*only_f32=*/true);
   check_pairs(op, "params", params, "exp_avg_sq", exp_avg_sq);
   if (opt.step < 1)
-    fail(op, -1, "step must be >= 1 (the step number after this update), got " +
-                     std::to_string(opt.step));
+    fail(op, -1,
+         "step must be >= 1 (the step number after this update), got " + std::to_string(opt.step));
   if (!(opt.beta1 >= 0.0f && opt.beta1 < 1.0f) || !(opt.beta2 >= 0.0f && opt.beta2 < 1.0f))
     fail(op, -1, "betas must be in [0, 1)");
   if (opt.lr < 0.0f || opt.eps < 0.0f || opt.weight_decay < 0.0f)

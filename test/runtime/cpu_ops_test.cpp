@@ -1,4 +1,5 @@
-// CPU backend against float64 references: every list op, all dtypes, lists of 1, 7 and 1,100 tensors.
+// CPU backend against float64 references: every list op, all dtypes, lists of 1, 7 and 1,100
+// tensors.
 #include "test_support.h"
 
 #include <algorithm>
@@ -125,7 +126,8 @@ TEST_P(CpuOps, CheckAndNormIsReadOnly) {
 
 double ref_coef(double norm, double clip, ClipRule rule) {
   if (rule == ClipRule::PyTorch)
-    return std::min(1.0, static_cast<double>(static_cast<float>(clip) / (static_cast<float>(norm) + 1e-6f)));
+    return std::min(
+        1.0, static_cast<double>(static_cast<float>(clip) / (static_cast<float>(norm) + 1e-6f)));
   return clip / std::max(norm, clip);
 }
 
@@ -151,7 +153,8 @@ TEST_P(CpuOps, ClipByGlobalNormBothRulesInAndOutOfPlace) {
           for (double &v : want[t])
             v = x[t].round(v * c);
         EXPECT_TRUE(lists_close(in_place ? x : out, want, rtol()))
-            << "rule " << static_cast<int>(rule) << " in_place " << in_place << " fraction " << fraction;
+            << "rule " << static_cast<int>(rule) << " in_place " << in_place << " fraction "
+            << fraction;
         if (fraction > 1.0 && rule == ClipRule::MindSpore) {
           EXPECT_EQ(coef, 1.0f);
         }
@@ -207,9 +210,10 @@ void ref_sgd(std::vector<std::vector<double>> &p, const std::vector<std::vector<
 }
 
 TEST_P(CpuOps, FusedSgdStepMatchesFloat64) {
-  const SgdOptions variants[] = {
-      {0.1f, 0.0f, 0.0f, 0.0f, false, false},  {0.1f, 0.9f, 0.0f, 0.01f, false, true},
-      {0.05f, 0.9f, 0.1f, 0.0f, false, false}, {0.05f, 0.9f, 0.0f, 0.001f, true, false}};
+  const SgdOptions variants[] = {{0.1f, 0.0f, 0.0f, 0.0f, false, false},
+                                 {0.1f, 0.9f, 0.0f, 0.01f, false, true},
+                                 {0.05f, 0.9f, 0.1f, 0.0f, false, false},
+                                 {0.05f, 0.9f, 0.0f, 0.001f, true, false}};
   for (const SgdOptions &o : variants) {
     HostList p = random_list(DType::F32, sizes(), 20);
     HostList g = random_list(dtype(), sizes(), 21, 1.0, 300.0);
@@ -320,11 +324,13 @@ TEST_P(CpuOps, FusedStepWithoutModelCopiesOrScalars) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<std::tuple<DType, Shape>> &info) {
-  return std::string(dtype_name(std::get<0>(info.param))) + "_" + shape_name(std::get<1>(info.param));
+  return std::string(dtype_name(std::get<0>(info.param))) + "_" +
+         shape_name(std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypesAndShapes, CpuOps,
-                         ::testing::Combine(::testing::ValuesIn(kAllDTypes), ::testing::ValuesIn(kAllShapes)),
+                         ::testing::Combine(::testing::ValuesIn(kAllDTypes),
+                                            ::testing::ValuesIn(kAllShapes)),
                          param_name);
 
 // ---- scalars, empty inputs ------------------------------------------------------------------

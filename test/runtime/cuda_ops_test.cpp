@@ -1,5 +1,5 @@
-// CUDA backend against the CPU backend on the same inputs: every list op, all dtypes and list shapes.
-// Skips (with the reason) where no GPU or driver is present.
+// CUDA backend against the CPU backend on the same inputs: every list op, all dtypes and list
+// shapes. Skips (with the reason) where no GPU or driver is present.
 #include "test_support.h"
 
 #include <cuda_runtime.h>
@@ -59,7 +59,9 @@ struct DeviceScalars {
   }
   ~DeviceScalars() { cudaFree(d); }
   float *at(int i) { return d + i; }
-  void set(int i, float v) { EXPECT_EQ(cudaMemcpy(d + i, &v, 4, cudaMemcpyHostToDevice), cudaSuccess); }
+  void set(int i, float v) {
+    EXPECT_EQ(cudaMemcpy(d + i, &v, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  }
   float get(int i) {
     float v = 0;
     EXPECT_EQ(cudaMemcpy(&v, d + i, 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -159,7 +161,8 @@ TEST_P(CudaOps, FusedStepsMatchCpuAndSkipOnInf) {
   o.adamw = true;
   o.weight_decay = 0.01f;
   o.step = 5;
-  fused_adam_step(views(p), views(g), views(m), views(v), views(copy), o, &inv, &coef, &found, kCpu);
+  fused_adam_step(views(p), views(g), views(m), views(v), views(copy), o, &inv, &coef, &found,
+                  kCpu);
   fused_adam_step(dp.views, dg.views, dm.views, dv.views, dcopy.views, o, s.at(0), s.at(1), s.at(2),
                   gpu_context());
   EXPECT_TRUE(lists_close(dp.to_host(), as_doubles(p), 1e-6, 1e-7));
@@ -185,7 +188,8 @@ TEST_P(CudaOps, FusedStepsMatchCpuAndSkipOnInf) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypesAndShapes, CudaOps,
-                         ::testing::Combine(::testing::ValuesIn(kAllDTypes), ::testing::ValuesIn(kAllShapes)),
+                         ::testing::Combine(::testing::ValuesIn(kAllDTypes),
+                                            ::testing::ValuesIn(kAllShapes)),
                          [](const auto &info) {
                            return std::string(dtype_name(std::get<0>(info.param))) + "_" +
                                   shape_name(std::get<1>(info.param));
@@ -228,7 +232,8 @@ TEST_F(CudaScalars, HostScalarsAndMixedDevicesAreErrors) {
     unscale_and_check(gpu.views, &host_inv, s.at(0), gpu_context());
     FAIL() << "expected an error";
   } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("inv_scale must point to memory on cuda:0"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("inv_scale must point to memory on cuda:0"),
+              std::string::npos);
   }
   auto mixed = gpu.views;
   mixed[1] = views(cpu)[1];

@@ -1,4 +1,5 @@
-// Shared test scaffolding: host tensors of any dtype, random lists shaped like models, fp64 readback.
+// Shared test scaffolding: host tensors of any dtype, random lists shaped like models, fp64
+// readback.
 #pragma once
 
 #include "amp/runtime.h"
@@ -213,12 +214,13 @@ inline ::testing::AssertionResult close(double got, double want, double rtol, do
     return ::testing::AssertionSuccess();
   if (std::fabs(got - want) <= atol + rtol * std::fabs(want))
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << got << ", want " << want << " (rtol " << rtol
-                                       << ")";
+  return ::testing::AssertionFailure()
+         << "got " << got << ", want " << want << " (rtol " << rtol << ")";
 }
 
 /// Compares every element of two lists; stops at the first few mismatches.
-inline ::testing::AssertionResult lists_close(const HostList &got, const std::vector<std::vector<double>> &want,
+inline ::testing::AssertionResult lists_close(const HostList &got,
+                                              const std::vector<std::vector<double>> &want,
                                               double rtol, double atol = 1e-30) {
   int failures = 0;
   std::string msg;
@@ -226,7 +228,8 @@ inline ::testing::AssertionResult lists_close(const HostList &got, const std::ve
     for (std::int64_t i = 0; i < got[t].numel; ++i) {
       auto r = close(got[t].get(i), want[t][static_cast<std::size_t>(i)], rtol, atol);
       if (!r && failures++ < 5)
-        msg += "tensor " + std::to_string(t) + " element " + std::to_string(i) + ": " + r.message() + "\n";
+        msg += "tensor " + std::to_string(t) + " element " + std::to_string(i) + ": " +
+               r.message() + "\n";
     }
   if (failures == 0)
     return ::testing::AssertionSuccess();
@@ -242,8 +245,8 @@ inline ::testing::AssertionResult lists_equal_bits(const HostList &a, const Host
       for (std::int64_t i = 0; i < a[t].numel; ++i) {
         const double x = a[t].get(i), y = b[t].get(i);
         if (!(x == y || (std::isnan(x) && std::isnan(y))))
-          return ::testing::AssertionFailure() << "tensor " << t << " element " << i << ": " << x
-                                               << " vs " << y;
+          return ::testing::AssertionFailure()
+                 << "tensor " << t << " element " << i << ": " << x << " vs " << y;
       }
     }
   }

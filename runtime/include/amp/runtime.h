@@ -67,8 +67,8 @@ void unscale_check_and_norm(const std::vector<TensorView> &grads, const float *i
                             float *found_inf, float *norm, const ExecContext &ctx);
 /// Read-only variant for fused chains: *norm = global norm of grads * (*inv_scale) (null = 1) and
 /// *found_inf set on any inf/NaN, without writing the grads (a fused step applies the unscale).
-void check_and_norm(const std::vector<TensorView> &grads, const float *inv_scale,
-                    float *found_inf, float *norm, const ExecContext &ctx);
+void check_and_norm(const std::vector<TensorView> &grads, const float *inv_scale, float *found_inf,
+                    float *norm, const ExecContext &ctx);
 
 // ---- 3. clip by global norm -------------------------------------------------------------------
 enum class ClipRule : std::uint8_t {
@@ -116,7 +116,7 @@ void fused_sgd_step(const std::vector<TensorView> &params, const std::vector<Ten
 
 struct AdamOptions {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
-  bool adamw = false; ///< decoupled weight decay
+  bool adamw = false;    ///< decoupled weight decay
   std::int64_t step = 1; ///< the step number after this update (bias correction)
 };
 void fused_adam_step(const std::vector<TensorView> &params, const std::vector<TensorView> &grads,

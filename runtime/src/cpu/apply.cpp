@@ -1,4 +1,5 @@
-// CPU multi-tensor apply: runs a functor from functors.h over lists of tensors, chunked and threaded.
+// CPU multi-tensor apply: runs a functor from functors.h over lists of tensors, chunked and
+// threaded.
 //
 // Work is cut into the same 2^16-element chunks as on the GPU; chunks are spread over OpenMP
 // threads (dynamic schedule: tensors of very different sizes still balance). Inside a chunk, blocks
@@ -49,20 +50,25 @@ constexpr int kLanes = 8;
 #if defined(AMP_HAVE_F16C_PATH)
 // fp16 conversions are the one place where the portable bit manipulation costs more than the memory
 // traffic; x86 CPUs since 2012 convert 8 at a time in hardware (F16C). Chosen at run time, so the
-// library still runs on any x86-64. Same results as numeric.h: round to nearest even, NaN stays NaN.
-__attribute__((target("avx,f16c"))) void widen_half_f16c(float *dst, const std::uint16_t *src, int n) {
+// library still runs on any x86-64. Same results as numeric.h: round to nearest even, NaN stays
+// NaN.
+__attribute__((target("avx,f16c"))) void widen_half_f16c(float *dst, const std::uint16_t *src,
+                                                         int n) {
   int j = 0;
   for (; j + 8 <= n; j += 8)
-    _mm256_storeu_ps(dst + j, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + j))));
+    _mm256_storeu_ps(dst + j,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + j))));
   for (; j < n; ++j)
     dst[j] = half_to_float(src[j]);
 }
 
-__attribute__((target("avx,f16c"))) void narrow_half_f16c(std::uint16_t *dst, const float *src, int n) {
+__attribute__((target("avx,f16c"))) void narrow_half_f16c(std::uint16_t *dst, const float *src,
+                                                          int n) {
   int j = 0;
   for (; j + 8 <= n; j += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + j),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(dst + j),
+        _mm256_cvtps_ph(_mm256_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   for (; j < n; ++j)
     dst[j] = float_to_half(src[j]);
 }
@@ -73,7 +79,8 @@ const bool kHasF16C = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f
 void load_block(float *dst, const TensorView &t, std::int64_t begin, int n) {
   switch (t.dtype) {
   case DType::F32:
-    std::memcpy(dst, static_cast<const float *>(t.data) + begin, sizeof(float) * static_cast<std::size_t>(n));
+    std::memcpy(dst, static_cast<const float *>(t.data) + begin,
+                sizeof(float) * static_cast<std::size_t>(n));
     return;
   case DType::F16: {
     const auto *src = static_cast<const std::uint16_t *>(t.data) + begin;
@@ -99,7 +106,8 @@ void load_block(float *dst, const TensorView &t, std::int64_t begin, int n) {
 void store_block(const TensorView &t, std::int64_t begin, const float *src, int n) {
   switch (t.dtype) {
   case DType::F32:
-    std::memcpy(static_cast<float *>(t.data) + begin, src, sizeof(float) * static_cast<std::size_t>(n));
+    std::memcpy(static_cast<float *>(t.data) + begin, src,
+                sizeof(float) * static_cast<std::size_t>(n));
     return;
   case DType::F16: {
     auto *dst = static_cast<std::uint16_t *>(t.data) + begin;
@@ -127,8 +135,7 @@ struct ChunkResult {
   unsigned nonfinite = 0;
 };
 
-template <class Fn>
-ChunkResult run_chunk(const Fn &fn, const ApplyArgs &args, const Chunk &chunk) {
+template <class Fn> ChunkResult run_chunk(const Fn &fn, const ApplyArgs &args, const Chunk &chunk) {
   constexpr int L = Fn::kLists;
   alignas(64) float values[L][kBlock] = {};
   alignas(64) float squares[kBlock];
@@ -212,7 +219,9 @@ template <class Fn> void apply(const Fn &fn_in, const ApplyArgs &args) {
   unsigned nonfinite = 0;
   const int threads = thread_count(elements, args.ctx.threads);
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 1) reduction(| : nonfinite) num_threads(threads) if (threads > 1)
+#pragma omp parallel for schedule(dynamic, 1) reduction(|                                          \
+                                                        : nonfinite)                               \
+    num_threads(threads) if (threads > 1)
 #endif
   for (std::int64_t i = 0; i < count; ++i) {
     const ChunkResult r = run_chunk(fn, args, chunks[static_cast<std::size_t>(i)]);

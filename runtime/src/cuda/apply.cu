@@ -1,16 +1,17 @@
 // CUDA multi-tensor apply: one launch runs a functor from functors.h over many tensors, chunked.
 //
-// Design (as Apex/PyTorch multi_tensor_apply, with 32 KB kernel parameters, CUDA >= 12.1, sm >= 70):
-// the host packs up to Limits<L>::tensors tensors (a pointer and dtype per list, numel, a vector
-// flag) and up to 2048 (tensor, chunk) block assignments into the kernel argument, so a launch needs
-// no device-side metadata buffer and no host-to-device copy. Each block walks one 2^16-element chunk
-// with 512 threads; when every list of a tensor is aligned, each thread moves 4 elements per list per
-// load (16 bytes of fp32, 8 bytes of fp16/bf16), two such groups in flight per iteration.
+// Design (as Apex/PyTorch multi_tensor_apply, with 32 KB kernel parameters, CUDA >= 12.1, sm >=
+// 70): the host packs up to Limits<L>::tensors tensors (a pointer and dtype per list, numel, a
+// vector flag) and up to 2048 (tensor, chunk) block assignments into the kernel argument, so a
+// launch needs no device-side metadata buffer and no host-to-device copy. Each block walks one
+// 2^16-element chunk with 512 threads; when every list of a tensor is aligned, each thread moves 4
+// elements per list per load (16 bytes of fp32, 8 bytes of fp16/bf16), two such groups in flight
+// per iteration.
 //
-// Norms: each block writes its sum of squares to its own slot of a stream-ordered scratch buffer (no
-// atomics); one cleanup block adds the slots in a fixed order in fp64 and takes the sqrt. The same
-// list therefore gives the same bits on every run. inf/NaN: a block that saw one stores 1.0f into
-// found_inf (racing stores of the same value are benign); nothing ever stores 0 there.
+// Norms: each block writes its sum of squares to its own slot of a stream-ordered scratch buffer
+// (no atomics); one cleanup block adds the slots in a fixed order in fp64 and takes the sqrt. The
+// same list therefore gives the same bits on every run. inf/NaN: a block that saw one stores 1.0f
+// into found_inf (racing stores of the same value are benign); nothing ever stores 0 there.
 //
 // Bytes moved per element = sum over lists read of their element size + over lists written. The
 // floor of a launch is that total / the device's copy bandwidth (H200: ~4.3 TB/s).
@@ -83,10 +84,9 @@ __device__ __forceinline__ void load4(const void *base, std::uint8_t dt, std::in
     return;
   }
   const uint2 x = *reinterpret_cast<const uint2 *>(static_cast<const std::uint16_t *>(base) + i);
-  const std::uint16_t h[4] = {static_cast<std::uint16_t>(x.x & 0xffffu),
-                              static_cast<std::uint16_t>(x.x >> 16),
-                              static_cast<std::uint16_t>(x.y & 0xffffu),
-                              static_cast<std::uint16_t>(x.y >> 16)};
+  const std::uint16_t h[4] = {
+      static_cast<std::uint16_t>(x.x & 0xffffu), static_cast<std::uint16_t>(x.x >> 16),
+      static_cast<std::uint16_t>(x.y & 0xffffu), static_cast<std::uint16_t>(x.y >> 16)};
   const bool half = static_cast<DType>(dt) == DType::F16;
 #pragma unroll
   for (int e = 0; e < 4; ++e)
@@ -117,7 +117,8 @@ __global__ void __launch_bounds__(kThreads)
   if (!fn.resolve())
     return;
   const int t = meta.block_tensor[blockIdx.x];
-  const std::int64_t begin = static_cast<std::int64_t>(meta.block_chunk[blockIdx.x]) * kChunkElements;
+  const std::int64_t begin =
+      static_cast<std::int64_t>(meta.block_chunk[blockIdx.x]) * kChunkElements;
   const std::int64_t remaining = meta.numel[t] - begin;
   const int n = static_cast<int>(remaining < kChunkElements ? remaining : kChunkElements);
 

@@ -1,9 +1,9 @@
 // Mixed-precision GEMM on CUDA through cuBLASLt: fp16/bf16 (or fp32) inputs, fp32 accumulation,
 // output dtype of choice, optional bias and ReLU fused into the epilogue.
 //
-// The API is row-major; cuBLASLt is column-major. A row-major C[m,n] is a column-major C^T[n,m], and
-// C^T = op(B)^T op(A)^T, so B goes in cuBLASLt's A slot and A in its B slot; the per-row bias of
-// the column-major result is then the per-column bias[n] of the row-major one.
+// The API is row-major; cuBLASLt is column-major. A row-major C[m,n] is a column-major C^T[n,m],
+// and C^T = op(B)^T op(A)^T, so B goes in cuBLASLt's A slot and A in its B slot; the per-row bias
+// of the column-major result is then the per-column bias[n] of the row-major one.
 #include "../backend.h"
 
 #include <cublasLt.h>
@@ -21,7 +21,8 @@ namespace {
 
 void check_lt(cublasStatus_t s, const char *what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    gemm_fail(std::string(what) + " failed: cuBLASLt status " + std::to_string(static_cast<int>(s)));
+    gemm_fail(std::string(what) + " failed: cuBLASLt status " +
+              std::to_string(static_cast<int>(s)));
 }
 
 void check_rt(cudaError_t e, const char *what) {
@@ -101,49 +102,59 @@ Plan make_plan(const GemmArgs &g, cublasLtHandle_t handle) {
   // Swapped operands (see the file comment): cuBLASLt's A is our B, its B is our A.
   const cublasOperation_t op_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
-  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
+  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a),
+           "TRANSA");
+  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b),
+           "TRANSB");
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   if (g.bias.data)
     epilogue = g.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
   else if (g.relu)
     epilogue = CUBLASLT_EPILOGUE_RELU;
-  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+  check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                          sizeof epilogue),
            "EPILOGUE");
   if (g.bias.data) {
     const void *bias = g.bias.data; // the heuristic may look at it; every call sets its own
-    check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+    check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                            sizeof bias),
              "BIAS_POINTER");
   }
   const auto n = static_cast<std::uint64_t>(g.n), m = static_cast<std::uint64_t>(g.m),
              k = static_cast<std::uint64_t>(g.k);
-  // Our B: row-major [k,n] is column-major n x k (ld n); transposed, row-major [n,k] is k x n (ld k).
-  check_lt(cublasLtMatrixLayoutCreate(&p.a, cuda_type(g.b.dtype), g.trans_b ? k : n, g.trans_b ? n : k,
+  // Our B: row-major [k,n] is column-major n x k (ld n); transposed, row-major [n,k] is k x n (ld
+  // k).
+  check_lt(cublasLtMatrixLayoutCreate(&p.a, cuda_type(g.b.dtype), g.trans_b ? k : n,
+                                      g.trans_b ? n : k,
                                       static_cast<std::int64_t>(g.trans_b ? k : n)),
            "layout B");
   // Our A: row-major [m,k] is column-major k x m (ld k); transposed, [k,m] is m x k (ld m).
-  check_lt(cublasLtMatrixLayoutCreate(&p.b, cuda_type(g.a.dtype), g.trans_a ? m : k, g.trans_a ? k : m,
+  check_lt(cublasLtMatrixLayoutCreate(&p.b, cuda_type(g.a.dtype), g.trans_a ? m : k,
+                                      g.trans_a ? k : m,
                                       static_cast<std::int64_t>(g.trans_a ? m : k)),
            "layout A");
-  check_lt(cublasLtMatrixLayoutCreate(&p.c, cuda_type(g.c.dtype), n, m, static_cast<std::int64_t>(n)), "layout C");
+  check_lt(
+      cublasLtMatrixLayoutCreate(&p.c, cuda_type(g.c.dtype), n, m, static_cast<std::int64_t>(n)),
+      "layout C");
 
   cublasLtMatmulPreference_t pref = nullptr;
   check_lt(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
   const std::size_t workspace_bytes = kWorkspaceBytes;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                       sizeof workspace_bytes);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                       &workspace_bytes, sizeof workspace_bytes);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  const cublasStatus_t s =
-      cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.c, p.c, pref, 1, &heuristic, &found);
+  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.c, p.c, pref,
+                                                          1, &heuristic, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
     cublasLtMatrixLayoutDestroy(p.a);
     cublasLtMatrixLayoutDestroy(p.b);
     cublasLtMatrixLayoutDestroy(p.c);
     cublasLtMatmulDescDestroy(p.desc);
-    gemm_fail(std::string("no cuBLASLt algorithm for inputs ") + dtype_name(g.a.dtype) + " and output " +
-              dtype_name(g.c.dtype) + " (status " + std::to_string(static_cast<int>(s)) + ")");
+    gemm_fail(std::string("no cuBLASLt algorithm for inputs ") + dtype_name(g.a.dtype) +
+              " and output " + dtype_name(g.c.dtype) + " (status " +
+              std::to_string(static_cast<int>(s)) + ")");
   }
   p.algo = heuristic.algo;
   p.workspace = heuristic.workspaceSize;
@@ -166,8 +177,16 @@ void gemm(const GemmArgs &g, const ExecContext &ctx) {
 
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   cublasLtHandle_t handle = handle_for(ctx.device.index);
-  const PlanKey key{ctx.device.index, g.m, g.n, g.k, static_cast<int>(g.a.dtype), static_cast<int>(g.c.dtype),
-                    g.trans_a, g.trans_b, g.bias.data != nullptr, g.relu};
+  const PlanKey key{ctx.device.index,
+                    g.m,
+                    g.n,
+                    g.k,
+                    static_cast<int>(g.a.dtype),
+                    static_cast<int>(g.c.dtype),
+                    g.trans_a,
+                    g.trans_b,
+                    g.bias.data != nullptr,
+                    g.relu};
 
   static std::mutex mutex;
   static std::unordered_map<PlanKey, Plan, PlanKeyHash> plans;
@@ -179,7 +198,8 @@ void gemm(const GemmArgs &g, const ExecContext &ctx) {
   const Plan &plan = it->second;
   if (g.bias.data) {
     const void *bias = g.bias.data;
-    check_lt(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+    check_lt(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                            sizeof bias),
              "BIAS_POINTER");
   }
   void *workspace = nullptr;
@@ -187,8 +207,8 @@ void gemm(const GemmArgs &g, const ExecContext &ctx) {
     check_rt(cudaMallocAsync(&workspace, plan.workspace, stream), "workspace allocation");
   const float alpha = g.alpha, beta = g.beta;
   const cublasStatus_t status =
-      cublasLtMatmul(handle, plan.desc, &alpha, g.b.data, plan.a, g.a.data, plan.b, &beta, g.c.data, plan.c,
-                     g.c.data, plan.c, &plan.algo, workspace, plan.workspace, stream);
+      cublasLtMatmul(handle, plan.desc, &alpha, g.b.data, plan.a, g.a.data, plan.b, &beta, g.c.data,
+                     plan.c, g.c.data, plan.c, &plan.algo, workspace, plan.workspace, stream);
   if (workspace)
     cudaFreeAsync(workspace, stream);
   check_lt(status, "cublasLtMatmul");
