@@ -25,6 +25,15 @@
 #define AMP_HAVE_F16C_PATH 1
 #endif
 
+// The chunk loop is compiled twice, for baseline x86-64 (SSE2) and for AVX2, and the loader picks
+// one per CPU (an ifunc). AVX2 without FMA: the same IEEE operations in wider registers, so both
+// clones give the same bits, and the norms stay deterministic across machines of either kind.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define AMP_CPU_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define AMP_CPU_CLONES
+#endif
+
 namespace amp::detail {
 
 std::vector<Chunk> plan_chunks(const std::vector<TensorView> &tensors) {
@@ -135,7 +144,8 @@ struct ChunkResult {
   unsigned nonfinite = 0;
 };
 
-template <class Fn> ChunkResult run_chunk(const Fn &fn, const ApplyArgs &args, const Chunk &chunk) {
+template <class Fn>
+AMP_CPU_CLONES ChunkResult run_chunk(const Fn &fn, const ApplyArgs &args, const Chunk &chunk) {
   constexpr int L = Fn::kLists;
   alignas(64) float values[L][kBlock] = {};
   alignas(64) float squares[kBlock];
