@@ -3,9 +3,11 @@
 #include "test_support.h"
 
 #include "backend.h"
+#include "launch_plan.h"
 #include "numeric.h"
 
 #include <cstdlib>
+#include <memory>
 
 #include <sys/mman.h>
 
@@ -328,6 +330,74 @@ TEST(Conversions, BlockPathsMatchTheReference) {
     for (std::int64_t i = 0; i < 100000; ++i)
       ASSERT_EQ(dst[0].get(i), dst[0].round(f.get(i))) << dtype_name(t) << " " << f.get(i);
   }
+}
+
+} // namespace
+} // namespace amp::test
+
+namespace amp::test {
+namespace {
+
+// The CUDA launch packing, checked on the host: every (tensor, chunk) lands in exactly one block,
+// in list order, with the right pointers, numel and vector flag, within the tables' limits.
+template <int L> void check_packing(const std::vector<std::int64_t> &sizes, bool misalign_one) {
+  std::vector<TensorView> lists[L];
+  for (int l = 0; l < L; ++l)
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      // Fake, never dereferenced addresses that encode (list, tensor).
+      auto addr =
+          (static_cast<std::uintptr_t>(l + 1) << 40) + (static_cast<std::uintptr_t>(i) << 8);
+      if (misalign_one && l == L - 1 && i == 3)
+        addr += 4; // fp32 but not 16-byte aligned: scalar path
+      lists[l].push_back({reinterpret_cast<void *>(addr), DType::F32, sizes[i], {}});
+    }
+  detail::ApplyArgs args;
+  for (int l = 0; l < L; ++l)
+    args.lists[static_cast<std::size_t>(l)] = &lists[l];
+  const std::vector<detail::Chunk> expected = detail::plan_chunks(lists[0]);
+
+  auto meta = std::make_unique<detail::cuda_plan::Meta<L>>();
+  std::size_t next = 0;
+  int launches = 0;
+  detail::cuda_plan::pack_launches<L>(args, *meta, [&](int blocks) {
+    ++launches;
+    ASSERT_GT(blocks, 0);
+    ASSERT_LE(blocks, detail::cuda_plan::kMaxBlocks);
+    for (int b = 0; b < blocks; ++b, ++next) {
+      ASSERT_LT(next, expected.size());
+      const detail::Chunk &want = expected[next];
+      const int slot = meta->block_tensor[b];
+      ASSERT_LT(slot, (detail::cuda_plan::Meta<L>::kTensors));
+      ASSERT_EQ(meta->block_chunk[b] * detail::kChunkElements, want.begin);
+      ASSERT_EQ(meta->numel[slot], sizes[static_cast<std::size_t>(want.tensor)]);
+      for (int l = 0; l < L; ++l)
+        ASSERT_EQ(meta->ptr[l][slot], lists[l][static_cast<std::size_t>(want.tensor)].data);
+      ASSERT_EQ(meta->vec_ok[slot], misalign_one && want.tensor == 3 ? 0 : 1);
+    }
+  });
+  EXPECT_EQ(next, expected.size());
+  if (expected.empty()) {
+    EXPECT_EQ(launches, 0);
+  }
+}
+
+TEST(CudaLaunchPacking, CoversEveryChunkOnce) {
+  // Many small tensors (more than one tensor table), with empty ones in between.
+  std::vector<std::int64_t> many;
+  for (int i = 0; i < 1300; ++i)
+    many.push_back(i % 10 == 9 ? 0 : 100 + i);
+  check_packing<1>(many, true);
+  check_packing<5>(many, true);
+  // Exactly a full tensor table, and one more.
+  check_packing<2>(std::vector<std::int64_t>(512, 70000), false);
+  check_packing<4>(std::vector<std::int64_t>(321, 5), true);
+  // Tensors cut by a full block table (2048 chunks), several times over.
+  check_packing<1>({5, 3000 * detail::kChunkElements + 7, 1, 2047 * detail::kChunkElements, 9},
+                   true);
+  check_packing<5>({2049 * detail::kChunkElements, 2048 * detail::kChunkElements, 1}, false);
+  // A tensor over 2^31 elements and an empty list.
+  check_packing<1>({(std::int64_t{1} << 31) + 3}, false);
+  check_packing<2>({}, false);
 }
 
 } // namespace

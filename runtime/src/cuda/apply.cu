@@ -17,6 +17,7 @@
 // floor of a launch is that total / the device's copy bandwidth (H200: ~4.3 TB/s).
 #include "../backend.h"
 #include "../functors.h"
+#include "../launch_plan.h"
 
 #include <cuda_runtime.h>
 
@@ -26,28 +27,8 @@ namespace amp::detail::cuda {
 namespace {
 
 constexpr int kThreads = 512;
-constexpr int kMaxBlocks = 2048;
-
-/// Tensors per launch, sized so Meta<L> stays under the 32 764-byte kernel parameter limit.
-template <int L> struct Limits;
-template <> struct Limits<1> { static constexpr int tensors = 512; };
-template <> struct Limits<2> { static constexpr int tensors = 512; };
-template <> struct Limits<4> { static constexpr int tensors = 320; };
-template <> struct Limits<5> { static constexpr int tensors = 256; };
-
-template <int L> struct Meta {
-  static constexpr int kTensors = Limits<L>::tensors;
-  void *ptr[L][kTensors];
-  std::int64_t numel[kTensors];
-  std::uint8_t dtype[L][kTensors];
-  std::uint8_t vec_ok[kTensors];
-  std::uint16_t block_tensor[kMaxBlocks];
-  std::int32_t block_chunk[kMaxBlocks];
-};
-static_assert(sizeof(Meta<1>) < 30000, "kernel parameter budget");
-static_assert(sizeof(Meta<2>) < 30000, "kernel parameter budget");
-static_assert(sizeof(Meta<4>) < 30000, "kernel parameter budget");
-static_assert(sizeof(Meta<5>) < 30000, "kernel parameter budget");
+using cuda_plan::kMaxBlocks;
+using cuda_plan::Meta;
 
 __device__ __forceinline__ float load1(const void *base, std::uint8_t dt, std::int64_t i) {
   switch (static_cast<DType>(dt)) {
@@ -270,8 +251,6 @@ private:
   int previous_ = 0;
 };
 
-std::size_t vector_bytes(DType t) { return t == DType::F32 ? 16 : 8; }
-
 } // namespace
 
 template <class Fn> void apply(const Fn &fn, const ApplyArgs &args) {
@@ -280,7 +259,6 @@ template <class Fn> void apply(const Fn &fn, const ApplyArgs &args) {
   DeviceGuard guard(args.op, args.ctx.device.index);
   const auto stream = static_cast<cudaStream_t>(args.ctx.stream);
   const std::vector<TensorView> &first = *args.lists[0];
-
   std::int64_t total_chunks = 0;
   for (const TensorView &t : first)
     total_chunks += chunk_count(t.numel);
@@ -291,62 +269,12 @@ template <class Fn> void apply(const Fn &fn, const ApplyArgs &args) {
 
   M meta;
   std::int64_t partial_base = 0;
-  int blocks = 0;
-  auto launch = [&] {
+  cuda_plan::pack_launches<L>(args, meta, [&](int blocks) {
     multi_tensor_kernel<Fn><<<blocks, kThreads, 0, stream>>>(
         meta, fn, partials ? partials + partial_base : nullptr, args.found_inf);
     check(args.op, cudaGetLastError());
     partial_base += blocks;
-    blocks = 0;
-  };
-
-  int slot = 0;
-  for (std::size_t i = 0; i < first.size(); ++i) {
-    const std::int64_t numel = first[i].numel;
-    if (numel == 0)
-      continue;
-    bool aligned = true;
-    for (int l = 0; l < L; ++l) {
-      const std::vector<TensorView> *list = args.lists[l];
-      if (!list) {
-        meta.ptr[l][slot] = nullptr;
-        meta.dtype[l][slot] = 0;
-        continue;
-      }
-      const TensorView &v = (*list)[i];
-      meta.ptr[l][slot] = v.data;
-      meta.dtype[l][slot] = static_cast<std::uint8_t>(v.dtype);
-      aligned = aligned && reinterpret_cast<std::uintptr_t>(v.data) % vector_bytes(v.dtype) == 0;
-    }
-    meta.numel[slot] = numel;
-    meta.vec_ok[slot] = aligned ? 1 : 0;
-
-    const std::int64_t chunks = chunk_count(numel);
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      meta.block_tensor[blocks] = static_cast<std::uint16_t>(slot);
-      meta.block_chunk[blocks] = static_cast<std::int32_t>(c);
-      ++blocks;
-      const bool last_chunk = c + 1 == chunks;
-      if (blocks < kMaxBlocks && !(last_chunk && slot + 1 == M::kTensors))
-        continue;
-      launch();
-      if (last_chunk) {
-        slot = -1; // the next tensor starts a fresh table
-        continue;
-      }
-      // The tensor goes on in the next launch: it becomes slot 0 of a fresh table.
-      for (int l = 0; l < L; ++l) {
-        meta.ptr[l][0] = meta.ptr[l][slot];
-        meta.dtype[l][0] = meta.dtype[l][slot];
-      }
-      meta.numel[0] = meta.numel[slot];
-      meta.vec_ok[0] = meta.vec_ok[slot];
-      slot = 0;
-    }
-    ++slot;
-  }
-  if (blocks > 0)
-    launch();
+  });
 
   if (args.norm) {
     finalize_norm_kernel<<<1, 1024, 0, stream>>>(partials, total_chunks, args.norm);
