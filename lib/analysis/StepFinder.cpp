@@ -735,7 +735,8 @@ private:
           unsigned O = offsetOf(R->getBeginLoc());
           if (O > S.Begin && O < S.End && enclosingLambda(R) == enclosingLambda(E->Call)) {
             S.LeaksAt = R->getBeginLoc();
-            S.LeakReason = "this return leaves autocast enabled (the disable below is skipped)";
+            S.LeakReason = "autocast enabled here stays on past an early return that skips the "
+                           "disable";
             break;
           }
         }
@@ -906,7 +907,7 @@ public:
   bool shouldVisitLambdaBody() const { return false; } // analysed with the enclosing function
 
   bool VisitFunctionDecl(FunctionDecl *FD) {
-    if (!FD->doesThisDeclarationHaveABody() || !FD->getBody() || FD->isDependentContext() && false)
+    if (!FD->doesThisDeclarationHaveABody() || !FD->getBody())
       return true;
     if (!InScope(FD->getLocation()))
       return true;

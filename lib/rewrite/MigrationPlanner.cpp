@@ -254,6 +254,10 @@ private:
     const Expr *A = C->OptimizerArg->IgnoreParenImpCasts();
     if (const auto *U = dyn_cast<UnaryOperator>(A); U && U->getOpcode() == UO_Deref)
       return text(U->getSubExpr()->getSourceRange()) + "->parameters()";
+    // `*opt` on a smart pointer is an operator call: `opt->parameters()`.
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(A);
+        OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
+      return text(OC->getArg(0)->getSourceRange()) + "->parameters()";
     QualType QT = A->getType();
     bool Pointer = QT->isPointerType();
     if (const CXXRecordDecl *RD = QT.getNonReferenceType()->getAsCXXRecordDecl()) {
@@ -353,10 +357,13 @@ private:
   /// Where the model is converted: before the innermost loop around the step that the model's
   /// declaration precedes; otherwise at the start of the step.
   bool conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
+    // A parameter or a data member exists before any loop of the body; a local must be
+    // declared before the loop.
     const auto *VD = dyn_cast_or_null<VarDecl>(M.Decl);
-    if (!VD || isa<ParmVarDecl>(VD) || !VD->isLocalVarDecl())
+    bool Outlives = isa_and_nonnull<ParmVarDecl>(M.Decl) || isa_and_nonnull<FieldDecl>(M.Decl);
+    if (!Outlives && (!VD || !VD->isLocalVarDecl()))
       return false;
-    unsigned DeclOff = off(VD->getLocation());
+    unsigned DeclOff = Outlives ? 0 : off(VD->getLocation());
     for (const Stmt *P = PM.getParent(Anchor); P; P = PM.getParent(P)) {
       if (!isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
         continue;
@@ -646,11 +653,20 @@ private:
       Rest = Tail;
     }
     std::string ScaleArg = B.Scale->Call->getNumArgs() ? text(B.Scale->Call->getArg(0)->getSourceRange()) : "";
-    std::string ScalerRecv = text(B.Scale->Call->getImplicitObjectArgument()->getSourceRange());
-    bool Arrow = B.Scale->Scaler.ThroughPointer;
-    if (const auto *ME = dyn_cast<MemberExpr>(B.Scale->Call->getCallee()))
-      Arrow = ME->isArrow();
-    std::string ScaleCall = ScalerRecv + (Arrow ? "->" : ".") + canonicalMethod(ScalerCall::Method::Scale) + "(" + ScaleArg + ")";
+    // The receiver as written, with its `.` or `->` (`scaler.`, `scaler->` on a smart pointer,
+    // `(*scaler).`): the text from the call's start up to the method name.
+    std::string ScalerRecv;
+    if (const auto *ME = dyn_cast<MemberExpr>(B.Scale->Call->getCallee());
+        ME && !ME->getMemberLoc().isMacroID() && !B.Scale->Call->getBeginLoc().isMacroID()) {
+      unsigned RB0 = off(B.Scale->Call->getBeginLoc()), RE0 = off(ME->getMemberLoc());
+      if (RE0 > RB0)
+        ScalerRecv = StringRef(Buffer).substr(RB0, RE0 - RB0).rtrim().str();
+    }
+    if (ScalerRecv.empty()) {
+      block(B.Scale->Call->getBeginLoc(), "the scale() call is inside a macro body");
+      return;
+    }
+    std::string ScaleCall = ScalerRecv + canonicalMethod(ScalerCall::Method::Scale) + "(" + ScaleArg + ")";
 
     ValueName = "scaled_loss";
     bool AssignBack = false;
@@ -736,11 +752,19 @@ private:
 
   bool paramsOfStep(const Expr *Params) const {
     // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's.
-    const auto *MC = dyn_cast<CXXMemberCallExpr>(Params->IgnoreParenImpCasts()->IgnoreImplicit());
-    if (const auto *CE = dyn_cast<CXXConstructExpr>(Params->IgnoreParenImpCasts()); CE && CE->getNumArgs() == 1)
-      MC = dyn_cast<CXXMemberCallExpr>(CE->getArg(0)->IgnoreParenImpCasts()->IgnoreImplicit());
-    if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(Params->IgnoreParenImpCasts()))
-      MC = dyn_cast<CXXMemberCallExpr>(MT->getSubExpr()->IgnoreImplicit());
+    // Through temporaries and the copy of a returned reference (`optimizer.parameters()`).
+    const Expr *PE = Params->IgnoreImplicit()->IgnoreParenImpCasts();
+    for (int I = 0; I < 4 && PE; ++I) {
+      if (const auto *CE = dyn_cast<CXXConstructExpr>(PE); CE && CE->getNumArgs() == 1)
+        PE = CE->getArg(0)->IgnoreImplicit()->IgnoreParenImpCasts();
+      else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(PE))
+        PE = MT->getSubExpr()->IgnoreImplicit()->IgnoreParenImpCasts();
+      else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(PE))
+        PE = BT->getSubExpr()->IgnoreImplicit()->IgnoreParenImpCasts();
+      else
+        break;
+    }
+    const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(PE);
     if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier() ||
         MC->getMethodDecl()->getName() != "parameters")
       return false;

@@ -1,0 +1,79 @@
+// RUN: %check_amp %s %t.cpp
+// amp-clip-grad-norm: clipping .grad inside a scaled step becomes clipping the explicit grads; a
+// logged norm stays available through amp::global_norm (the pre-clip norm, as clip_grad_norm_
+// returns it).
+#include <torch/torch.h>
+#include "scaler.h"
+#include <cstdio>
+
+struct NetImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor &x);
+};
+TORCH_MODULE(Net);
+
+void logged_norm(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+                 const torch::Tensor &target, double max_norm) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    loss = torch::nll_loss(model->forward(data), target);
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.unscale_(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
+  auto norm = torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
+  // CHECK-MESSAGES: :[[@LINE-1]]:15: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  std::printf("grad norm %f\n", norm);
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+
+void norm_in_expression(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+                        const torch::Tensor &target, double max_norm) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    loss = torch::nll_loss(model->forward(data), target);
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.unscale_(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
+  std::printf("grad norm %f\n", torch::nn::utils::clip_grad_norm_(optimizer.parameters(), max_norm));
+  // CHECK-MESSAGES: :[[@LINE-1]]:33: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+// CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
+// CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
+// CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto norm = amp::global_norm(grads).item<double>();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, max_norm);{{$}}
+// CHECK-FIXES: {{^}}  scaler.step(optimizer, grads);{{$}}
+// CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
+// CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  const double grad_norm = amp::global_norm(grads).item<double>();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, max_norm);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  std::printf("grad norm %f\n", grad_norm);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}

@@ -1,0 +1,67 @@
+// RUN: %check_amp %s %t.cpp
+// amp-manual-migration: what the tool will not rewrite, each with its reason and no edit.
+#include <torch/torch.h>
+#include "scaler.h"
+
+struct NetImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor &x);
+};
+TORCH_MODULE(Net);
+
+// The scope is in one function, the scaler calls in another.
+torch::Tensor forward_loss(Net &model, const torch::Tensor &data, const torch::Tensor &target) {
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  auto loss = torch::nll_loss(model->forward(data), target);
+  at::autocast::set_enabled(false);
+  return loss;
+}
+void apply_step(torch::amp::GradScaler &scaler, torch::optim::SGD &optimizer, torch::Tensor loss) {
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so the forward pass to hand to amp::value_and_grad is unknown [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+
+// backward() runs inside the autocast scope.
+void backward_inside(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+                     const torch::Tensor &target) {
+  torch::amp::GradScaler scaler;
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  auto loss = torch::nll_loss(model->forward(data), target);
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: backward() runs inside the autocast scope (the scope is not closed before it) [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  at::autocast::set_enabled(false);
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+
+// A non-L2 clip norm: clip_by_global_norm is L2 only.
+void inf_norm(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+              const torch::Tensor &target) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    loss = torch::nll_loss(model->forward(data), target);
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.unscale_(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0, 1.0);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: clip norm type 1.0 is not L2; clip_by_global_norm only does the L2 norm [amp-manual-migration]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+// CHECK-FIXES: {{^}}  torch::amp::GradScaler scaler;
