@@ -204,6 +204,15 @@ void collectProjectHeaders(const std::string &File, const std::vector<std::strin
   }
 }
 
+/// Include directories of installed frameworks (libtorch mentions every AMP name itself) are not
+/// project code, even when a build passes them with -I rather than -isystem.
+bool isFrameworkIncludeDir(StringRef Dir) {
+  return Dir.starts_with("/usr/include") || Dir.starts_with("/usr/local/include") ||
+         Dir.starts_with("/usr/lib") || Dir.contains("/site-packages/") ||
+         Dir.contains("torch/csrc/api/include") || Dir.ends_with("/torch/include") ||
+         Dir.contains("/torch/include/");
+}
+
 /// The lexical prefilter: does the main file or a project header mention an AMP token?
 bool mayHoldFindings(const tooling::CompileCommand &Cmd, const std::string &File,
                      const std::vector<std::string> &Tokens, const std::map<std::string, std::string> &Overlays) {
@@ -226,7 +235,8 @@ bool mayHoldFindings(const tooling::CompileCommand &Cmd, const std::string &File
       Abs = Cmd.Directory;
       llvm::sys::path::append(Abs, Dir);
     }
-    IncludeDirs.push_back(std::string(Abs));
+    if (!isFrameworkIncludeDir(Abs))
+      IncludeDirs.push_back(std::string(Abs));
   }
   std::set<std::string> Seen;
   std::vector<std::string> Files;

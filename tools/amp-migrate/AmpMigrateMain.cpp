@@ -3,6 +3,7 @@
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Emitters.h"
 #include "ampmigrate/FixApplier.h"
+#include "ampmigrate/LanguageServer.h"
 #include "ampmigrate/Rules.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -40,6 +41,7 @@ cl::opt<std::string> ExportFixes("export-fixes", cl::desc("Write the fixes as cl
 cl::opt<bool> ShowFixes("show-fixes", cl::desc("Text output: print the fixed lines"), cl::cat(Cat));
 cl::opt<bool> NoPrefilter("no-prefilter", cl::desc("Parse every file, even those with no AMP token"), cl::Hidden, cl::cat(Cat));
 cl::opt<bool> FullParse("full-parse", cl::desc("Parse every function body"), cl::Hidden, cl::cat(Cat));
+cl::opt<bool> Lsp("lsp", cl::desc("Serve the Language Server Protocol on stdin/stdout (docs/ide.md)"), cl::cat(Cat));
 cl::opt<std::string> Color("use-color", cl::desc("Colours in text output: auto|always|never"), cl::init("auto"), cl::cat(Cat));
 
 /// .amp-migrate.yaml
@@ -140,6 +142,15 @@ int main(int argc, const char **argv) {
                                    &ErrOS)) {
     llvm::errs() << ParseErrors;
     return 2;
+  }
+  if (Lsp) {
+    LanguageServerOptions LO;
+    LO.RuleFiles.assign(RuleFiles.begin(), RuleFiles.end());
+    LO.Level = Level;
+    LO.Checks = Checks;
+    LO.CompilationDatabasePath = BuildPath;
+    LO.ExtraArgs = CompilerArgs;
+    return runLanguageServer(LO);
   }
 
   if (ListChecks) {
@@ -313,8 +324,10 @@ int main(int argc, const char **argv) {
     if (Fix)
       llvm::errs() << "amp-migrate: fixed " << Changed << " file" << (Changed == 1 ? "" : "s") << "\n";
   }
-  if (Stats)
+  if (Stats) {
+    OS->flush(); // the report first, then the statistics, also when both go to one terminal
     printStats(R, llvm::errs());
+  }
   if (Exit == 0 && (WarningsAsErrors || Cfg.WarningsAsErrors) && !R.Findings.empty())
     Exit = 1;
   return Exit;
