@@ -147,16 +147,16 @@ struct SgdStep {
     return l == 0 || (l == 2 && momentum != 0.0f) || (l == 3 && has_copy);
   }
   AMP_HD bool resolve() { return scalars.resolve(); }
+  // Written with selects on the (loop-invariant) options rather than branches, so that the CPU loop
+  // vectorises; the values are those of the branchy form.
   AMP_HD void operator()(float *v, ElementStat &) const {
     float p = v[0];
     float g = v[1] * scalars.grad_scale;
-    if (weight_decay != 0.0f)
-      g += weight_decay * p;
-    if (momentum != 0.0f) {
-      const float buf = first_step ? g : momentum * v[2] + (1.0f - dampening) * g;
-      v[2] = buf;
-      g = nesterov ? g + momentum * buf : buf;
-    }
+    g = weight_decay != 0.0f ? g + weight_decay * p : g;
+    const float buf = first_step ? g : momentum * v[2] + (1.0f - dampening) * g;
+    const bool with_momentum = momentum != 0.0f;
+    v[2] = with_momentum ? buf : v[2];
+    g = with_momentum ? (nesterov ? g + momentum * buf : buf) : g;
     p -= lr * g;
     v[0] = p;
     v[3] = p;
@@ -180,10 +180,9 @@ struct AdamStep {
   AMP_HD void operator()(float *v, ElementStat &) const {
     float p = v[0];
     float g = v[1] * scalars.grad_scale;
-    if (adamw)
-      p *= 1.0f - lr * weight_decay;
-    else if (weight_decay != 0.0f)
-      g += weight_decay * p;
+    // Selects, not branches: see SgdStep.
+    p = adamw ? p * (1.0f - lr * weight_decay) : p;
+    g = !adamw && weight_decay != 0.0f ? g + weight_decay * p : g;
     const float m = beta1 * v[2] + (1.0f - beta1) * g;
     const float s = beta2 * v[3] + (1.0f - beta2) * g * g;
     const float denom = sqrt_f(s) * inv_sqrt_bias2 + eps;
