@@ -47,6 +47,8 @@ void gemm(const GemmArgs &args, const ExecContext &ctx) {
     return;
   }
 #if defined(AMP_WITH_CUDA)
+  if (!detail::cuda::available())
+    gemm_fail("no CUDA device or driver is available");
   detail::cuda::gemm(args, ctx);
 #else
   gemm_fail("the runtime was built without CUDA");

@@ -108,6 +108,8 @@ void check_context(const char *op, const ExecContext &ctx) {
 #if defined(AMP_WITH_CUDA)
   if (ctx.device.index < 0)
     fail(op, -1, "invalid CUDA device index " + std::to_string(ctx.device.index));
+  if (!detail::cuda::available())
+    fail(op, -1, "no CUDA device or driver is available for " + device_name(ctx.device));
 #else
   fail(op, -1, "the runtime was built without CUDA, cannot run on " + device_name(ctx.device));
 #endif

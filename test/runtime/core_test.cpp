@@ -225,6 +225,25 @@ TEST(Errors, AreRuntimeErrors) {
   EXPECT_THROW(unscale_and_check({}, &inv, nullptr, kCpu), std::runtime_error);
 }
 
+TEST(CudaAvailability, CudaCallsWithoutADeviceAreErrors) {
+  if (cuda_available())
+    GTEST_SKIP() << "a CUDA device is present";
+  ExecContext gpu;
+  gpu.device = Device{DeviceKind::CUDA, 0};
+  HostList g = random_list(DType::F32, {4}, 1);
+  auto v = views(g);
+  v[0].device = gpu.device;
+  float s = 1.0f, found = 0.0f;
+#if defined(AMP_WITH_CUDA)
+  const std::string want =
+      "amp::unscale_and_check: no CUDA device or driver is available for cuda:0";
+#else
+  const std::string want =
+      "amp::unscale_and_check: the runtime was built without CUDA, cannot run on cuda:0";
+#endif
+  EXPECT_EQ(error_of([&] { unscale_and_check(v, &s, &found, gpu); }), want);
+}
+
 TEST(CudaAvailability, AnswersWithoutThrowing) {
   EXPECT_NO_THROW((void)cuda_available());
 #if !defined(AMP_WITH_CUDA)
