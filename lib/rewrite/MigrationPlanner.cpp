@@ -1079,8 +1079,17 @@ private:
 
   void planInclude() {
     std::string Inc = Rules.Target.Include;
-    if (Buffer.contains("#include " + Inc))
-      return;
+    // Already included: a real directive line, not a mention in a comment or a string.
+    for (StringRef Rest = Buffer; !Rest.empty();) {
+      auto [Line, Tail] = Rest.split('\n');
+      Rest = Tail;
+      StringRef L = Line.trim();
+      if (!L.consume_front("#"))
+        continue;
+      L = L.ltrim();
+      if (L.consume_front("include") && L.trim() == Inc)
+        return;
+    }
     // After the last #include line of the file; else at the top.
     size_t Pos = 0, Last = StringRef::npos;
     StringRef B = Buffer;

@@ -1,0 +1,74 @@
+// Mock of the runtime's libtorch binding (runtime/torch/include/amp/torch.h): the names migrated
+// code calls, with the same namespaces and signatures, declarations only. Lets lit tests run the
+// tool over already-migrated code (idempotence).
+#pragma once
+#include <torch/torch.h>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace amp {
+enum class Level { O0, O1, O2, O3 };
+
+template <class Handle> class MixedPrecisionModel {
+public:
+  template <class... Args> torch::Tensor forward(Args &&...args);
+  template <class... Args> torch::Tensor operator()(Args &&...args);
+  MixedPrecisionModel *operator->();
+};
+template <class Impl>
+MixedPrecisionModel<torch::nn::ModuleHolder<Impl>>
+auto_mixed_precision(const torch::nn::ModuleHolder<Impl> &model, Level level);
+template <class M>
+MixedPrecisionModel<std::shared_ptr<M>> auto_mixed_precision(const std::shared_ptr<M> &model,
+                                                             Level level);
+
+torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x);
+
+template <class Fn> class ValueAndGrad {
+public:
+  ValueAndGrad(Fn fn, std::vector<torch::Tensor> params)
+      : fn_(std::move(fn)), params_(std::move(params)) {}
+  template <class... Args>
+  std::pair<torch::Tensor, std::vector<torch::Tensor>> operator()(Args &&...args) {
+    torch::Tensor value = fn_(std::forward<Args>(args)...);
+    return {value.detach(), params_};
+  }
+
+private:
+  Fn fn_;
+  std::vector<torch::Tensor> params_;
+};
+template <class Fn>
+ValueAndGrad<std::decay_t<Fn>> value_and_grad(Fn &&fn, std::vector<torch::Tensor> params) {
+  return {std::forward<Fn>(fn), std::move(params)};
+}
+void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::Tensor> &micro);
+
+torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
+std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
+                                               double clip_norm);
+
+class GradScalerOptions {
+public:
+  GradScalerOptions &init_scale(double v);
+  GradScalerOptions &growth_factor(double v);
+  GradScalerOptions &backoff_factor(double v);
+  GradScalerOptions &growth_interval(std::int64_t v);
+  GradScalerOptions &enabled(bool v);
+};
+
+class GradScaler {
+public:
+  explicit GradScaler(GradScalerOptions options = GradScalerOptions());
+  torch::Tensor scale(const torch::Tensor &t);
+  void unscale_(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
+  void step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
+  template <class P> void unscale_(const P &optimizer, const std::vector<torch::Tensor> &grads);
+  template <class P> void step(const P &optimizer, const std::vector<torch::Tensor> &grads);
+  void update();
+  void update(double new_scale);
+  double get_scale() const;
+};
+} // namespace amp

@@ -1,0 +1,59 @@
+// RUN: %check_amp %s %t.cpp
+// RUN: cp %S/amp-autocast-scope.cpp %t.amp-autocast-scope.cpp && %amp-migrate --fix %t.amp-autocast-scope.cpp -- -std=c++17 -I%mock
+// RUN: cp %t.amp-autocast-scope.cpp %t.amp-autocast-scope.again.cpp && %amp-migrate --fix --use-color=never %t.amp-autocast-scope.again.cpp -- -std=c++17 -I%mock > %t.amp-autocast-scope.out 2>&1
+// RUN: not grep warning: %t.amp-autocast-scope.out
+// RUN: diff %t.amp-autocast-scope.cpp %t.amp-autocast-scope.again.cpp
+// RUN: cp %S/amp-scaler-implicit-grad.cpp %t.amp-scaler-implicit-grad.cpp && %amp-migrate --fix %t.amp-scaler-implicit-grad.cpp -- -std=c++17 -I%mock
+// RUN: cp %t.amp-scaler-implicit-grad.cpp %t.amp-scaler-implicit-grad.again.cpp && %amp-migrate --fix --use-color=never %t.amp-scaler-implicit-grad.again.cpp -- -std=c++17 -I%mock > %t.amp-scaler-implicit-grad.out 2>&1
+// RUN: not grep warning: %t.amp-scaler-implicit-grad.out
+// RUN: diff %t.amp-scaler-implicit-grad.cpp %t.amp-scaler-implicit-grad.again.cpp
+// RUN: cp %S/amp-scaler-step.cpp %t.amp-scaler-step.cpp && %amp-migrate --fix %t.amp-scaler-step.cpp -- -std=c++17 -I%mock
+// RUN: cp %t.amp-scaler-step.cpp %t.amp-scaler-step.again.cpp && %amp-migrate --fix --use-color=never %t.amp-scaler-step.again.cpp -- -std=c++17 -I%mock > %t.amp-scaler-step.out 2>&1
+// RUN: not grep warning: %t.amp-scaler-step.out
+// RUN: diff %t.amp-scaler-step.cpp %t.amp-scaler-step.again.cpp
+// RUN: cp %S/amp-clip-grad-norm.cpp %t.amp-clip-grad-norm.cpp && %amp-migrate --fix %t.amp-clip-grad-norm.cpp -- -std=c++17 -I%mock
+// RUN: cp %t.amp-clip-grad-norm.cpp %t.amp-clip-grad-norm.again.cpp && %amp-migrate --fix --use-color=never %t.amp-clip-grad-norm.again.cpp -- -std=c++17 -I%mock > %t.amp-clip-grad-norm.out 2>&1
+// RUN: not grep warning: %t.amp-clip-grad-norm.out
+// RUN: diff %t.amp-clip-grad-norm.cpp %t.amp-clip-grad-norm.again.cpp
+// RUN: cp %S/amp-zero-grad.cpp %t.amp-zero-grad.cpp && %amp-migrate --fix %t.amp-zero-grad.cpp -- -std=c++17 -I%mock
+// RUN: cp %t.amp-zero-grad.cpp %t.amp-zero-grad.again.cpp && %amp-migrate --fix --use-color=never %t.amp-zero-grad.again.cpp -- -std=c++17 -I%mock > %t.amp-zero-grad.out 2>&1
+// RUN: not grep warning: %t.amp-zero-grad.out
+// RUN: diff %t.amp-zero-grad.cpp %t.amp-zero-grad.again.cpp
+// RUN: cp %S/amp-scaler-unscale.cpp %t.amp-scaler-unscale.cpp && %amp-migrate --fix %t.amp-scaler-unscale.cpp -- -std=c++17 -I%mock
+// RUN: cp %t.amp-scaler-unscale.cpp %t.amp-scaler-unscale.again.cpp && %amp-migrate --fix --use-color=never %t.amp-scaler-unscale.again.cpp -- -std=c++17 -I%mock > %t.amp-scaler-unscale.out 2>&1
+// RUN: not grep warning: %t.amp-scaler-unscale.out
+// RUN: diff %t.amp-scaler-unscale.cpp %t.amp-scaler-unscale.again.cpp
+// Already-migrated code reports nothing; and the rewrite's own output of the per-check tests,
+// run through the tool again, reports nothing and stays byte-identical.
+#include <torch/torch.h>
+#include <amp/torch.h>
+
+struct NetImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor &x);
+};
+TORCH_MODULE(Net);
+
+void train(int epochs, double max_norm) {
+  Net model;
+  model->train();
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01));
+  amp::GradScaler scaler;
+  torch::Tensor data, target;
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    torch::Tensor loss;
+    auto grad_fn = amp::value_and_grad([&] {
+      auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));
+      loss = torch::nll_loss(output, target);
+      return scaler.scale(loss);
+    }, optimizer.parameters());
+    auto [scaled_loss, grads] = grad_fn();
+    scaler.unscale_(optimizer, grads);
+    auto norm = amp::global_norm(grads).item<double>();
+    grads = amp::clip_by_global_norm(grads, max_norm);
+    scaler.step(optimizer, grads);
+    scaler.update();
+    float l = loss.item<float>() + static_cast<float>(norm);
+    (void)l;
+  }
+}
