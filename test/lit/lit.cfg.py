@@ -15,6 +15,8 @@ config.substitutions.append(("%amp-migrate", config.amp_migrate))
 config.substitutions.append(("%mock", mock))
 config.substitutions.append(("%check_amp", "%s %s %s %s" % (config.python, os.path.join(root, "test", "lit", "check_amp.py"), config.amp_migrate, mock)))
 config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%amp_torch_include", os.path.join(root, "runtime", "torch", "include")))
+config.substitutions.append(("%amp_runtime_include", os.path.join(root, "runtime", "include")))
 config.substitutions.append(("%inputs", os.path.join(root, "test", "Inputs")))
 if config.torch_include:
     config.available_features.add("libtorch")
