@@ -42,7 +42,7 @@ function(amp_e2e_programs before_dir migrated_dir programs)
     foreach(level IN LISTS AMP_E2E_LEVELS_${program})
       set(after_src ${CMAKE_CURRENT_BINARY_DIR}/migrated/${program}_${level}.cpp)
       if(AMP_E2E_WITH_TOOL)
-        set(include_flags -I${before_dir})
+        set(include_flags -I${before_dir} -I${CMAKE_CURRENT_FUNCTION_LIST_DIR}/programs)
         foreach(dir IN LISTS torch_include_dirs)
           if(NOT dir MATCHES "^\\$<")
             list(APPEND include_flags -isystem ${dir})
@@ -50,9 +50,9 @@ function(amp_e2e_programs before_dir migrated_dir programs)
         endforeach()
         add_custom_command(OUTPUT ${after_src}
           COMMAND ${CMAKE_COMMAND} -E copy ${before_dir}/${program}.cpp ${after_src}
-          COMMAND $<TARGET_FILE:amp-migrate> --fix --level=${level} ${after_src} --
+          COMMAND ${AMP_E2E_TOOL} --fix --level=${level} ${after_src} --
                   -std=c++17 ${include_flags}
-          DEPENDS amp-migrate ${before_dir}/${program}.cpp
+          DEPENDS ${AMP_E2E_TOOL_DEPENDS} ${before_dir}/${program}.cpp
           COMMENT "amp-migrate --level=${level} ${program}.cpp" VERBATIM)
       else()
         # The hand-migrated copy is the O1 form; other levels differ only in the level argument.
@@ -65,6 +65,13 @@ function(amp_e2e_programs before_dir migrated_dir programs)
       set(after_exe e2e_${program}_${level})
       add_executable(${after_exe} ${after_src})
       amp_e2e_link(${after_exe})
+      if(AMP_E2E_WITH_TOOL AND level STREQUAL "O1")
+        # The hand-migrated copy is the expected output: the tool must produce exactly it.
+        add_test(NAME e2e.${program}.expected_output
+                 COMMAND ${CMAKE_COMMAND} -E compare_files ${after_src}
+                         ${migrated_dir}/${program}.cpp)
+        set_tests_properties(e2e.${program}.expected_output PROPERTIES LABELS e2e)
+      endif()
       add_test(NAME e2e.${program}.${level}
                COMMAND ${Python3_EXECUTABLE} ${compare} --before $<TARGET_FILE:${before_exe}>
                        --after $<TARGET_FILE:${after_exe}> --level ${level})

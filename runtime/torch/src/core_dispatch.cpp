@@ -105,7 +105,7 @@ void unscale_and_check(const std::vector<at::Tensor> &grads, const at::Tensor &i
                            found_inf.data_ptr<float>(), context_of(found_inf.device()));
     return;
   }
-  at::NoGradGuard no_grad;
+  c10::AutoGradMode no_grad(false);
   for (const auto &g : grads) {
     auto g32 = g.to(at::kFloat);
     auto nonfinite = at::logical_not(at::isfinite(g32)).any().to(at::kFloat).reshape_as(found_inf);
@@ -122,7 +122,7 @@ at::Tensor global_norm(const std::vector<at::Tensor> &xs, const at::Device &devi
     amp::global_norm(views_of(xs), norm.data_ptr<float>(), context_of(device));
     return norm;
   }
-  at::NoGradGuard no_grad;
+  c10::AutoGradMode no_grad(false);
   auto acc_type = device.is_cpu() ? at::kDouble : at::kFloat;
   auto sum = at::zeros({}, at::TensorOptions().dtype(acc_type).device(device));
   for (const auto &x : xs)
@@ -142,7 +142,7 @@ void clip_by_global_norm(const std::vector<at::Tensor> &in, const std::vector<at
                              context_of(norm.device()));
     return;
   }
-  at::NoGradGuard no_grad;
+  c10::AutoGradMode no_grad(false);
   auto clip = at::full({}, clip_norm, norm.options());
   auto coef = clip / at::maximum(norm.reshape({}), clip);
   for (std::size_t i = 0; i < in.size(); ++i)
@@ -162,7 +162,7 @@ void update_scale(const at::Tensor &scale, const at::Tensor &growth_tracker,
                       static_cast<std::int32_t>(growth_interval), context_of(scale.device()));
     return;
   }
-  at::NoGradGuard no_grad;
+  c10::AutoGradMode no_grad(false);
   auto inf = found_inf.reshape({}) > 0;
   auto tracker = at::where(inf, at::zeros_like(growth_tracker), growth_tracker + 1);
   auto grow = at::logical_and(at::logical_not(inf), tracker >= growth_interval);
@@ -183,7 +183,7 @@ void cast_copy(const std::vector<at::Tensor> &src, const std::vector<at::Tensor>
     amp::cast_copy(views_of(src), views_of(dst), context_of(src.front().device()));
     return;
   }
-  at::NoGradGuard no_grad;
+  c10::AutoGradMode no_grad(false);
   for (std::size_t i = 0; i < src.size(); ++i)
     dst[i].copy_(src[i]);
 }

@@ -1,11 +1,13 @@
 // e2e before-program: a project's own RAII autocast guard (saves the state, nests, clears the
 // cache), a scaler held by std::shared_ptr, no clipping, Adam, a model with BatchNorm1d.
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
-#include <amp/torch.h>
 
 #include <memory>
 
 #include "common.h"
+#include "loss_scaler.h"
+#include <amp/torch.h>
 
 class AutocastGuard {
 public:
@@ -40,7 +42,7 @@ int main() {
       loss = torch::nll_loss(output, target);
       return scaler->scale(loss);
     }, optimizer.parameters());
-    auto [scaled_loss, grads] = grad_fn();
+    auto [scaled, grads] = grad_fn();
     scaler->step(optimizer, grads);
     scaler->update();
     e2e::log_step(step, loss);

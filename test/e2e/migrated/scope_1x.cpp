@@ -1,9 +1,11 @@
 // e2e before-program: the 1.x autocast API as an enable/disable pair around forward and loss,
 // a hand-written scaler, clip_grad_norm_ after unscale_, then step and update.
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
-#include <amp/torch.h>
 
 #include "common.h"
+#include "loss_scaler.h"
+#include <amp/torch.h>
 
 int main() {
   e2e::SyntheticData data;
