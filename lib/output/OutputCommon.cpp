@@ -169,10 +169,14 @@ void printDiagnostic(llvm::raw_ostream &OS, LineTable &Lines, const SourcePos &P
   llvm::StringRef Line = Lines.line(Pos.File, Pos.Line);
   if (!Line.data())
     return;
+  // Clang's columns count a UTF-8 BOM; terminals show nothing for it, so neither do we.
+  unsigned Column = Pos.Column;
+  if (Pos.Line == 1 && Line.consume_front("\xEF\xBB\xBF"))
+    Column = Column > 3 ? Column - 3 : 1;
   OS << Line << '\n';
   if (Color)
     OS << "\033[0;1;32m";
-  OS << caretLine(Line, Pos.Column);
+  OS << caretLine(Line, Column);
   if (Color)
     OS << Reset;
   OS << '\n';

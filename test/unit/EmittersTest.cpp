@@ -138,6 +138,19 @@ TEST(TextEmitter, CaretSkipsUtf8ContinuationBytes) {
   EXPECT_NE(Out.find("/*\xC3\xA9*/ x;\n      ^\n"), std::string::npos) << Out;
 }
 
+TEST(TextEmitter, BomIsNotShown) {
+  MapTexts T;
+  T.Files["b.cpp"] = "\xEF\xBB\xBFint x;\n";
+  Report R;
+  Finding F;
+  F.Check = "c";
+  F.Pos = pos("b.cpp", 1, 8, 7); // clang counts the BOM's three bytes
+  F.Message = "m";
+  R.Findings.push_back(F);
+  std::string Out = capture([&](llvm::raw_ostream &OS) { emitText(R, T, OS, EmitOptions()); });
+  EXPECT_NE(Out.find("\nint x;\n    ^\n"), std::string::npos) << Out;
+}
+
 TEST(TextEmitter, Colors) {
   MapTexts T = sampleTexts();
   EmitOptions O;
