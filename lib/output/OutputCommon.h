@@ -10,6 +10,7 @@
 #include <vector>
 
 namespace ampmigrate {
+struct EmitOptions;
 namespace output {
 
 /// The report's files split into lines once each, so that positions for many findings in one
@@ -36,8 +37,8 @@ private:
   std::map<std::string, Lines> Cache;
 };
 
-/// `Line`'s text and a caret line under 1-based byte column `Column`. Tabs in the source are
-/// mirrored in the caret line so the caret lines up whatever the reader's tab width.
+/// The caret line to print under `Line`, pointing at 1-based byte column `Column`. Tabs in the
+/// source are mirrored so the caret lines up whatever the reader's tab width.
 std::string caretLine(llvm::StringRef Line, unsigned Column);
 
 /// "warning" or "error".
@@ -59,13 +60,6 @@ std::string generatedSummary(const Report &R);
 void printDiagnostic(llvm::raw_ostream &OS, LineTable &Lines, const SourcePos &Pos,
                      llvm::StringRef Level, llvm::StringRef Message, llvm::StringRef Check,
                      bool Color);
-
-} // namespace output
-} // namespace ampmigrate
-
-namespace ampmigrate {
-struct EmitOptions;
-namespace output {
 
 /// The text report; with `ParseableFixits`, each fixable diagnostic is followed by its
 /// `fix-it:` lines (emitFixits).
