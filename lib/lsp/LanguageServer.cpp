@@ -1,0 +1,656 @@
+// amp-migrate --lsp: JSON-RPC over stdio with Content-Length framing (LSP 3.17 base protocol).
+//
+// Each open document is checked by the same driver as the command line, with the editor's text as
+// an overlay, on open, change and save. Diagnostics are published per document; a code action
+// request answers, for each fixable training step with a diagnostic in the range, one `quickfix`
+// whose WorkspaceEdit holds the step's edits. The server never writes a file.
+#include "ampmigrate/LanguageServer.h"
+
+#include "ampmigrate/Driver.h"
+#include "ampmigrate/Finding.h"
+#include "ampmigrate/Rules.h"
+
+#include "clang/Tooling/ArgumentsAdjusters.h"
+#include "clang/Tooling/CommonOptionsParser.h"
+#include "clang/Tooling/CompilationDatabase.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Chrono.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include <chrono>
+#include <map>
+#include <optional>
+
+namespace json = llvm::json;
+using llvm::StringRef;
+
+namespace ampmigrate {
+namespace {
+
+// ---- Transport ---------------------------------------------------------------------------------
+
+/// Reads one message body; nullopt at end of input or on a malformed header block.
+std::optional<std::string> readMessage(std::FILE *In) {
+  long Length = -1;
+  std::string Line;
+  for (;;) {
+    Line.clear();
+    int C;
+    while ((C = std::fgetc(In)) != EOF && C != '\n')
+      Line.push_back(static_cast<char>(C));
+    if (C == EOF && Line.empty())
+      return std::nullopt;
+    StringRef L = StringRef(Line).rtrim("\r");
+    if (L.empty()) {
+      if (Length >= 0)
+        break;
+      if (C == EOF)
+        return std::nullopt;
+      continue; // stray blank line between messages
+    }
+    auto [Name, Value] = L.split(':');
+    if (Name.trim().equals_insensitive("Content-Length")) {
+      long long N;
+      if (Value.trim().getAsInteger(10, N) || N < 0)
+        return std::nullopt;
+      Length = static_cast<long>(N);
+    }
+    if (C == EOF)
+      return std::nullopt;
+  }
+  std::string Body(static_cast<size_t>(Length), '\0');
+  if (Length > 0 && std::fread(&Body[0], 1, Body.size(), In) != Body.size())
+    return std::nullopt;
+  return Body;
+}
+
+void writeMessage(std::FILE *Out, const json::Value &V) {
+  std::string Body;
+  llvm::raw_string_ostream OS(Body);
+  OS << V;
+  OS.flush();
+  std::fprintf(Out, "Content-Length: %zu\r\n\r\n", Body.size());
+  std::fwrite(Body.data(), 1, Body.size(), Out);
+  std::fflush(Out);
+}
+
+// ---- URIs --------------------------------------------------------------------------------------
+
+std::optional<std::string> uriToPath(StringRef Uri) {
+  if (!Uri.consume_front("file://"))
+    return std::nullopt;
+  // file://host/path: only the local host.
+  if (!Uri.starts_with("/")) {
+    auto [Host, Rest] = Uri.split('/');
+    if (!Host.equals_insensitive("localhost"))
+      return std::nullopt;
+    Uri = Uri.drop_front(Host.size());
+  }
+  std::string Path;
+  for (size_t I = 0; I < Uri.size(); ++I) {
+    if (Uri[I] == '%' && I + 2 < Uri.size() && llvm::isHexDigit(Uri[I + 1]) && llvm::isHexDigit(Uri[I + 2])) {
+      Path.push_back(static_cast<char>(llvm::hexFromNibbles(Uri[I + 1], Uri[I + 2])));
+      I += 2;
+    } else {
+      Path.push_back(Uri[I]);
+    }
+  }
+  llvm::SmallString<256> P(Path);
+  llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true);
+  return std::string(P);
+}
+
+std::string pathToUri(StringRef Path) {
+  std::string Uri = "file://";
+  for (unsigned char C : Path) {
+    if (llvm::isAlnum(C) || StringRef("-._~/!$&'()*+,;=:@").contains(C))
+      Uri.push_back(static_cast<char>(C));
+    else {
+      Uri.push_back('%');
+      Uri.push_back(llvm::hexdigit(C >> 4, /*LowerCase=*/false));
+      Uri.push_back(llvm::hexdigit(C & 15, /*LowerCase=*/false));
+    }
+  }
+  return Uri;
+}
+
+// ---- Positions ---------------------------------------------------------------------------------
+
+/// Converts between byte offsets and LSP positions (line, character in UTF-16 code units, or in
+/// bytes when the client negotiated utf-8).
+class LineIndex {
+public:
+  LineIndex(StringRef Text, bool Utf8) : Text(Text), Utf8(Utf8) {
+    Starts.push_back(0);
+    for (size_t I = 0; I < Text.size(); ++I)
+      if (Text[I] == '\n')
+        Starts.push_back(I + 1);
+  }
+
+  json::Object position(unsigned Offset) const {
+    Offset = std::min<size_t>(Offset, Text.size());
+    size_t Line = llvm::upper_bound(Starts, Offset) - Starts.begin() - 1;
+    StringRef Prefix = Text.slice(Starts[Line], Offset);
+    return json::Object{{"line", static_cast<int64_t>(Line)}, {"character", units(Prefix)}};
+  }
+
+  /// Byte offset of an LSP position (clamped to its line).
+  size_t offset(int64_t Line, int64_t Character) const {
+    if (Line < 0)
+      return 0;
+    if (static_cast<size_t>(Line) >= Starts.size())
+      return Text.size();
+    size_t Begin = Starts[Line];
+    size_t End = static_cast<size_t>(Line) + 1 < Starts.size() ? Starts[Line + 1] - 1 : Text.size();
+    size_t I = Begin;
+    int64_t Units = 0;
+    while (I < End && Units < Character) {
+      unsigned char C = static_cast<unsigned char>(Text[I]);
+      size_t Len = C < 0x80 ? 1 : C < 0xE0 ? 2 : C < 0xF0 ? 3 : 4;
+      Units += Utf8 ? static_cast<int64_t>(Len) : (Len == 4 ? 2 : 1);
+      I = std::min(End, I + Len);
+    }
+    return I;
+  }
+
+  size_t lineStart(unsigned Line1) const {
+    return Line1 >= 1 && Line1 <= Starts.size() ? Starts[Line1 - 1] : Text.size();
+  }
+
+private:
+  int64_t units(StringRef S) const {
+    if (Utf8)
+      return static_cast<int64_t>(S.size());
+    int64_t N = 0;
+    for (unsigned char C : S) {
+      if ((C & 0xC0) == 0x80)
+        continue; // continuation byte
+      N += C >= 0xF0 ? 2 : 1;
+    }
+    return N;
+  }
+
+  StringRef Text;
+  bool Utf8;
+  std::vector<size_t> Starts;
+};
+
+bool positionLess(const json::Object &A, const json::Object &B) {
+  auto Key = [](const json::Object &P) {
+    return std::make_pair(P.getInteger("line").value_or(0), P.getInteger("character").value_or(0));
+  };
+  return Key(A) < Key(B);
+}
+
+std::string readFileText(const std::string &Path) {
+  auto Buf = llvm::MemoryBuffer::getFile(Path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  return Buf ? (*Buf)->getBuffer().str() : std::string();
+}
+
+// ---- The server --------------------------------------------------------------------------------
+
+struct Document {
+  std::string Uri, Path, Text;
+  int64_t Version = 0;
+  /// The text the last check saw and what it found.
+  std::string CheckedText;
+  std::vector<Finding> Findings;
+};
+
+class Server {
+public:
+  explicit Server(const LanguageServerOptions &Opts) : Opts(Opts) {}
+
+  int run() {
+    while (std::optional<std::string> Body = readMessage(Opts.In)) {
+      llvm::Expected<json::Value> V = json::parse(*Body);
+      if (!V) {
+        llvm::errs() << "amp-migrate --lsp: invalid JSON: " << llvm::toString(V.takeError()) << "\n";
+        reply(nullptr, error(-32700, "parse error"));
+        continue;
+      }
+      const json::Object *Msg = V->getAsObject();
+      if (!Msg) {
+        reply(nullptr, error(-32600, "invalid request"));
+        continue;
+      }
+      std::optional<StringRef> Method = Msg->getString("method");
+      const json::Value *Id = Msg->get("id");
+      if (!Method)
+        continue; // a response to a request of ours (none are sent)
+      json::Value Params = Msg->get("params") ? *Msg->get("params") : json::Value(json::Object());
+      if (*Method == "exit")
+        return ShutDown ? 0 : 1;
+      if (Id)
+        handleRequest(*Method, *Id, Params);
+      else
+        handleNotification(*Method, Params);
+    }
+    return 1;
+  }
+
+private:
+  // -- Protocol plumbing
+  static json::Object error(int Code, StringRef Message) {
+    return json::Object{{"code", Code}, {"message", Message.str()}};
+  }
+  void reply(json::Value Id, json::Object Error) {
+    writeMessage(Opts.Out, json::Object{{"jsonrpc", "2.0"}, {"id", std::move(Id)}, {"error", std::move(Error)}});
+  }
+  void result(json::Value Id, json::Value Result) {
+    writeMessage(Opts.Out, json::Object{{"jsonrpc", "2.0"}, {"id", std::move(Id)}, {"result", std::move(Result)}});
+  }
+  void notify(StringRef Method, json::Value Params) {
+    writeMessage(Opts.Out, json::Object{{"jsonrpc", "2.0"}, {"method", Method.str()}, {"params", std::move(Params)}});
+  }
+  void logMessage(int Type, const std::string &Text) {
+    llvm::errs() << "amp-migrate --lsp: " << Text << "\n";
+    notify("window/logMessage", json::Object{{"type", Type}, {"message", Text}});
+  }
+
+  void handleRequest(StringRef Method, const json::Value &Id, const json::Value &Params) {
+    if (Method == "initialize")
+      return result(Id, initialize(Params));
+    if (!Initialized)
+      return reply(Id, error(-32002, "server not initialized"));
+    if (Method == "shutdown") {
+      ShutDown = true;
+      return result(Id, nullptr);
+    }
+    if (Method == "textDocument/codeAction")
+      return result(Id, codeActions(Params));
+    reply(Id, error(-32601, ("method not found: " + Method).str()));
+  }
+
+  void handleNotification(StringRef Method, const json::Value &Params) {
+    if (!Initialized || ShutDown)
+      return;
+    const json::Object *P = Params.getAsObject();
+    if (!P)
+      return;
+    const json::Object *TD = P->getObject("textDocument");
+    std::optional<StringRef> Uri = TD ? TD->getString("uri") : std::nullopt;
+    if (!Uri)
+      return;
+    if (Method == "textDocument/didOpen") {
+      std::optional<std::string> Path = uriToPath(*Uri);
+      if (!Path) {
+        logMessage(2, "not a local file URI, not checked: " + Uri->str());
+        return;
+      }
+      Document &D = Docs[Uri->str()];
+      D.Uri = Uri->str();
+      D.Path = *Path;
+      D.Text = TD->getString("text").value_or("").str();
+      D.Version = TD->getInteger("version").value_or(0);
+      check(D);
+    } else if (Method == "textDocument/didChange") {
+      auto It = Docs.find(Uri->str());
+      if (It == Docs.end())
+        return;
+      Document &D = It->second;
+      D.Version = TD->getInteger("version").value_or(D.Version);
+      if (const json::Array *Changes = P->getArray("contentChanges"))
+        for (const json::Value &C : *Changes)
+          applyChange(D, C);
+      check(D);
+    } else if (Method == "textDocument/didSave") {
+      auto It = Docs.find(Uri->str());
+      if (It == Docs.end())
+        return;
+      if (std::optional<StringRef> Text = P->getString("text"))
+        It->second.Text = Text->str();
+      check(It->second); // headers it includes may have changed on disk
+    } else if (Method == "textDocument/didClose") {
+      auto It = Docs.find(Uri->str());
+      if (It == Docs.end())
+        return;
+      notify("textDocument/publishDiagnostics",
+             json::Object{{"uri", It->first}, {"diagnostics", json::Array()}});
+      Docs.erase(It);
+    }
+    // initialized, $/cancelRequest, workspace/didChangeConfiguration...: nothing to do.
+  }
+
+  void applyChange(Document &D, const json::Value &Change) {
+    const json::Object *C = Change.getAsObject();
+    if (!C)
+      return;
+    std::string NewText = C->getString("text").value_or("").str();
+    const json::Object *Range = C->getObject("range");
+    if (!Range) {
+      D.Text = std::move(NewText);
+      return;
+    }
+    // An incremental change (we ask for full sync, but accept these too).
+    const json::Object *S = Range->getObject("start"), *E = Range->getObject("end");
+    if (!S || !E)
+      return;
+    LineIndex Idx(D.Text, Utf8);
+    size_t B = Idx.offset(S->getInteger("line").value_or(0), S->getInteger("character").value_or(0));
+    size_t En = Idx.offset(E->getInteger("line").value_or(0), E->getInteger("character").value_or(0));
+    if (En < B)
+      std::swap(B, En);
+    D.Text.replace(B, En - B, NewText);
+  }
+
+  // -- initialize
+  json::Value initialize(const json::Value &Params) {
+    const json::Object *P = Params.getAsObject();
+    LevelName = Opts.Level;
+    ChecksGlob = Opts.Checks;
+    DatabasePath = Opts.CompilationDatabasePath;
+    ExtraArgs = Opts.ExtraArgs;
+    std::vector<std::string> RuleFiles = Opts.RuleFiles;
+    if (P) {
+      if (const json::Object *IO = P->getObject("initializationOptions")) {
+        if (auto S = IO->getString("compilationDatabasePath"))
+          DatabasePath = S->str();
+        if (const json::Array *A = IO->getArray("extraArgs"))
+          for (const json::Value &V : *A)
+            if (auto S = V.getAsString())
+              ExtraArgs.push_back(S->str());
+        if (auto S = IO->getString("level"))
+          LevelName = S->str();
+        if (auto S = IO->getString("checks"))
+          ChecksGlob = S->str();
+        if (const json::Array *A = IO->getArray("rules"))
+          for (const json::Value &V : *A)
+            if (auto S = V.getAsString())
+              RuleFiles.push_back(S->str());
+      }
+      // Position encoding: utf-8 when the client offers it, else the default utf-16.
+      if (const json::Object *Caps = P->getObject("capabilities"))
+        if (const json::Object *General = Caps->getObject("general"))
+          if (const json::Array *Encodings = General->getArray("positionEncodings"))
+            for (const json::Value &E : *Encodings)
+              if (E.getAsString() && *E.getAsString() == "utf-8")
+                Utf8 = true;
+    }
+    if (LevelName.empty())
+      LevelName = "O2";
+    if (ChecksGlob.empty())
+      ChecksGlob = "amp-*";
+    if (!parseLevel(LevelName, Level)) {
+      logMessage(1, "unknown level '" + LevelName + "' (valid: O0, O1, O2, O3); using O2");
+      Level = AmpLevel::O2;
+    }
+    llvm::Expected<RuleSet> R = loadRules(RuleFiles);
+    if (!R) {
+      std::string Msg = llvm::toString(R.takeError());
+      notify("window/showMessage", json::Object{{"type", 1}, {"message", "amp-migrate: " + Msg}});
+      logMessage(1, Msg);
+      llvm::Expected<RuleSet> Builtin = loadRules({});
+      if (Builtin)
+        Rules = std::move(*Builtin);
+      else
+        llvm::consumeError(Builtin.takeError());
+    } else {
+      Rules = std::move(*R);
+    }
+    Initialized = true;
+    json::Object Caps{
+        {"textDocumentSync", json::Object{{"openClose", true}, {"change", 1}, {"save", json::Object{{"includeText", false}}}}},
+        {"codeActionProvider", json::Object{{"codeActionKinds", json::Array{"quickfix"}}}},
+    };
+    if (Utf8)
+      Caps["positionEncoding"] = "utf-8";
+    return json::Object{{"capabilities", std::move(Caps)},
+                        {"serverInfo", json::Object{{"name", "amp-migrate"}, {"version", AMP_MIGRATE_VERSION}}}};
+  }
+
+  static bool parseLevel(StringRef S, AmpLevel &L) {
+    if (S == "O0") L = AmpLevel::O0;
+    else if (S == "O1") L = AmpLevel::O1;
+    else if (S == "O2") L = AmpLevel::O2;
+    else if (S == "O3") L = AmpLevel::O3;
+    else return false;
+    return true;
+  }
+
+  // -- Checking
+  /// Compile commands for a file: the configured database directory, else compile_commands.json
+  /// found upward from the file (commands for files it lacks are inferred from neighbours, like
+  /// clangd), else `-std=c++17`. The extra arguments are appended to each command.
+  std::unique_ptr<clang::tooling::CompilationDatabase> database(const std::string &Path) {
+    std::string Err;
+    std::unique_ptr<clang::tooling::CompilationDatabase> DB;
+    if (!DatabasePath.empty()) {
+      DB = clang::tooling::CompilationDatabase::autoDetectFromDirectory(DatabasePath, Err);
+      if (!DB)
+        logMessage(2, "no compile_commands.json in " + DatabasePath + ": " + Err);
+    } else {
+      DB = clang::tooling::CompilationDatabase::autoDetectFromSource(Path, Err);
+    }
+    if (DB) {
+      DB = clang::tooling::inferMissingCompileCommands(std::move(DB));
+      if (DB->getCompileCommands(Path).empty())
+        DB.reset();
+    }
+    if (!DB) {
+      std::vector<std::string> Args{"-std=c++17"};
+      Args.insert(Args.end(), ExtraArgs.begin(), ExtraArgs.end());
+      return std::make_unique<clang::tooling::FixedCompilationDatabase>(
+          llvm::sys::path::parent_path(Path), Args);
+    }
+    auto Adjusting = std::make_unique<clang::tooling::ArgumentsAdjustingCompilations>(std::move(DB));
+    if (!ExtraArgs.empty())
+      Adjusting->appendArgumentsAdjuster(clang::tooling::getInsertArgumentAdjuster(
+          ExtraArgs, clang::tooling::ArgumentInsertPosition::END));
+    return Adjusting;
+  }
+
+  void check(Document &D) {
+    auto Start = std::chrono::steady_clock::now();
+    DriverOptions DO;
+    DO.Files = {D.Path};
+    DO.Overlays[D.Path] = D.Text;
+    DO.Engine.Planner.Level = Level;
+    std::string Glob = ChecksGlob;
+    DO.Engine.CheckEnabled = [Glob](StringRef Id) { return checkEnabledByGlobs(Glob, Id); };
+    auto DB = database(D.Path);
+    Report R = runDriver(DO, Rules, *DB);
+    D.CheckedText = D.Text;
+    D.Findings.clear();
+    json::Array Diags;
+    LineIndex Idx(D.CheckedText, Utf8);
+    for (Finding &F : R.Findings)
+      if (samePath(F.Pos.File, D.Path)) {
+        Diags.push_back(diagnostic(F, D, Idx));
+        D.Findings.push_back(std::move(F));
+      }
+    for (const FileOutcome &O : R.Files)
+      if (O.Status == FileOutcome::State::Failed)
+        Diags.push_back(parseFailure(O, D, Idx));
+    auto Ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - Start);
+    llvm::errs() << "amp-migrate --lsp: checked " << D.Path << " (version " << D.Version << "): "
+                 << D.Findings.size() << " findings in " << Ms.count() << " ms\n";
+    notify("textDocument/publishDiagnostics",
+           json::Object{{"uri", D.Uri}, {"version", D.Version}, {"diagnostics", std::move(Diags)}});
+  }
+
+  static bool samePath(StringRef A, StringRef B) {
+    if (A == B)
+      return true;
+    llvm::SmallString<256> PA(A), PB(B);
+    llvm::sys::fs::make_absolute(PA);
+    llvm::sys::fs::make_absolute(PB);
+    llvm::sys::path::remove_dots(PA, true);
+    llvm::sys::path::remove_dots(PB, true);
+    return PA == PB;
+  }
+
+  /// The range of a finding: from its position to the end of the name there (`a::b::c`, `x.y`).
+  static json::Object range(const LineIndex &Idx, StringRef Text, unsigned Offset) {
+    size_t End = std::min<size_t>(Offset, Text.size());
+    auto IsName = [](char C) { return llvm::isAlnum(C) || C == '_'; };
+    while (End < Text.size()) {
+      if (IsName(Text[End]))
+        ++End;
+      else if (Text.substr(End).starts_with("::") && End + 2 < Text.size() && IsName(Text[End + 2]))
+        End += 2;
+      else
+        break;
+    }
+    if (End == Offset && End < Text.size() && Text[End] != '\n')
+      ++End;
+    return json::Object{{"start", Idx.position(Offset)}, {"end", Idx.position(static_cast<unsigned>(End))}};
+  }
+
+  json::Value diagnostic(const Finding &F, const Document &D, const LineIndex &Idx) {
+    // Pos.Offset is into the checked text; the line and column say the same, in bytes.
+    unsigned Offset = F.Pos.Offset;
+    if (Offset > D.CheckedText.size())
+      Offset = static_cast<unsigned>(std::min(D.CheckedText.size(), Idx.lineStart(F.Pos.Line) + F.Pos.Column - 1));
+    json::Object Diag{{"range", range(Idx, D.CheckedText, Offset)},
+                      {"severity", F.Level == Severity::Error ? 1 : 2},
+                      {"code", F.Check},
+                      {"source", "amp-migrate"},
+                      {"message", F.Message}};
+    json::Array Related;
+    for (const Note &N : F.Notes) {
+      if (N.Pos.File.empty())
+        continue;
+      json::Object Loc;
+      if (samePath(N.Pos.File, D.Path)) {
+        Loc = json::Object{{"uri", D.Uri}, {"range", range(Idx, D.CheckedText, N.Pos.Offset)}};
+      } else {
+        std::string Text = readFileText(N.Pos.File);
+        LineIndex NI(Text, Utf8);
+        Loc = json::Object{{"uri", pathToUri(absolute(N.Pos.File))}, {"range", range(NI, Text, N.Pos.Offset)}};
+      }
+      Related.push_back(json::Object{{"location", std::move(Loc)}, {"message", N.Message}});
+    }
+    if (!Related.empty())
+      Diag["relatedInformation"] = std::move(Related);
+    if (!F.StepId.empty())
+      Diag["data"] = json::Object{{"stepId", F.StepId}, {"fixable", F.Fixable}};
+    return Diag;
+  }
+
+  /// A file that does not parse is not analysed: say so once, at the first error.
+  json::Value parseFailure(const FileOutcome &O, const Document &D, const LineIndex &Idx) {
+    StringRef First = StringRef(O.Error).split('\n').first;
+    unsigned Line = 1, Col = 1;
+    // "file:line:col: error: message"
+    size_t E = First.find(": error: ");
+    if (E != StringRef::npos) {
+      StringRef Loc = First.take_front(E);
+      auto [Rest, ColS] = Loc.rsplit(':');
+      auto [FileS, LineS] = Rest.rsplit(':');
+      unsigned L, C;
+      if (!LineS.getAsInteger(10, L) && !ColS.getAsInteger(10, C) && samePath(FileS, D.Path)) {
+        Line = L;
+        Col = C;
+      }
+      First = First.drop_front(E + 2);
+    }
+    size_t Offset = std::min(D.CheckedText.size(), Idx.lineStart(Line) + Col - 1);
+    return json::Object{{"range", json::Object{{"start", Idx.position(static_cast<unsigned>(Offset))},
+                                               {"end", Idx.position(static_cast<unsigned>(Offset))}}},
+                        {"severity", 3},
+                        {"source", "amp-migrate"},
+                        {"message", ("not analysed, the file does not parse: " + First).str()}};
+  }
+
+  static std::string absolute(StringRef P) {
+    llvm::SmallString<256> S(P);
+    llvm::sys::fs::make_absolute(S);
+    llvm::sys::path::remove_dots(S, true);
+    return std::string(S);
+  }
+
+  // -- Code actions
+  json::Value codeActions(const json::Value &Params) {
+    json::Array Actions;
+    const json::Object *P = Params.getAsObject();
+    const json::Object *TD = P ? P->getObject("textDocument") : nullptr;
+    std::optional<StringRef> Uri = TD ? TD->getString("uri") : std::nullopt;
+    const json::Object *Range = P ? P->getObject("range") : nullptr;
+    if (!Uri || !Range)
+      return Actions;
+    auto It = Docs.find(Uri->str());
+    if (It == Docs.end())
+      return Actions;
+    Document &D = It->second;
+    if (D.CheckedText != D.Text)
+      check(D); // never offer edits computed for other text
+    const json::Object *RS = Range->getObject("start"), *RE = Range->getObject("end");
+    if (!RS || !RE)
+      return Actions;
+    LineIndex Idx(D.CheckedText, Utf8);
+    std::map<std::string, json::Array> DiagsByStep; // step -> its diagnostics in the range
+    std::vector<std::string> StepOrder;
+    for (const Finding &F : D.Findings) {
+      if (!F.Fixable || F.StepId.empty())
+        continue;
+      json::Value Diag = diagnostic(F, D, Idx);
+      const json::Object *DR = Diag.getAsObject()->getObject("range");
+      // Intersects [RS, RE] (an empty request range at the cursor touches the diagnostic).
+      if (positionLess(*RE, *DR->getObject("start")) || positionLess(*DR->getObject("end"), *RS))
+        continue;
+      if (!DiagsByStep.count(F.StepId))
+        StepOrder.push_back(F.StepId);
+      DiagsByStep[F.StepId].push_back(std::move(Diag));
+    }
+    for (const std::string &Step : StepOrder) {
+      const Finding *Lead = nullptr;
+      for (const Finding &F : D.Findings)
+        if (F.StepId == Step && !F.Fixes.empty())
+          Lead = &F;
+      if (!Lead)
+        continue;
+      json::Object Changes;
+      std::map<std::string, std::vector<const clang::tooling::Replacement *>> ByFile;
+      for (const clang::tooling::Replacement &Rep : Lead->Fixes)
+        ByFile[Rep.getFilePath().str()].push_back(&Rep);
+      bool Ok = true;
+      for (auto &[File, Reps] : ByFile) {
+        bool Main = samePath(File, D.Path);
+        std::string Text = Main ? D.CheckedText : readFileText(File);
+        LineIndex FI(Text, Utf8);
+        json::Array Edits;
+        for (const clang::tooling::Replacement *Rep : Reps) {
+          if (Rep->getOffset() + Rep->getLength() > Text.size()) {
+            Ok = false;
+            break;
+          }
+          Edits.push_back(json::Object{
+              {"range", json::Object{{"start", FI.position(Rep->getOffset())},
+                                     {"end", FI.position(Rep->getOffset() + Rep->getLength())}}},
+              {"newText", Rep->getReplacementText().str()}});
+        }
+        Changes[Main ? D.Uri : pathToUri(absolute(File))] = std::move(Edits);
+      }
+      if (!Ok)
+        continue;
+      Actions.push_back(json::Object{{"title", "Migrate this training step to amp::value_and_grad"},
+                                     {"kind", "quickfix"},
+                                     {"isPreferred", true},
+                                     {"diagnostics", std::move(DiagsByStep[Step])},
+                                     {"edit", json::Object{{"changes", std::move(Changes)}}}});
+    }
+    return Actions;
+  }
+
+  const LanguageServerOptions &Opts;
+  bool Initialized = false, ShutDown = false, Utf8 = false;
+  std::string LevelName, ChecksGlob, DatabasePath;
+  std::vector<std::string> ExtraArgs;
+  AmpLevel Level = AmpLevel::O2;
+  RuleSet Rules;
+  std::map<std::string, Document> Docs;
+};
+
+} // namespace
+
+int runLanguageServer(const LanguageServerOptions &Opts) {
+  Server S(Opts);
+  return S.run();
+}
+
+} // namespace ampmigrate
