@@ -61,8 +61,14 @@ TEST_P(CpuOps, UnscaleAndCheckFindsInfAndNaNEverywhere) {
     g[t].set(i, bad_values[k++ % 3]);
     const float inv_scale = 0.5f;
     float found_inf = 0.0f;
+    float read_only_found = 0.0f, fused_found = 0.0f, norm = 0.0f;
+    check_and_norm(views(g), &inv_scale, &read_only_found, &norm, kCpu);
+    EXPECT_EQ(read_only_found, 1.0f) << "check_and_norm, tensor " << t << " element " << i;
+    EXPECT_FALSE(std::isfinite(norm));
     unscale_and_check(views(g), &inv_scale, &found_inf, kCpu);
     EXPECT_EQ(found_inf, 1.0f) << "tensor " << t << " element " << i;
+    unscale_check_and_norm(views(g), &inv_scale, &fused_found, &norm, kCpu);
+    EXPECT_EQ(fused_found, 1.0f) << "unscale_check_and_norm, tensor " << t << " element " << i;
   }
 }
 

@@ -121,6 +121,8 @@ TEST_P(CudaOps, InfAndNaNAreFoundEverywhere) {
     EXPECT_EQ(s.get(1), 1.0f) << "tensor " << t << " element " << i;
     check_and_norm(gpu.views, s.at(0), s.at(2), s.at(3), gpu_context());
     EXPECT_EQ(s.get(2), 1.0f);
+    unscale_check_and_norm(gpu.views, s.at(0), s.at(4), s.at(5), gpu_context());
+    EXPECT_EQ(s.get(4), 1.0f);
   }
 }
 
