@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (H200): build the runtime for sm_90, run its CUDA tests, and time its
-# ops against PyTorch on the same tensors. Results go to $OUT (and, with --update-docs, into
-# docs/performance.md). Budget: about 2 min build on 16 cores, 1 min tests, 3-4 min timings.
+# ops against PyTorch on the same tensors. Results go to $OUT (results.md, results.json, run.log,
+# ctest-junit.xml) and into the "Runtime (CUDA, H200)" block of docs/performance.md, whose updated
+# copy is also left in $OUT/performance.md (the device machine works on a copy of the tree).
+# Budget: about 2 min build on 16 cores, 1 min tests, 3-4 min timings.
 #
-#   OUT=/some/dir bench/device/run.sh [--quick] [--update-docs]
+#   OUT=/some/dir bench/device/run.sh [--quick] [--no-docs]
 #
 # Needs: cmake >= 3.20, nvcc (CUDA >= 12.1: 32 KB kernel arguments), a C++17 compiler, python3 with
 # torch (CUDA). GoogleTest is used if installed, else from AMP_GTEST_SOURCE_DIR (a googletest tree,
@@ -15,11 +17,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${OUT:-$ROOT/device-out}
 BUILD=${BUILD:-/tmp/amp-runtime-device-build}
 QUICK=""
-UPDATE_DOCS=0
+UPDATE_DOCS=1
 for arg in "$@"; do
   case $arg in
     --quick) QUICK="--quick" ;;
-    --update-docs) UPDATE_DOCS=1 ;;
+    --no-docs) UPDATE_DOCS=0 ;;
   esac
 done
 mkdir -p "$OUT"
