@@ -3,6 +3,7 @@
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Emitters.h"
 #include "ampmigrate/FixApplier.h"
+#include "ampmigrate/Formatting.h"
 #include "ampmigrate/LanguageServer.h"
 #include "ampmigrate/Rules.h"
 
@@ -38,6 +39,7 @@ bool Stats = false;
 cl::opt<bool> Fix("fix", cl::desc("Apply the fixes in place"), cl::cat(Cat));
 cl::opt<bool> Diff("diff", cl::desc("Print the fixes as a unified diff; write nothing"), cl::cat(Cat));
 cl::opt<std::string> ExportFixes("export-fixes", cl::desc("Write the fixes as clang-apply-replacements YAML"), cl::cat(Cat));
+cl::opt<std::string> FormatStyle("format-style", cl::desc("Format the changed lines: a clang-format style, file, or none"), cl::init("none"), cl::cat(Cat));
 cl::opt<bool> ShowFixes("show-fixes", cl::desc("Text output: print the fixed lines"), cl::cat(Cat));
 cl::opt<bool> NoPrefilter("no-prefilter", cl::desc("Parse every file, even those with no AMP token"), cl::Hidden, cl::cat(Cat));
 cl::opt<bool> FullParse("full-parse", cl::desc("Parse every function body"), cl::Hidden, cl::cat(Cat));
@@ -307,6 +309,15 @@ int main(int argc, const char **argv) {
         llvm::errs() << llvm::toString(New.takeError()) << "\n";
         Exit = 3;
         continue;
+      }
+      if (FormatStyle != "none") {
+        auto Formatted = formatChangedLines(Path, *New, Reps, FormatStyle);
+        if (!Formatted) {
+          llvm::errs() << llvm::toString(Formatted.takeError()) << "\n";
+          Exit = 2;
+          continue;
+        }
+        *New = std::move(*Formatted);
       }
       if (*New == *Old)
         continue;
