@@ -429,17 +429,32 @@ private:
     }
     // The statement that exists only for this call.
     const Stmt *S = statementOf(CE);
+    if (CE->getBeginLoc().isMacroID()) {
+      // A macro use: the statement is the use's whole expansion (`AMP_ON();` expanding to
+      // `{ ...; }`), the largest statement that comes entirely from this one use.
+      SourceLocation Use = SM.getExpansionLoc(CE->getBeginLoc());
+      const Stmt *Cur = CE;
+      for (const Stmt *P = PM.getParent(Cur); P; P = PM.getParent(P)) {
+        if (!P->getBeginLoc().isMacroID() || !P->getEndLoc().isMacroID() ||
+            SM.getExpansionLoc(P->getBeginLoc()) != Use || SM.getExpansionLoc(P->getEndLoc()) != Use)
+          break;
+        Cur = P;
+      }
+      const Stmt *Par = PM.getParent(Cur);
+      const auto *ParIf = dyn_cast_or_null<IfStmt>(Par);
+      if (Cur != CE && (isa_and_nonnull<CompoundStmt>(Par) || (ParIf && ParIf->getThen() == Cur)))
+        S = Cur;
+    }
     if (S && (isOnly(S, CE) || macroStatementIsOnlyAutocast(S))) {
       A.Removable = S;
       // `if (c) f();` with no else: the whole if goes.
       const Stmt *Holder = S;
       const Stmt *P = PM.getParent(S);
-      if (const auto *CS = dyn_cast_or_null<CompoundStmt>(P); CS && CS->size() == 1 &&
-          !CS->getBeginLoc().isMacroID()) {
-        // `if (c) { f(); }`
-        Holder = CS;
-        P = PM.getParent(CS);
-      } else if (CS && CS->size() == 1 && CS->getBeginLoc().isMacroID()) {
+      auto RealStatements = [](const CompoundStmt *CS) {
+        return llvm::count_if(CS->body(), [](const Stmt *X) { return !isa<NullStmt>(X); });
+      };
+      if (const auto *CS = dyn_cast_or_null<CompoundStmt>(P); CS && RealStatements(CS) == 1) {
+        // `if (c) { f(); }`, also `if (c) { AMP_ON(); }`
         Holder = CS;
         P = PM.getParent(CS);
       }
@@ -821,7 +836,11 @@ private:
     SourceRange Body = FD->getBody()->getSourceRange();
     unsigned B = offsetOf(Body.getBegin()), E = offsetOf(Body.getEnd());
     FileID F = SM.getFileID(SM.getExpansionLoc(Body.getBegin()));
+    // Any autocast function of the rules, or the word itself, marks the region as AMP code.
     std::vector<std::string> Tokens = Rules.prefilterTokens();
+    Tokens.push_back("autocast");
+    for (const AutocastFunctionRule &A : Rules.Autocast)
+      Tokens.push_back(StringRef(A.Function).rsplit("::").second.str());
     for (const SourceRange &R : Inactive) {
       if (SM.getFileID(R.getBegin()) != F)
         continue;

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringSet.h"
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace clang;
 namespace ampmigrate {
@@ -107,9 +108,12 @@ public:
     P.Function = &FA;
     planAll();
     P.Blockers = std::move(Blockers);
-    if (P.Blockers.empty())
+    if (P.Blockers.empty()) {
+      std::set<std::tuple<unsigned, unsigned, std::string>> Seen;
       for (const Edit &E : Edits)
-        P.Edits.emplace_back(FilePath, E.Offset, E.Length, E.Text);
+        if (Seen.insert({E.Offset, E.Length, E.Text}).second)
+          P.Edits.emplace_back(FilePath, E.Offset, E.Length, E.Text);
+    }
     return P;
   }
 
@@ -159,14 +163,28 @@ private:
       E = Lexer::getLocForEndOfToken(E, 0, SM, LO);
     }
     // Swallow the `;` that ends an expression statement (not part of the Stmt's range).
-    std::optional<Token> Next = Lexer::findNextToken(E.getLocWithOffset(-1), SM, LO);
-    if (!isa<CompoundStmt, IfStmt, ForStmt, WhileStmt, CXXForRangeStmt>(S) || B != S->getBeginLoc()) {
+    // An `if`/loop ends with its last sub-statement: `if (c) f();` needs the `;` too, and so
+    // does a macro use whose expansion is a block (`AMP_ON();`).
+    const Stmt *Tail = S;
+    for (int I = 0; I < 16 && Tail; ++I) {
+      if (const auto *If = dyn_cast<IfStmt>(Tail))
+        Tail = If->getElse() ? If->getElse() : If->getThen();
+      else if (const auto *F = dyn_cast<ForStmt>(Tail))
+        Tail = F->getBody();
+      else if (const auto *W = dyn_cast<WhileStmt>(Tail))
+        Tail = W->getBody();
+      else if (const auto *FR = dyn_cast<CXXForRangeStmt>(Tail))
+        Tail = FR->getBody();
+      else
+        break;
+    }
+    bool EndsWithBlock = Tail && isa<CompoundStmt>(Tail) && !Tail->getEndLoc().isMacroID();
+    if (!EndsWithBlock) {
       Token Tok;
       SourceLocation After = E;
       if (!Lexer::getRawToken(After, Tok, SM, LO, /*IgnoreWhiteSpace=*/true) && Tok.is(tok::semi))
         E = Tok.getEndLoc();
     }
-    (void)Next;
     return CharSourceRange::getCharRange(B, E);
   }
 
@@ -603,6 +621,13 @@ private:
     llvm::sort(Inner, [](const Edit &A, const Edit &B) {
       return A.Offset < B.Offset || (A.Offset == B.Offset && A.Length < B.Length);
     });
+    // Several calls of one macro use (`AMP_OFF()` expanding to a disable and clear_cache) remove
+    // the same text: one edit.
+    Inner.erase(std::unique(Inner.begin(), Inner.end(),
+                            [](const Edit &A, const Edit &B) {
+                              return A.Offset == B.Offset && A.Length == B.Length && A.Text == B.Text;
+                            }),
+                Inner.end());
     for (size_t I = 1; I < Inner.size(); ++I)
       if (Inner[I].Offset < Inner[I - 1].Offset + Inner[I - 1].Length) {
         block(SM.getLocForStartOfFile(File).getLocWithOffset(Inner[I].Offset),

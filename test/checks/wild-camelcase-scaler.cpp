@@ -1,0 +1,53 @@
+// RUN: %check_amp %s %t.cpp
+// WILD: a CamelCase scaler class (Scale/Unscale_/Step/Update), recognised by shape; its calls
+// are renamed to amp::GradScaler's.
+#include <torch/torch.h>
+
+namespace train_utils {
+class LossScaler {
+public:
+  explicit LossScaler(double init_scale = 65536.0);
+  torch::Tensor Scale(const torch::Tensor &loss);
+  void Unscale_(torch::optim::Optimizer &opt);
+  void Step(torch::optim::Optimizer &opt);
+  void Update();
+};
+} // namespace train_utils
+
+struct NetImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor &x);
+};
+TORCH_MODULE(Net);
+
+void train(Net &model, torch::optim::Adam &optimizer, const torch::Tensor &data,
+           const torch::Tensor &target) {
+  train_utils::LossScaler scaler(1024.0);
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    loss = torch::mse_loss(model->forward(data), target);
+    at::autocast::set_enabled(false);
+  }
+  scaler.Scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.Unscale_(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 0.5);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  scaler.Step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.Update();
+}
+// CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
+// CHECK-FIXES: {{^}}  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024.0));{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
+// CHECK-FIXES-NEXT: {{^}}    loss = torch::mse_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, 0.5);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.update();{{$}}
