@@ -1,0 +1,2 @@
+// A file the tool never gets to: the rules are checked first.
+void f() {}
