@@ -256,8 +256,16 @@ llvm::Expected<RuleSet> ampmigrate::loadRuleFile(llvm::StringRef Path) {
 std::string ampmigrate::builtinRulesDir() {
   if (const char *Env = std::getenv("AMP_MIGRATE_RULES_DIR"))
     return Env;
-  // Next to the installed binary first (prefix/share/amp-migrate/rewrite-rules), then the
-  // configured install location, then the source tree (running from a build directory).
+  // Next to the installed binary first (<prefix>/bin/../share/amp-migrate/rewrite-rules, so an
+  // install anywhere works), then the configured install location, then the source tree (running
+  // from a build directory).
+  std::string Exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  if (!Exe.empty()) {
+    llvm::SmallString<256> P(llvm::sys::path::parent_path(llvm::sys::path::parent_path(Exe)));
+    llvm::sys::path::append(P, "share", "amp-migrate", "rewrite-rules");
+    if (llvm::sys::fs::is_directory(P))
+      return std::string(P);
+  }
   for (const char *Dir : {AMP_INSTALLED_RULES_DIR, AMP_SOURCE_RULES_DIR})
     if (llvm::sys::fs::is_directory(Dir))
       return Dir;

@@ -28,7 +28,7 @@ cl::opt<std::string> Format("format", cl::desc("Output: text|json|sarif|github|f
 cl::opt<std::string> Output("output", cl::desc("Write the report to this file"), cl::cat(Cat));
 cl::opt<bool> WarningsAsErrors("warnings-as-errors", cl::desc("Exit 1 when there are findings"), cl::cat(Cat));
 cl::opt<std::string> HeaderFilter("header-filter", cl::desc("Regex of headers to analyse and fix"), cl::init(""), cl::cat(Cat));
-cl::opt<unsigned> Jobs("j", cl::desc("Translation units in parallel"), cl::init(1), cl::cat(Cat));
+cl::opt<unsigned> Jobs("j", cl::desc("Translation units in parallel"), cl::init(1), cl::Prefix, cl::cat(Cat));
 cl::list<std::string> RuleFiles("rules", cl::desc("Extra rule file (repeatable)"), cl::cat(Cat));
 cl::opt<std::string> ConfigFile("config-file", cl::desc("Configuration file (else .amp-migrate.yaml found upward)"), cl::cat(Cat));
 cl::opt<std::string> Level("level", cl::desc("AMP level of the rewrite: O0|O1|O2|O3"), cl::init(""), cl::cat(Cat));
