@@ -711,6 +711,7 @@ private:
       if (Used[I] || E->Turns == AutocastCall::State::Restore)
         continue;
       bool TurnsOn = E->Turns != AutocastCall::State::Off;
+      std::vector<const AutocastCall *> ExtraCloses;
       // The closing call: the next enable call for this device that turns the other way.
       const AutocastCall *Close = nullptr;
       for (size_t J = I + 1; J < Enables.size(); ++J) {
@@ -722,6 +723,18 @@ private:
         if ((TurnsOn && ClosesOn) || (!TurnsOn && ClosesOff)) {
           Close = C;
           Used[J] = true;
+          // Several closing calls for one enable (a disable in a `catch` and another after the
+          // `try`): the scope ends at the last; the earlier ones belong to it.
+          for (size_t K = J + 1; TurnsOn && K < Enables.size(); ++K) {
+            const AutocastCall *D = Enables[K];
+            if (Used[K] || !sameDevice(*E, *D))
+              continue;
+            if (D->Turns != AutocastCall::State::Off && D->Turns != AutocastCall::State::Restore)
+              break;
+            ExtraCloses.push_back(Close);
+            Close = D;
+            Used[K] = true;
+          }
           break;
         }
         if (C->Turns == E->Turns)
@@ -734,6 +747,8 @@ private:
       S.Enable = E;
       S.Disable = Close;
       S.DisablesAutocast = !TurnsOn;
+      for (const AutocastCall *X : ExtraCloses)
+        S.Auxiliary.push_back(X);
       S.ReportLoc = E->MacroUse.isValid() ? E->MacroUse : E->Call->getBeginLoc();
       S.Shape = E->MacroUse.isValid() ? AutocastScope::Kind::MacroPair : AutocastScope::Kind::CallPair;
       S.Begin = offsetOf(E->Call->getBeginLoc());

@@ -406,6 +406,18 @@ private:
       block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
       return;
     }
+    // unscale_/step/update must be in the block of the backward: `grads` is declared there.
+    // A backward in a loop with the step after the loop is gradient accumulation.
+    for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates})
+      for (const ScalerCall *SC : *List)
+        if (!childOf(SC->Call, C)) {
+          block(B.Backward->getBeginLoc(),
+                "the scaled backward is in a nested block or loop and " +
+                    canonicalMethod(SC->Kind) +
+                    "() is outside it (gradient accumulation?); the grads of several "
+                    "micro-steps must be summed, not rewritten automatically");
+          return;
+        }
     const AutocastScope &S = *T.Scope;
     const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
                                              : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
