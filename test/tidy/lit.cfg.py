@@ -22,3 +22,5 @@ config.substitutions.append(("%compare_findings", "%s %s" % (config.python, os.p
 if config.clang_apply_replacements and not config.clang_apply_replacements.endswith("-NOTFOUND"):
     config.available_features.add("clang-apply-replacements")
     config.substitutions.append(("%clang-apply-replacements", config.clang_apply_replacements))
+# The clang-tidy-amp wrapper of the build tree (clang-tidy with -load), as an IDE would run it.
+config.substitutions.append(("%wrapper", os.path.join(os.path.dirname(config.amp_tidy_plugin), "clang-tidy-amp")))
