@@ -9,6 +9,7 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -158,7 +159,8 @@ int main(int argc, const char **argv) {
   if (ListChecks) {
     for (const CheckInfo &C : allChecks())
       if (Checks.empty() || checkEnabledByGlobs(Checks, C.Id))
-        llvm::outs() << C.Id << (C.CanFix ? "  [fix]  " : "         ") << C.Summary << "\n";
+        llvm::outs() << llvm::left_justify(C.Id, 26) << (C.CanFix ? "[fix]  " : "       ") << C.Summary
+                     << "\n";
     return 0;
   }
   if (!Explain.empty()) {
