@@ -310,13 +310,7 @@ ForwardScope::ForwardScope(ConversionState &state) : state_(state) {
   if (state_.level == Level::O0)
     return;
   cast_outputs_ = true;
-  if (state_.level == Level::O1 || state_.level == Level::O2) {
-    autocast_device_ = state_.device.type();
-    auto prev = autocast_enter(autocast_device_, state_.low);
-    autocast_ = true;
-    autocast_was_enabled_ = prev.enabled;
-    autocast_previous_dtype_ = prev.dtype;
-  }
+  // Copies first: if the cast throws, nothing (autocast) is left to undo.
   if (state_.level == Level::O2 || state_.level == Level::O3) {
     input_dtype_ = state_.low;
     std::lock_guard<std::mutex> lock(state_.mutex);
@@ -326,11 +320,17 @@ ForwardScope::ForwardScope(ConversionState &state) : state_(state) {
         // Backward needs the copies: they stay in until value_and_grad has the grads.
         std::lock_guard<std::mutex> swapped_lock(swapped_mutex);
         swapped_states.push_back(state_.weak_from_this());
-        restore_after_forward_ = false;
       } else {
         restore_after_forward_ = true;
       }
     }
+  }
+  if (state_.level == Level::O1 || state_.level == Level::O2) {
+    autocast_device_ = state_.device.type();
+    auto prev = autocast_enter(autocast_device_, state_.low);
+    autocast_ = true;
+    autocast_was_enabled_ = prev.enabled;
+    autocast_previous_dtype_ = prev.dtype;
   }
 }
 
