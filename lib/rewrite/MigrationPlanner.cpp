@@ -98,9 +98,10 @@ public:
 class StepPlanner {
 public:
   StepPlanner(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
-              const TrainingStep &T, const PlannerOptions &Opts, llvm::StringSet<> &UsedNames)
+              const TrainingStep &T, const PlannerOptions &Opts, llvm::StringSet<> &UsedNames,
+              const TargetApi &Tgt)
       : Ctx(Ctx), SM(Ctx.getSourceManager()), LO(Ctx.getLangOpts()), Rules(Rules), FA(FA), T(T),
-        Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames) {}
+        Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames), Tgt(Tgt) {}
 
   MigrationPlan plan() {
     MigrationPlan P;
@@ -127,6 +128,8 @@ private:
   const PlannerOptions &Opts;
   ParentMap PM;
   llvm::StringSet<> &UsedNames;
+  /// The target names as the edits spell them (globally qualified when needed).
+  const TargetApi &Tgt;
   std::vector<TrainingStep::Blocker> Blockers;
   std::vector<Edit> Edits;
   FileID File;
@@ -536,8 +539,8 @@ private:
         continue;
       std::string Conv = convertedName(F->Model);
       if (ConvertedModels.insert(Conv).second) {
-        std::string Line = "auto " + Conv + " = " + Rules.Target.Convert + "(" + modelText(F->Model) +
-                           ", " + Rules.Target.LevelEnum + "::" + levelName(Opts.Level).str() + ");\n";
+        std::string Line = "auto " + Conv + " = " + Tgt.Convert + "(" + modelText(F->Model) +
+                           ", " + Tgt.LevelEnum + "::" + levelName(Opts.Level).str() + ");\n";
         unsigned At;
         if (conversionBeforeLoop(F->Model, R0, At))
           Edits.push_back({At, 0, indentAt(At) + Line});
@@ -556,7 +559,7 @@ private:
           continue;
         }
         if (F->ReturnsTensors) {
-          Inner.push_back({CB, 0, Rules.Target.CastOutput + "("});
+          Inner.push_back({CB, 0, Tgt.CastOutput + "("});
           Inner.push_back({MB, ME - MB, Conv});
           Inner.push_back({CE, 0, ")"});
         } else {
@@ -564,7 +567,7 @@ private:
         }
       } else {
         // Implicit this: `forward(x)` -> `amp_self->forward(x)`.
-        std::string Pre = F->ReturnsTensors ? Rules.Target.CastOutput + "(" : "";
+        std::string Pre = F->ReturnsTensors ? Tgt.CastOutput + "(" : "";
         Inner.push_back({CB, 0, Pre + Conv + "->"});
         if (F->ReturnsTensors)
           Inner.push_back({CE, 0, ")"});
@@ -717,7 +720,7 @@ private:
     for (const std::string &C : Conversions)
       Out += C;
     Out += Hoisted;
-    Out += Indent + "auto " + GradFnName + " = " + Rules.Target.ValueAndGrad + "([&] {\n";
+    Out += Indent + "auto " + GradFnName + " = " + Tgt.ValueAndGrad + "([&] {\n";
     Out += Indented;
     Out += Indent + "  return " + ScaleCall + ";\n";
     Out += Indent + "}, " + OptParams + ");\n";
@@ -854,8 +857,8 @@ private:
       }
       std::string MaxNorm = text(C->Call->getArg(C->Rule->MaxNormArg)->getSourceRange());
       std::string Indent = indentAt(off(C->Statement->getBeginLoc()));
-      std::string Clip = GradsName + " = " + Rules.Target.Clip + "(" + GradsName + ", " + MaxNorm + ");";
-      std::string Norm = Rules.Target.GlobalNorm + "(" + GradsName + ").item<double>()";
+      std::string Clip = GradsName + " = " + Tgt.Clip + "(" + GradsName + ", " + MaxNorm + ");";
+      std::string Norm = Tgt.GlobalNorm + "(" + GradsName + ").item<double>()";
       CharSourceRange SR = stmtRange(C->Statement);
       unsigned SB = SM.getFileOffset(SR.getBegin()), SE = SM.getFileOffset(SR.getEnd());
       if (!C->ResultUsed) {
@@ -962,7 +965,7 @@ private:
   /// `amp::GradScalerOptions().init_scale(a)...` from the arguments of the user's constructor.
   bool mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<const Expr *> Args,
                   SourceLocation Loc, std::string &Out) {
-    Out = Rules.Target.ScalerOptions + "()";
+    Out = Tgt.ScalerOptions + "()";
     for (unsigned I = 0; I < Args.size(); ++I) {
       if (isa<CXXDefaultArgExpr>(Args[I]))
         continue;
@@ -989,7 +992,7 @@ private:
       return;
     }
     const CXXRecordDecl *Class = T.ScalerClass->getCanonicalDecl();
-    if (qualifiedName(Class) == StringRef(Rules.Target.ScalerClass))
+    if (qualifiedName(Class) == StringRef(Tgt.ScalerClass))
       return;
     const auto *VD = dyn_cast<VarDecl>(D);
     const auto *FDl = dyn_cast<FieldDecl>(D);
@@ -1029,7 +1032,7 @@ private:
     if (!Unknown.empty()) {
       block(Unknown.front()->getBeginLoc(),
             "the scaler is used here other than through scale/unscale_/step/update/get_scale; "
-            "changing its type to " + Rules.Target.ScalerClass + " would break this use");
+            "changing its type to " + Tgt.ScalerClass + " would break this use");
       return;
     }
     // Its type, wherever it is spelled in the declaration.
@@ -1064,7 +1067,7 @@ private:
         return;
       }
       if (Seen.insert(B).second)
-        Edits.push_back({B, E - B, Rules.Target.ScalerClass});
+        Edits.push_back({B, E - B, Tgt.ScalerClass});
     }
     for (const CXXConstructExpr *CE : CF.Constructs) {
       unsigned Written = 0;
@@ -1115,7 +1118,7 @@ private:
   }
 
   void planInclude() {
-    std::string Inc = Rules.Target.Include;
+    std::string Inc = Tgt.Include;
     // Already included: a real directive line, not a mention in a comment or a string.
     for (StringRef Rest = Buffer; !Rest.empty();) {
       auto [Line, Tail] = Rest.split('\n');
@@ -1147,16 +1150,89 @@ private:
 
 } // namespace
 
+/// Whether `DC` (a namespace) has a member namespace (or alias) named `II`.
+static bool hasChildNamespace(const DeclContext *DC, IdentifierInfo *II) {
+  for (const NamedDecl *D : DC->getPrimaryContext()->lookup(II))
+    if (isa<NamespaceDecl, NamespaceAliasDecl>(D))
+      return true;
+  return false;
+}
+
+/// Using-directives at namespace scope, anywhere in the TU (namespace-level declarations only).
+static bool usingDirectiveReaches(const DeclContext *DC, IdentifierInfo *II) {
+  for (const Decl *D : DC->decls()) {
+    if (const auto *UD = dyn_cast<UsingDirectiveDecl>(D)) {
+      if (const NamespaceDecl *N = UD->getNominatedNamespace(); N && hasChildNamespace(N, II))
+        return true;
+    } else if (isa<NamespaceDecl, LinkageSpecDecl>(D)) {
+      if (usingDirectiveReaches(cast<DeclContext>(D), II))
+        return true;
+    }
+  }
+  return false;
+}
+
+class BodyUsingDirectives : public RecursiveASTVisitor<BodyUsingDirectives> {
+public:
+  IdentifierInfo *II;
+  bool Found = false;
+  explicit BodyUsingDirectives(IdentifierInfo *II) : II(II) {}
+  bool VisitUsingDirectiveDecl(UsingDirectiveDecl *UD) {
+    if (const NamespaceDecl *N = UD->getNominatedNamespace(); N && hasChildNamespace(N, II))
+      Found = true;
+    return true;
+  }
+};
+
+/// `amp::X` in the edited function must name the target's namespace. It would not when another
+/// namespace `amp` is visible there without qualification: a hand-written scaler port in
+/// `torch::amp` with `using namespace torch;` (ambiguous), or the function inside `namespace torch`.
+/// Then the edits write `::amp::X`.
+static TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const FunctionDecl *FD,
+                               bool FileLevelDirective) {
+  StringRef Q = T.ScalerClass;
+  StringRef First = Q.split("::").first;
+  if (First.empty() || Q.starts_with("::") || !Q.contains("::"))
+    return T;
+  IdentifierInfo *II = &Ctx.Idents.get(First);
+  bool Need = FileLevelDirective;
+  for (const DeclContext *DC = FD->getDeclContext(); DC && !Need; DC = DC->getParent())
+    if (isa<NamespaceDecl>(DC) && hasChildNamespace(DC, II))
+      Need = true;
+  if (!Need && FD->getBody()) {
+    BodyUsingDirectives B(II);
+    B.TraverseStmt(FD->getBody());
+    Need = B.Found;
+  }
+  if (!Need)
+    return T;
+  TargetApi R = T;
+  for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.ScalerClass,
+                         &R.ScalerOptions, &R.Clip, &R.GlobalNorm, &R.Accumulate})
+    if (StringRef(*S).contains("::") && !StringRef(*S).starts_with("::"))
+      *S = "::" + *S;
+  return R;
+}
+
 std::vector<MigrationPlan> planMigrations(ASTContext &Ctx, const RuleSet &Rules,
                                           const TranslationUnitAnalysis &TU,
                                           const PlannerOptions &Opts) {
   std::vector<MigrationPlan> Plans;
+  if (TU.Functions.empty())
+    return Plans;
+  bool FileLevelDirective = false;
+  {
+    StringRef First = StringRef(Rules.Target.ScalerClass).split("::").first;
+    if (!First.empty())
+      FileLevelDirective = usingDirectiveReaches(Ctx.getTranslationUnitDecl(), &Ctx.Idents.get(First));
+  }
   for (const FunctionAnalysis &FA : TU.Functions) {
     NameCollector NC;
     NC.TraverseDecl(const_cast<FunctionDecl *>(FA.Function));
     llvm::StringSet<> Used = NC.Names;
     for (const TrainingStep &T : FA.Steps) {
-      StepPlanner P(Ctx, Rules, FA, T, Opts, Used);
+      const TargetApi Tgt = spelledTarget(Ctx, Rules.Target, FA.Function, FileLevelDirective);
+      StepPlanner P(Ctx, Rules, FA, T, Opts, Used, Tgt);
       Plans.push_back(P.plan());
     }
   }
