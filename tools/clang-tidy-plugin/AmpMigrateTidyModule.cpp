@@ -26,6 +26,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
 #include <map>
+#include <set>
+#include <tuple>
 #include <optional>
 
 using namespace clang;
@@ -51,6 +53,9 @@ struct SharedState {
   // Engine output.
   const ASTContext *Ctx = nullptr;
   std::vector<Finding> Findings;
+  /// Edits already given as fix-its in this translation unit. Every step of a file carries the
+  /// same include insertion; amp-migrate applies it once, and clang-tidy would apply each copy.
+  std::set<std::tuple<std::string, unsigned, unsigned, std::string>> EmittedEdits;
   std::string File;  ///< the translation unit's main file (clang-tidy's current file)
   std::string Error; ///< rule loading or configuration problem, reported once
   bool ErrorReported = false;
@@ -158,7 +163,12 @@ public:
         DiagnosticBuilder D = diag(Loc, escapeForDiag(F.Message),
                                    F.Level == Severity::Error ? DiagnosticIDs::Error
                                                               : DiagnosticIDs::Warning);
-        for (const Edit &E : fixItEdits(SM, F.Fixes)) {
+        std::vector<tooling::Replacement> Fresh;
+        for (const tooling::Replacement &R : F.Fixes)
+          if (S.EmittedEdits.emplace(R.getFilePath().str(), R.getOffset(), R.getLength(),
+                                     R.getReplacementText().str()).second)
+            Fresh.push_back(R);
+        for (const Edit &E : fixItEdits(SM, Fresh)) {
           SourceLocation B = location(SM, E.File, E.Offset);
           if (B.isInvalid())
             continue;
@@ -240,6 +250,7 @@ private:
     S.Stage = SharedState::Phase::Computed;
     S.Ctx = &Ctx;
     S.Findings.clear();
+    S.EmittedEdits.clear();
     S.Error.clear();
     S.ErrorReported = false;
 
