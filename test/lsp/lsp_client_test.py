@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A scripted LSP client for `amp-migrate --lsp` (ctest lsp.quickfix).
 
-usage: lsp_client_test.py <amp-migrate> <mock-torch include dir> <input.cpp> <work dir>
+usage: lsp_client_test.py <amp-migrate> <mock-torch include dir> <input.cpp> <work dir> [<multi-step.cpp>]
 
 Checks, over JSON-RPC on the server's stdin/stdout:
   1. initialize advertises full text sync and quick-fix code actions;
@@ -12,7 +12,9 @@ Checks, over JSON-RPC on the server's stdin/stdout:
   4. didChange with the migrated text is re-checked (no diagnostics left), and didChange back to a
      text with the step brings them back, with unsaved text only (the file on disk never changes);
   5. compile flags come from a compile_commands.json found upward from the file, like clangd;
-  6. shutdown and exit end the server with status 0, and no file was written.
+  6. shutdown and exit end the server with status 0, and no file was written;
+  7. (with a multi-step file) one quick fix per step; applying them one at a time, each after the
+     re-check of the previous result, gives amp-migrate --fix's file.
 """
 import json
 import os
@@ -219,12 +221,41 @@ def main():
     c2.notify("exit", None)
     expect(c2.proc.wait(timeout=10) == 0, "second server exits 0")
 
+    if len(sys.argv) > 5:
+        multi_step(c, tool, args, sys.argv[5], work)
+
     c.request("shutdown", None)
     c.notify("exit", None)
     expect(c.proc.wait(timeout=10) == 0, "shutdown + exit: status 0")
     expect(open(path, encoding="utf-8").read() == original and open(cdb_file).read() == original,
            "the server wrote no file")
     return 0
+
+
+def multi_step(c, tool, args, src, work):
+    path = os.path.join(work, "multi.cpp")
+    shutil.copy(src, path)
+    text = open(path, encoding="utf-8").read()
+    expected = os.path.join(work, "multi-expected.cpp")
+    shutil.copy(src, expected)
+    subprocess.run([tool, "--fix", "--use-color=never", expected, "--"] + args, check=True, capture_output=True)
+    uri = uri_of(path)
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cpp", "version": 1, "text": text}})
+    diags = c.diagnostics(uri)["diagnostics"]
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": text.count("\n") + 1, "character": 0}}
+    actions = c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole, "context": {"diagnostics": diags}})
+    expect(len(actions) == 3 and all(a["title"] == TITLE for a in actions), "three steps: three quick fixes")
+    version = 1
+    while actions:
+        text = apply_edits(text, actions[0]["edit"]["changes"][uri])
+        version += 1
+        c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]})
+        c.diagnostics(uri)
+        actions = c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole, "context": {"diagnostics": []}})
+    expect(version == 4, "each quick fix migrates one step")
+    expect(text == open(expected, encoding="utf-8").read(), "the steps fixed one at a time give amp-migrate --fix's file")
+    c.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    c.diagnostics(uri)
 
 
 if __name__ == "__main__":
