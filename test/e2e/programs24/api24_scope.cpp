@@ -23,6 +23,7 @@ int main() {
     auto output = model->forward(input);
     auto loss = torch::nll_loss(output, target);
     at::autocast::set_autocast_enabled(device, false);
+    at::autocast::clear_cache();
     scaler.scale(loss).backward();
     scaler.unscale_(optimizer);
     torch::nn::utils::clip_grad_norm_(model->parameters(), 2.0);
