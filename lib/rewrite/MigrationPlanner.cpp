@@ -506,7 +506,11 @@ private:
       if (!A)
         return;
       if (!A->Removable) {
-        block(A->Call->getBeginLoc(), "the autocast call is part of a larger expression");
+        if (A->MacroUse.isValid())
+          block(A->MacroUse, "an autocast call sits inside a macro body with other code; edit "
+                             "the macro by hand (macro bodies are never edited)");
+        else
+          block(A->Call->getBeginLoc(), "the autocast call is part of a larger expression");
         return;
       }
       RemoveStmt(A->Removable, A->Call->getBeginLoc());
