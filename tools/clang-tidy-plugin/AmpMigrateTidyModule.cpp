@@ -9,6 +9,7 @@
 //   amp-<id>.Level  O0|O1|O2|O3 (default O2): the AMP level of the rewrite
 //   amp-<id>.Rules  semicolon-separated extra rule files (relative paths: to the working directory)
 #include "ampmigrate/Checks.h"
+#include "ampmigrate/Driver.h"
 #include "ampmigrate/Engine.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/Rules.h"
@@ -53,9 +54,10 @@ struct SharedState {
   // Engine output.
   const ASTContext *Ctx = nullptr;
   std::vector<Finding> Findings;
-  /// Edits already given as fix-its in this translation unit. Every step of a file carries the
-  /// same include insertion; amp-migrate applies it once, and clang-tidy would apply each copy.
-  std::set<std::tuple<std::string, unsigned, unsigned, std::string>> EmittedEdits;
+  /// Which finding (index into Findings) gives each edit as a fix-it. Every step of a file carries
+  /// the same include insertion; amp-migrate applies it once, and clang-tidy would apply each copy.
+  /// It goes to the first lead (in file order) that NOLINT does not suppress.
+  std::map<std::tuple<std::string, unsigned, unsigned, std::string>, size_t> EditOwner;
   std::string File;  ///< the translation unit's main file (clang-tidy's current file)
   std::string Error; ///< rule loading or configuration problem, reported once
   bool ErrorReported = false;
@@ -163,11 +165,13 @@ public:
         DiagnosticBuilder D = diag(Loc, escapeForDiag(F.Message),
                                    F.Level == Severity::Error ? DiagnosticIDs::Error
                                                               : DiagnosticIDs::Warning);
+        size_t Index = static_cast<size_t>(&F - S.Findings.data());
         std::vector<tooling::Replacement> Fresh;
-        for (const tooling::Replacement &R : F.Fixes)
-          if (S.EmittedEdits.emplace(R.getFilePath().str(), R.getOffset(), R.getLength(),
-                                     R.getReplacementText().str()).second)
+        for (const tooling::Replacement &R : F.Fixes) {
+          auto Owner = S.EditOwner.find(editKey(R));
+          if (Owner == S.EditOwner.end() || Owner->second == Index)
             Fresh.push_back(R);
+        }
         for (const Edit &E : fixItEdits(SM, Fresh)) {
           SourceLocation B = location(SM, E.File, E.Offset);
           if (B.isInvalid())
@@ -250,7 +254,7 @@ private:
     S.Stage = SharedState::Phase::Computed;
     S.Ctx = &Ctx;
     S.Findings.clear();
-    S.EmittedEdits.clear();
+    S.EditOwner.clear();
     S.Error.clear();
     S.ErrorReported = false;
 
@@ -298,7 +302,57 @@ private:
       return FE && HeaderRe->match(FE->getName());
     };
     S.Findings = runChecks(Ctx, *Rules, InScope, S.Inactive, EO);
+
+    // Owners of the edits that several leads carry: the first lead in file order that survives
+    // NOLINT (amp-migrate's NOLINT rules are clang-tidy's; test/tidy/nolint.test).
+    std::vector<size_t> Order(S.Findings.size());
+    for (size_t I = 0; I < Order.size(); ++I)
+      Order[I] = I;
+    llvm::stable_sort(Order, [&](size_t A, size_t B) {
+      return std::tie(S.Findings[A].Pos.File, S.Findings[A].Pos.Offset) <
+             std::tie(S.Findings[B].Pos.File, S.Findings[B].Pos.Offset);
+    });
+    BufferTexts Texts(SM);
+    for (bool WantSurvivor : {true, false})
+      for (size_t I : Order) {
+        const Finding &F = S.Findings[I];
+        if (F.Fixes.empty())
+          continue;
+        std::vector<Finding> One{F};
+        applyNoLint(One, Texts);
+        if (One.empty() == WantSurvivor)
+          continue;
+        for (const tooling::Replacement &R : F.Fixes)
+          S.EditOwner.emplace(editKey(R), I);
+      }
   }
+
+  static std::tuple<std::string, unsigned, unsigned, std::string> editKey(const tooling::Replacement &R) {
+    return {R.getFilePath().str(), R.getOffset(), R.getLength(), R.getReplacementText().str()};
+  }
+
+  /// The files as this translation unit read them.
+  class BufferTexts : public SourceTexts {
+  public:
+    explicit BufferTexts(const SourceManager &SM) : SM(SM) {}
+    const std::string *get(const std::string &File) override {
+      auto It = Cache.find(File);
+      if (It != Cache.end())
+        return &It->second;
+      SourceLocation L = location(SM, File, 0);
+      if (L.isInvalid())
+        return nullptr;
+      bool Invalid = false;
+      StringRef Buf = SM.getBufferData(SM.getFileID(L), &Invalid);
+      if (Invalid)
+        return nullptr;
+      return &(Cache[File] = Buf.str());
+    }
+
+  private:
+    const SourceManager &SM;
+    std::map<std::string, std::string> Cache;
+  };
 
   std::string Id;
   tidy::ClangTidyContext *Context;
