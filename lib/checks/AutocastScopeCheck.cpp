@@ -27,6 +27,14 @@ static std::string scopeMessage(const AutocastScope &S, const RuleSet &Rules) {
 
 void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
   for (const AutocastScope &S : In.Function.Scopes) {
+    // A region that turns autocast off is reported only nested in a region of this function that
+    // turns it on (where the migration changes what it guards). Alone, as it stays in migrated
+    // code, it is not a training scope.
+    if (S.DisablesAutocast &&
+        !llvm::any_of(In.Function.Scopes, [&](const AutocastScope &O) {
+          return !O.DisablesAutocast && O.Begin <= S.Begin && S.Begin <= O.End;
+        }))
+      continue;
     Finding *F = Out.report("amp-autocast-scope", S.ReportLoc, scopeMessage(S, In.Rules));
     for (const TrainingStep &T : In.Function.Steps)
       if (T.Scope == &S)

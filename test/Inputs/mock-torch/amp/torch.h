@@ -4,7 +4,9 @@
 #pragma once
 #include <torch/torch.h>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,6 +25,10 @@ auto_mixed_precision(const torch::nn::ModuleHolder<Impl> &model, Level level);
 template <class M>
 MixedPrecisionModel<std::shared_ptr<M>> auto_mixed_precision(const std::shared_ptr<M> &model,
                                                              Level level);
+
+/// Non-owning (a `torch::nn::Module&`, e.g. `*this`).
+template <class M, std::enable_if_t<std::is_base_of_v<torch::nn::Module, M>, int> = 0>
+MixedPrecisionModel<std::reference_wrapper<M>> auto_mixed_precision(M &model, Level level);
 
 torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x);
 
