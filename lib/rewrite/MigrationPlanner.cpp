@@ -421,6 +421,22 @@ private:
                     "micro-steps must be summed, not rewritten automatically");
           return;
         }
+    // In a loop, a step() under a condition after an unconditional backward steps every k-th
+    // iteration with the .grad of k micro-steps: the explicit grads would hold only the last one.
+    bool InLoop = false;
+    for (const Stmt *P = PM.getParent(C); P; P = PM.getParent(P))
+      if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+        InLoop = true;
+    for (const ScalerCall *SC : T.Steps) {
+      const Stmt *StepChild = childOf(SC->Call, C);
+      if (InLoop && StepChild && isa<IfStmt, SwitchStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(StepChild)) {
+        block(SC->Call->getBeginLoc(),
+              "step() runs conditionally after an unconditional scaled backward in a loop "
+              "(gradient accumulation across iterations); the grads of several micro-steps must "
+              "be summed, not rewritten automatically");
+        return;
+      }
+    }
     const AutocastScope &S = *T.Scope;
     const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
                                              : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
