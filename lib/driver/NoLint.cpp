@@ -71,7 +71,35 @@ static bool markerCovers(llvm::StringRef Line, llvm::StringRef Marker, llvm::Str
   return false;
 }
 
+static bool isSuppressed(const Finding &F, SourceTexts &Texts) {
+  std::vector<Finding> One{F};
+  One.front().Fixes.clear();
+  applyNoLintOnly(One, Texts);
+  return One.empty();
+}
+
+void relocateSuppressedFixes(std::vector<Finding> &Findings, SourceTexts &Texts) {
+  for (Finding &F : Findings) {
+    if (F.Fixes.empty() || F.StepId.empty() || !isSuppressed(F, Texts))
+      continue;
+    Finding *Heir = nullptr;
+    for (Finding &K : Findings)
+      if (&K != &F && K.StepId == F.StepId && K.Fixable && K.Fixes.empty() &&
+          (!Heir || std::tie(K.Pos.File, K.Pos.Offset) < std::tie(Heir->Pos.File, Heir->Pos.Offset)) &&
+          !isSuppressed(K, Texts))
+        Heir = &K;
+    if (Heir)
+      Heir->Fixes = std::move(F.Fixes);
+    F.Fixes.clear();
+  }
+}
+
 void applyNoLint(std::vector<Finding> &Findings, SourceTexts &Texts) {
+  relocateSuppressedFixes(Findings, Texts);
+  applyNoLintOnly(Findings, Texts);
+}
+
+void applyNoLintOnly(std::vector<Finding> &Findings, SourceTexts &Texts) {
   std::vector<Finding> Kept;
   for (Finding &F : Findings) {
     const std::string *Text = Texts.get(F.Pos.File);

@@ -313,6 +313,7 @@ private:
              std::tie(S.Findings[B].Pos.File, S.Findings[B].Pos.Offset);
     });
     BufferTexts Texts(SM);
+    relocateSuppressedFixes(S.Findings, Texts); // as amp-migrate does: a step is not vetoed by NOLINT
     for (bool WantSurvivor : {true, false})
       for (size_t I : Order) {
         const Finding &F = S.Findings[I];

@@ -35,7 +35,13 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
                  const clang::tooling::CompilationDatabase &DB);
 
 /// Drops findings suppressed by NOLINT, NOLINT(id), NOLINTNEXTLINE(id), NOLINTBEGIN/END(id).
+/// First hands the edits of a suppressed lead finding to the next unsuppressed finding of its
+/// step (NOLINT silences one diagnostic; it does not veto the whole step's rewrite).
 void applyNoLint(std::vector<Finding> &Findings, SourceTexts &Texts);
+/// The filtering alone.
+void applyNoLintOnly(std::vector<Finding> &Findings, SourceTexts &Texts);
+/// The hand-over alone (the clang-tidy plugin, where clang-tidy applies NOLINT itself).
+void relocateSuppressedFixes(std::vector<Finding> &Findings, SourceTexts &Texts);
 
 /// True when the text mentions none of the tokens (the lexical prefilter's test of one file).
 bool mentionsAnyToken(llvm::StringRef Text, const std::vector<std::string> &Tokens);
