@@ -249,6 +249,34 @@ bool mayHoldFindings(const tooling::CompileCommand &Cmd, const std::string &File
   return Files.empty(); // unreadable: let the parser say why
 }
 
+/// CMake's precompiled headers (`-include .../cmake_pch.hxx` next to a compiler-specific .gch)
+/// belong to the build, not to the sources: the TU's own includes are what the tool must see.
+tooling::ArgumentsAdjuster stripPrecompiledHeaders() {
+  return [](const tooling::CommandLineArguments &Args, StringRef) {
+    tooling::CommandLineArguments Out;
+    for (size_t I = 0; I < Args.size(); ++I) {
+      StringRef A = Args[I];
+      bool HasValue = I + 1 < Args.size();
+      if ((A == "-include" || A == "-include-pch") && HasValue &&
+          (StringRef(Args[I + 1]).contains("cmake_pch") || A == "-include-pch")) {
+        ++I;
+        continue;
+      }
+      if (A == "-Xclang" && HasValue && (Args[I + 1] == "-include-pch" || Args[I + 1] == "-include")) {
+        // -Xclang -include -Xclang <pch>: drop all four.
+        if (I + 3 < Args.size() && StringRef(Args[I + 3]).contains("cmake_pch")) {
+          I += 3;
+          continue;
+        }
+      }
+      if (A == "-Winvalid-pch" || A == "-fpch-preprocess" || A.starts_with("-fpch-instantiate"))
+        continue;
+      Out.push_back(Args[I]);
+    }
+    return Out;
+  };
+}
+
 std::string absolutePath(StringRef P) {
   llvm::SmallString<256> S(P);
   llvm::sys::fs::make_absolute(S);
@@ -302,6 +330,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
           {"-resource-dir=" AMP_CLANG_RESOURCE_DIR, "-Wno-everything"},
           tooling::ArgumentInsertPosition::BEGIN));
       Tool.appendArgumentsAdjuster(tooling::getClangSyntaxOnlyAdjuster());
+      Tool.appendArgumentsAdjuster(stripPrecompiledHeaders());
       Tool.appendArgumentsAdjuster(tooling::getClangStripOutputAdjuster());
       for (const auto &[Path, Text] : Opts.Overlays)
         Tool.mapVirtualFile(Path, Text);

@@ -118,6 +118,10 @@ def main():
     tool, mock, src, work = sys.argv[1:5]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
+    # The work dir sits in the build tree, whose own compile_commands.json would be found upward
+    # (with the project's include paths): an empty database here keeps the test hermetic.
+    with open(os.path.join(work, "compile_commands.json"), "w") as f:
+        f.write("[]\n")
     # A directory name with a space: URIs are percent-encoded.
     proj = os.path.join(work, "my proj")
     os.makedirs(proj)

@@ -6,6 +6,8 @@ set -eu
 nvim=$1 tool=$2 mock=$3 input=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
+# Hermetic: without this, the build tree's compile_commands.json would be found upward.
+echo "[]" > "$work/compile_commands.json"
 cp "$input" "$work/train.cpp"
 cp "$input" "$work/expected.cpp"
 "$tool" --fix --use-color=never "$work/expected.cpp" -- -std=c++17 "-I$mock" >/dev/null
