@@ -1,4 +1,5 @@
-// amp-zero-grad: zero_grad() of a step's optimizer or model, redundant with explicit grads.
+// amp-zero-grad: zero_grad() of a step's optimizer or model: redundant with explicit grads, or,
+// in a gradient accumulation, the clearing of the summed grads.
 #include "ampmigrate/Engine.h"
 
 using namespace clang;
@@ -11,9 +12,14 @@ void checkZeroGrad(const CheckInput &In, FindingSink &Out) {
                     llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; });
       if (!OfStep)
         continue;
-      Finding *F = Out.report("amp-zero-grad", Z->Call->getBeginLoc(),
-                              "zero_grad() is redundant: explicit gradients from " +
-                                  In.Rules.Target.ValueAndGrad + " never accumulate in .grad");
+      const MigrationPlan *P = In.planOf(&T);
+      Finding *F = Out.report(
+          "amp-zero-grad", Z->Call->getBeginLoc(),
+          P && P->Accumulates
+              ? "zero_grad() ends a gradient accumulation: with explicit gradients it clears the "
+                "summed grads list instead (grads.clear())"
+              : "zero_grad() is redundant: explicit gradients from " + In.Rules.Target.ValueAndGrad +
+                    " never accumulate in .grad");
       markStep(F, In, &T);
     }
 }

@@ -286,6 +286,29 @@ std::string absolutePath(StringRef P) {
 
 } // namespace
 
+/// One consistent report: a header finding seen from several TUs appears once.
+static void sortAndDeduplicate(Report &R) {
+  llvm::sort(R.Findings, [](const Finding &A, const Finding &B) {
+    return std::tie(A.Pos.File, A.Pos.Offset, A.Check, A.Message) <
+           std::tie(B.Pos.File, B.Pos.Offset, B.Check, B.Message);
+  });
+  R.Findings.erase(std::unique(R.Findings.begin(), R.Findings.end(),
+                               [](const Finding &A, const Finding &B) {
+                                 return A.Pos.File == B.Pos.File && A.Pos.Offset == B.Pos.Offset &&
+                                        A.Check == B.Check && A.Message == B.Message;
+                               }),
+                   R.Findings.end());
+  llvm::sort(R.Files, [](const FileOutcome &A, const FileOutcome &B) { return A.File < B.File; });
+}
+
+void mergeReport(Report &Into, Report &&Part) {
+  for (Finding &F : Part.Findings)
+    Into.Findings.push_back(std::move(F));
+  for (FileOutcome &F : Part.Files)
+    Into.Files.push_back(std::move(F));
+  sortAndDeduplicate(Into);
+}
+
 Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
                  const tooling::CompilationDatabase &DB) {
   Report R;
@@ -364,18 +387,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     Pool.wait();
   }
 
-  // One consistent report: a header finding seen from several TUs appears once.
-  llvm::sort(R.Findings, [](const Finding &A, const Finding &B) {
-    return std::tie(A.Pos.File, A.Pos.Offset, A.Check, A.Message) <
-           std::tie(B.Pos.File, B.Pos.Offset, B.Check, B.Message);
-  });
-  R.Findings.erase(std::unique(R.Findings.begin(), R.Findings.end(),
-                               [](const Finding &A, const Finding &B) {
-                                 return A.Pos.File == B.Pos.File && A.Pos.Offset == B.Pos.Offset &&
-                                        A.Check == B.Check && A.Message == B.Message;
-                               }),
-                   R.Findings.end());
-  llvm::sort(R.Files, [](const FileOutcome &A, const FileOutcome &B) { return A.File < B.File; });
+  sortAndDeduplicate(R);
   FileTexts Texts(Opts.Overlays);
   applyNoLint(R.Findings, Texts);
   return R;

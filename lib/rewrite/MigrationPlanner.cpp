@@ -108,6 +108,11 @@ public:
     P.Step = &T;
     P.Function = &FA;
     planAll();
+    if (Accumulate)
+      insertAt(GradsDeclAt, GradsDecl);
+    for (const auto &[At, Text] : Insertions)
+      Edits.push_back({At, 0, Text});
+    P.Accumulates = Accumulate;
     P.Blockers = std::move(Blockers);
     if (P.Blockers.empty()) {
       std::set<std::tuple<unsigned, unsigned, std::string>> Seen;
@@ -137,6 +142,14 @@ private:
   StringRef Buffer;
 
   std::string GradsName, GradFnName, ValueName, OptParams;
+  /// Gradient accumulation: the grads of several micro-steps are summed into `GradsName`,
+  /// declared at GradsDeclAt (before the loop that runs the steps).
+  bool Accumulate = false;
+  unsigned GradsDeclAt = 0;
+  std::string GradsDecl; ///< inserted after a model conversion planned at the same place
+  /// Insertions by offset; several at one offset join in the order planned.
+  std::map<unsigned, std::string> Insertions;
+  void insertAt(unsigned At, const std::string &Text) { Insertions[At] += Text; }
 
   void block(SourceLocation L, std::string Why) { Blockers.push_back({L, std::move(Why)}); }
 
@@ -375,8 +388,8 @@ private:
     return N;
   }
 
-  /// Where the model is converted: before the innermost loop around the step that the model's
-  /// declaration precedes; otherwise at the start of the step.
+  /// Where the model is converted: before the outermost loop around the step that the model's
+  /// declaration precedes (converted once, not per iteration); otherwise at the start of the step.
   bool conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
     // A parameter or a data member exists before any loop of the body; a local must be
     // declared before the loop.
@@ -385,17 +398,114 @@ private:
     if (!Outlives && (!VD || !VD->isLocalVarDecl()))
       return false;
     unsigned DeclOff = Outlives ? 0 : off(VD->getLocation());
-    for (const Stmt *P = PM.getParent(Anchor); P; P = PM.getParent(P)) {
+    const Stmt *Best = outermostLoop(Anchor, DeclOff);
+    if (!Best)
+      return false;
+    InsertAt = lineStart(off(Best->getBeginLoc()));
+    return onlySpace(InsertAt, off(Best->getBeginLoc()));
+  }
+
+  /// The outermost loop around `S` that starts after offset `After` (a declaration it must not
+  /// precede), with only blocks and loops between; null if none.
+  const Stmt *outermostLoop(const Stmt *S, unsigned After) const {
+    const Stmt *Best = nullptr;
+    for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P)) {
+      if (isa<LambdaExpr>(P))
+        break;
       if (!isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
         continue;
       if (!isa_and_nonnull<CompoundStmt>(PM.getParent(P)) || P->getBeginLoc().isMacroID())
-        return false;
-      if (DeclOff >= off(P->getBeginLoc()))
-        return false; // declared inside the loop: convert at the step
-      InsertAt = lineStart(off(P->getBeginLoc()));
-      return onlySpace(InsertAt, off(P->getBeginLoc()));
+        break;
+      if (After >= off(P->getBeginLoc()))
+        break; // declared inside this loop
+      Best = P;
     }
-    return false;
+    return Best;
+  }
+
+  /// Gradient accumulation: the scaled backward runs several times (in a nested loop, or every
+  /// iteration of a loop whose step() runs under a condition) before one unscale_/step/update.
+  /// The explicit grads of each micro-step are then summed into a list declared before the loop
+  /// (`.grad` accumulates the same way), and each zero_grad() of the step clears that list.
+  bool planAccumulation(const ImplicitBackward &B, const CompoundStmt *C) {
+    std::vector<const ScalerCall *> Calls;
+    for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates})
+      Calls.insert(Calls.end(), List->begin(), List->end());
+    auto HoldsAll = [&](const Stmt *X) {
+      return llvm::all_of(Calls, [&](const ScalerCall *SC) { return within(SC->Call, X); });
+    };
+    // The innermost block holding the backward and every unscale_/step/update.
+    const Stmt *CA = C;
+    while (CA && !HoldsAll(CA)) {
+      CA = PM.getParent(CA);
+      while (CA && !isa<CompoundStmt>(CA))
+        CA = PM.getParent(CA);
+    }
+    if (!CA) {
+      block(B.Backward->getBeginLoc(), "the scaled backward and the scaler's step() are not in "
+                                       "one block of this function");
+      return false;
+    }
+    unsigned BackOff = off(B.Backward->getBeginLoc());
+    for (const ScalerCall *SC : Calls)
+      if (off(SC->Call->getBeginLoc()) < BackOff && within(SC->Call, CA) && CA != C) {
+        block(SC->Call->getBeginLoc(), canonicalMethod(SC->Kind) + "() comes before the scaled "
+                                       "backward of its step");
+        return false;
+      }
+    bool Nested = CA != C;
+    // Between that block and the backward only loops and plain blocks: a backward under a
+    // condition would make the number of summed micro-steps differ from what .grad held.
+    for (const Stmt *P = C; Nested && P && P != CA; P = PM.getParent(P))
+      if (!isa<CompoundStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P)) {
+        block(B.Backward->getBeginLoc(),
+              "the scaled backward is in a nested block under a condition and " +
+                  canonicalMethod(T.Steps.front()->Kind) +
+                  "() is outside it; the grads of a varying number of micro-steps would be "
+                  "summed, not rewritten automatically");
+        return false;
+      }
+    bool InLoop = false;
+    for (const Stmt *P = PM.getParent(CA); P && !isa<LambdaExpr>(P); P = PM.getParent(P))
+      if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+        InLoop = true;
+    bool ConditionalStep = false;
+    for (const ScalerCall *SC : T.Steps) {
+      const Stmt *Child = childOf(SC->Call, cast<CompoundStmt>(CA));
+      if (Child && isa<IfStmt, SwitchStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(Child))
+        ConditionalStep = true;
+    }
+    Accumulate = Nested || (InLoop && ConditionalStep);
+    if (!Accumulate)
+      return true;
+    if (Tgt.Accumulate.empty()) {
+      block(B.Backward->getBeginLoc(), "gradient accumulation needs target.accumulate in the rules");
+      return false;
+    }
+    // The list lives as long as `.grad` did: before the outermost loop around the step that the
+    // optimizer's declaration precedes; without one, before the statement holding the backward.
+    unsigned OptDecl = 0;
+    if (const auto *OV = dyn_cast_or_null<VarDecl>(T.Steps.front()->Optimizer.Decl);
+        OV && OV->isLocalVarDecl() && !isa<ParmVarDecl>(OV))
+      OptDecl = off(OV->getLocation());
+    const Stmt *Anchor = outermostLoop(CA, OptDecl);
+    if (!Anchor) {
+      if (!Nested) {
+        block(T.Steps.front()->Call->getBeginLoc(),
+              "step() runs conditionally in a loop (gradient accumulation across iterations) but "
+              "the optimizer is declared inside the loop; the summed grads have no place to live");
+        return false;
+      }
+      Anchor = childOf(B.BackwardStmt, cast<CompoundStmt>(CA));
+    }
+    unsigned A = off(Anchor->getBeginLoc());
+    if (Anchor->getBeginLoc().isMacroID() || !onlySpace(lineStart(A), A)) {
+      block(Anchor->getBeginLoc(), "the loop of the accumulation does not start its line");
+      return false;
+    }
+    GradsDeclAt = lineStart(A);
+    GradsDecl = indentAt(A) + "std::vector<torch::Tensor> " + GradsName + ";\n";
+    return true;
   }
 
   void planRegion(const ImplicitBackward &B) {
@@ -409,34 +519,8 @@ private:
       block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
       return;
     }
-    // unscale_/step/update must be in the block of the backward: `grads` is declared there.
-    // A backward in a loop with the step after the loop is gradient accumulation.
-    for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates})
-      for (const ScalerCall *SC : *List)
-        if (!childOf(SC->Call, C)) {
-          block(B.Backward->getBeginLoc(),
-                "the scaled backward is in a nested block or loop and " +
-                    canonicalMethod(SC->Kind) +
-                    "() is outside it (gradient accumulation?); the grads of several "
-                    "micro-steps must be summed, not rewritten automatically");
-          return;
-        }
-    // In a loop, a step() under a condition after an unconditional backward steps every k-th
-    // iteration with the .grad of k micro-steps: the explicit grads would hold only the last one.
-    bool InLoop = false;
-    for (const Stmt *P = PM.getParent(C); P; P = PM.getParent(P))
-      if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
-        InLoop = true;
-    for (const ScalerCall *SC : T.Steps) {
-      const Stmt *StepChild = childOf(SC->Call, C);
-      if (InLoop && StepChild && isa<IfStmt, SwitchStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(StepChild)) {
-        block(SC->Call->getBeginLoc(),
-              "step() runs conditionally after an unconditional scaled backward in a loop "
-              "(gradient accumulation across iterations); the grads of several micro-steps must "
-              "be summed, not rewritten automatically");
-        return;
-      }
-    }
+    if (!planAccumulation(B, C))
+      return;
     const AutocastScope &S = *T.Scope;
     const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
                                              : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
@@ -563,7 +647,7 @@ private:
                            ", " + Tgt.LevelEnum + "::" + levelName(Opts.Level).str() + ");\n";
         unsigned At;
         if (conversionBeforeLoop(F->Model, R0, At))
-          Edits.push_back({At, 0, indentAt(At) + Line});
+          insertAt(At, indentAt(At) + Line);
         else
           Conversions.push_back(Indent + Line);
       }
@@ -596,8 +680,19 @@ private:
     // zero_grad inside the region goes.
     for (const ZeroGradCall *Z : T.ZeroGrads) {
       unsigned O = off(Z->Call->getBeginLoc());
-      if (O >= RB && O < BodyEnd && Z->Statement)
-        RemoveStmt(Z->Statement, Z->Call->getBeginLoc());
+      if (O >= RB && O < BodyEnd && Z->Statement) {
+        if (!Accumulate) {
+          RemoveStmt(Z->Statement, Z->Call->getBeginLoc());
+          continue;
+        }
+        CharSourceRange ZR = stmtRange(Z->Statement);
+        if (ZR.isInvalid() || Z->Statement->getBeginLoc().isMacroID()) {
+          block(Z->Call->getBeginLoc(), "zero_grad() is inside a macro");
+          continue;
+        }
+        unsigned ZB = SM.getFileOffset(ZR.getBegin()), ZE = SM.getFileOffset(ZR.getEnd());
+        Inner.push_back({ZB, ZE - ZB, GradsName + ".clear();"});
+      }
     }
     // Declarations in the region used after it are hoisted before the lambda.
     std::string Hoisted;
@@ -744,7 +839,13 @@ private:
     Out += Indented;
     Out += Indent + "  return " + ScaleCall + ";\n";
     Out += Indent + "}, " + OptParams + ");\n";
-    Out += Indent + "auto [" + ValueName + ", " + GradsName + "] = " + GradFnName + "();\n";
+    if (Accumulate) {
+      std::string Micro = freshName("micro_grads");
+      Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + GradFnName + "();\n";
+      Out += Indent + Tgt.Accumulate + "(" + GradsName + ", " + Micro + ");\n";
+    } else {
+      Out += Indent + "auto [" + ValueName + ", " + GradsName + "] = " + GradFnName + "();\n";
+    }
     if (AssignBack)
       Out += Indent + B.SplitVar->getNameAsString() + " = " + ValueName + ";\n";
     // Statements between the scale statement and backward (split form) stay after the call.
@@ -918,6 +1019,17 @@ private:
                     llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; });
       if (!OfStep || !Z->Statement)
         continue; // harmless to keep: the explicit grads never read .grad
+      if (Accumulate && O > GradsDeclAt) {
+        // It ended an accumulation: it clears the summed grads now.
+        CharSourceRange ZR = stmtRange(Z->Statement);
+        if (ZR.isInvalid() || Z->Statement->getBeginLoc().isMacroID() || SM.getFileID(ZR.getBegin()) != File) {
+          block(Z->Call->getBeginLoc(), "zero_grad() is inside a macro");
+          continue;
+        }
+        unsigned ZB = SM.getFileOffset(ZR.getBegin()), ZE = SM.getFileOffset(ZR.getEnd());
+        Edits.push_back({ZB, ZE - ZB, GradsName + ".clear();"});
+        continue;
+      }
       Edit E;
       if (removal(Z->Statement, E))
         Edits.push_back(E);

@@ -186,62 +186,77 @@ int main(int argc, const char **argv) {
   if (Format != "text" && Format != "json" && Format != "sarif" && Format != "github" && Format != "fixits")
     return fail(2, "unknown --format '" + Format + "' (text, json, sarif, github, fixits)");
 
-  // Configuration: command line over the config file.
-  Config Cfg;
-  std::string CfgPath = ConfigFile.empty() ? findConfigUpward(Files.front()) : std::string(ConfigFile);
-  if (!CfgPath.empty()) {
-    auto Buf = llvm::MemoryBuffer::getFile(CfgPath);
-    if (!Buf)
-      return fail(2, CfgPath + ": cannot read the configuration file");
-    std::string Err;
-    auto Handler = [](const llvm::SMDiagnostic &D, void *Ctx) {
-      auto &E = *static_cast<std::string *>(Ctx);
-      if (E.empty())
-        E = (D.getFilename() + ":" + llvm::Twine(D.getLineNo()) + ":" + llvm::Twine(D.getColumnNo() + 1) +
-             ": error: " + D.getMessage()).str();
-    };
-    llvm::yaml::Input In(llvm::MemoryBufferRef((*Buf)->getBuffer(), CfgPath), nullptr, Handler, &Err);
-    In >> Cfg;
-    if (!Err.empty() || In.error()) {
-      llvm::errs() << (Err.empty() ? CfgPath + ": error: invalid configuration" : Err) << "\n";
-      return 2;
-    }
-    // Relative rule paths are relative to the config file.
-    for (std::string &R : Cfg.Rules)
-      if (!llvm::sys::path::is_absolute(R)) {
-        llvm::SmallString<256> P(llvm::sys::path::parent_path(CfgPath));
-        llvm::sys::path::append(P, R);
-        R = std::string(P);
-      }
+  // Configuration: command line over the config file. Without --config-file, each file takes the
+  // .amp-migrate.yaml found upward from it; files that share a configuration run together.
+  std::vector<std::string> GroupOrder;
+  std::map<std::string, std::vector<std::string>> FilesByConfig;
+  for (const std::string &F : Files) {
+    std::string P = ConfigFile.empty() ? findConfigUpward(F) : std::string(ConfigFile);
+    if (!FilesByConfig.count(P))
+      GroupOrder.push_back(P);
+    FilesByConfig[P].push_back(F);
   }
-  std::string ChecksGlob = !Checks.empty() ? std::string(Checks) : (Cfg.Checks.empty() ? "amp-*" : Cfg.Checks);
-  std::string LevelName = !Level.empty() ? std::string(Level) : (Cfg.Level.empty() ? "O2" : Cfg.Level);
-  AmpLevel L;
-  if (!parseLevel(LevelName, L))
-    return fail(2, "unknown level '" + LevelName + "' (valid: O0, O1, O2, O3)");
-  std::vector<std::string> AllRules = Cfg.Rules;
-  AllRules.insert(AllRules.end(), RuleFiles.begin(), RuleFiles.end());
-  auto Rules = loadRules(AllRules);
-  if (!Rules) {
-    llvm::errs() << llvm::toString(Rules.takeError()) << "\n";
-    return 2;
-  }
-
   std::string DBError;
   auto DB = makeCompilationDatabase(BuildPath, CompilerArgs, Files, DBError);
   if (!DB)
     return fail(2, DBError);
 
-  DriverOptions Opts;
-  Opts.Files = Files;
-  Opts.HeaderFilter = !HeaderFilter.empty() ? std::string(HeaderFilter) : Cfg.HeaderFilter;
-  Opts.Jobs = Jobs;
-  Opts.Prefilter = !NoPrefilter;
-  Opts.SkipBodies = !FullParse;
-  Opts.Progress = Files.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
-  Opts.Engine.Planner.Level = L;
-  Opts.Engine.CheckEnabled = [ChecksGlob](llvm::StringRef Id) { return checkEnabledByGlobs(ChecksGlob, Id); };
-  Report R = runDriver(Opts, *Rules, *DB);
+  Report R;
+  bool AnyWarningsAsErrors = WarningsAsErrors;
+  for (const std::string &CfgPath : GroupOrder) {
+    Config Cfg;
+    if (!CfgPath.empty()) {
+      auto Buf = llvm::MemoryBuffer::getFile(CfgPath);
+      if (!Buf)
+        return fail(2, CfgPath + ": cannot read the configuration file");
+      std::string Err;
+      auto Handler = [](const llvm::SMDiagnostic &D, void *Ctx) {
+        auto &E = *static_cast<std::string *>(Ctx);
+        if (E.empty())
+          E = (D.getFilename() + ":" + llvm::Twine(D.getLineNo()) + ":" + llvm::Twine(D.getColumnNo() + 1) +
+               ": error: " + D.getMessage()).str();
+      };
+      llvm::yaml::Input In(llvm::MemoryBufferRef((*Buf)->getBuffer(), CfgPath), nullptr, Handler, &Err);
+      In >> Cfg;
+      if (!Err.empty() || In.error()) {
+        llvm::errs() << (Err.empty() ? CfgPath + ": error: invalid configuration" : Err) << "\n";
+        return 2;
+      }
+      // Relative rule paths are relative to the config file.
+      for (std::string &Rule : Cfg.Rules)
+        if (!llvm::sys::path::is_absolute(Rule)) {
+          llvm::SmallString<256> P(llvm::sys::path::parent_path(CfgPath));
+          llvm::sys::path::append(P, Rule);
+          Rule = std::string(P);
+        }
+    }
+    std::string ChecksGlob = !Checks.empty() ? std::string(Checks) : (Cfg.Checks.empty() ? "amp-*" : Cfg.Checks);
+    std::string LevelName = !Level.empty() ? std::string(Level) : (Cfg.Level.empty() ? "O2" : Cfg.Level);
+    AmpLevel L;
+    if (!parseLevel(LevelName, L))
+      return fail(2, (Level.empty() && !CfgPath.empty() ? CfgPath + ": " : std::string()) + "unknown level '" +
+                         LevelName + "' (valid: O0, O1, O2, O3)");
+    std::vector<std::string> AllRules = Cfg.Rules;
+    AllRules.insert(AllRules.end(), RuleFiles.begin(), RuleFiles.end());
+    auto Rules = loadRules(AllRules);
+    if (!Rules) {
+      llvm::errs() << llvm::toString(Rules.takeError()) << "\n";
+      return 2;
+    }
+
+    DriverOptions Opts;
+    Opts.Files = FilesByConfig[CfgPath];
+    Opts.HeaderFilter = !HeaderFilter.empty() ? std::string(HeaderFilter) : Cfg.HeaderFilter;
+    Opts.Jobs = Jobs;
+    Opts.Prefilter = !NoPrefilter;
+    Opts.SkipBodies = !FullParse;
+    Opts.Progress = Files.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
+    Opts.Engine.Planner.Level = L;
+    Opts.Engine.CheckEnabled = [ChecksGlob](llvm::StringRef Id) { return checkEnabledByGlobs(ChecksGlob, Id); };
+    Report Part = runDriver(Opts, *Rules, *DB);
+    AnyWarningsAsErrors |= Cfg.WarningsAsErrors && !Part.Findings.empty();
+    mergeReport(R, std::move(Part));
+  }
   if (!BuildPath.empty())
     R.BuildDirectory = BuildPath;
 
@@ -341,7 +356,7 @@ int main(int argc, const char **argv) {
     OS->flush(); // the report first, then the statistics, also when both go to one terminal
     printStats(R, llvm::errs());
   }
-  if (Exit == 0 && (WarningsAsErrors || Cfg.WarningsAsErrors) && !R.Findings.empty())
+  if (Exit == 0 && AnyWarningsAsErrors && !R.Findings.empty())
     Exit = 1;
   return Exit;
 }

@@ -34,6 +34,10 @@ makeCompilationDatabase(const std::string &BuildPath, const std::vector<std::str
 Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
                  const clang::tooling::CompilationDatabase &DB);
 
+/// Adds the findings and files of `Part` to `Into`, keeping one consistent report (sorted; a
+/// header finding seen from several runs appears once).
+void mergeReport(Report &Into, Report &&Part);
+
 /// Drops findings suppressed by NOLINT, NOLINT(id), NOLINTNEXTLINE(id), NOLINTBEGIN/END(id).
 /// First hands the edits of a suppressed lead finding to the next unsuppressed finding of its
 /// step (NOLINT silences one diagnostic; it does not veto the whole step's rewrite).

@@ -16,6 +16,8 @@ struct MigrationPlan {
   const FunctionAnalysis *Function = nullptr;
   std::vector<TrainingStep::Blocker> Blockers; ///< non-empty: not rewritten
   std::vector<clang::tooling::Replacement> Edits;
+  /// Gradient accumulation: micro-step grads are summed, zero_grad() clears the sum.
+  bool Accumulates = false;
   bool ok() const { return Blockers.empty() && !Edits.empty(); }
 };
 
