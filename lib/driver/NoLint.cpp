@@ -113,15 +113,34 @@ void applyNoLintOnly(std::vector<Finding> &Findings, SourceTexts &Texts) {
     bool Suppressed = markerCovers(LineAt(F.Pos.Line), "NOLINT", F.Check) ||
                       markerCovers(LineAt(F.Pos.Line - 1), "NOLINTNEXTLINE", F.Check);
     if (!Suppressed) {
-      // NOLINTBEGIN(id) ... NOLINTEND(id) around the line.
-      int Depth = 0;
-      for (unsigned N = 1; N < F.Pos.Line && N <= Lines.size(); ++N) {
+      // NOLINTBEGIN(id) ... NOLINTEND(id) around the line. A BEGIN without a matching END later
+      // in the file suppresses nothing (as in clang-tidy); the finding says so in a note.
+      std::vector<unsigned> Open; // lines of BEGINs not closed yet
+      std::vector<std::pair<unsigned, unsigned>> Closed;
+      for (unsigned N = 1; N <= Lines.size(); ++N) {
         if (markerCovers(Lines[N - 1], "NOLINTBEGIN", F.Check))
-          ++Depth;
-        if (markerCovers(Lines[N - 1], "NOLINTEND", F.Check) && Depth > 0)
-          --Depth;
+          Open.push_back(N);
+        if (markerCovers(Lines[N - 1], "NOLINTEND", F.Check) && !Open.empty()) {
+          Closed.push_back({Open.back(), N});
+          Open.pop_back();
+        }
       }
-      Suppressed = Depth > 0;
+      for (const auto &[B, E] : Closed)
+        if (B < F.Pos.Line && F.Pos.Line < E)
+          Suppressed = true;
+      if (!Suppressed)
+        for (unsigned B : Open)
+          if (B < F.Pos.Line) {
+            SourcePos P;
+            P.File = F.Pos.File;
+            P.Line = B;
+            P.Column = static_cast<unsigned>(LineAt(B).find("NOLINTBEGIN")) + 1;
+            for (unsigned N = 1; N < B; ++N)
+              P.Offset += Lines[N - 1].size() + 1;
+            P.Offset += P.Column - 1;
+            F.Notes.push_back({P, "this NOLINTBEGIN has no matching NOLINTEND; it suppresses nothing"});
+            break;
+          }
     }
     if (!Suppressed)
       Kept.push_back(std::move(F));
