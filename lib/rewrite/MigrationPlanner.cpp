@@ -146,6 +146,16 @@ private:
   /// declared at GradsDeclAt (before the loop that runs the steps).
   bool Accumulate = false;
   unsigned GradsDeclAt = 0;
+  /// Several optimizers: each one's list of grads (split from GradsName), and the optimizers as
+  /// written, comma-separated.
+  std::vector<std::pair<ObjectRef, std::string>> PerOptimizer;
+  std::string OptimizerArgs;
+  const std::string &gradsFor(const ObjectRef &Optimizer) const {
+    for (const auto &[O, Name] : PerOptimizer)
+      if (O == Optimizer)
+        return Name;
+    return GradsName;
+  }
   std::string GradsDecl; ///< inserted after a model conversion planned at the same place
   /// Insertions by offset; several at one offset join in the order planned.
   std::map<unsigned, std::string> Insertions;
@@ -337,26 +347,46 @@ private:
             "losses); not rewritten automatically yet");
       return;
     }
-    const ScalerCall *Opt0 = T.Steps.front();
     for (const ScalerCall *S : T.Steps)
-      if (!(S->Optimizer == Opt0->Optimizer) || !S->Optimizer) {
-        block(S->Call->getBeginLoc(), "several optimizers step with one scaled loss; not "
-                                      "rewritten automatically");
+      if (!S->Optimizer || !S->OptimizerArg) {
+        block(S->Call->getBeginLoc(), "the optimizer of this step() could not be identified");
         return;
       }
-    if (T.Steps.size() > 1) {
-      block(T.Steps[1]->Call->getBeginLoc(), "step() called more than once for one backward");
-      return;
-    }
+    for (size_t I = 0; I < T.Steps.size(); ++I)
+      for (size_t J = 0; J < I; ++J)
+        if (T.Steps[I]->Optimizer == T.Steps[J]->Optimizer) {
+          block(T.Steps[I]->Call->getBeginLoc(), "step() called more than once for one backward");
+          return;
+        }
     for (const ScalerCall *U : T.Unscales)
-      if (!(U->Optimizer == Opt0->Optimizer)) {
-        block(U->Call->getBeginLoc(), "unscale_() of a different optimizer than step()");
+      if (!llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == U->Optimizer; })) {
+        block(U->Call->getBeginLoc(), "unscale_() of an optimizer that no step() of this step uses");
         return;
       }
-    OptParams = optimizerParams(Opt0);
-    bool Multi = false;
-    GradsName = freshName(Multi ? "grads" : "grads");
+    GradsName = freshName("grads");
     GradFnName = freshName("grad_fn");
+    if (T.Steps.size() == 1) {
+      OptParams = optimizerParams(T.Steps.front());
+    } else {
+      // One loss, several optimizers sharing the scaler: grads w.r.t. all their parameters, then
+      // one list per optimizer for its unscale_/step.
+      if (Tgt.ParametersOf.empty() || Tgt.SplitGrads.empty()) {
+        block(T.Steps[1]->Call->getBeginLoc(), "several optimizers step with one scaled loss; the "
+                                                "rules name no target.parameters-of / split-grads");
+        return;
+      }
+      std::string Args;
+      for (const ScalerCall *S : T.Steps) {
+        std::string Arg = text(S->OptimizerArg->getSourceRange());
+        Args += (Args.empty() ? "" : ", ") + Arg;
+        std::string Base = S->Optimizer.Decl ? S->Optimizer.Decl->getName().str() : "opt";
+        while (!Base.empty() && Base.back() == '_')
+          Base.pop_back();
+        PerOptimizer.push_back({S->Optimizer, freshName("grads_" + Base)});
+      }
+      OptimizerArgs = Args;
+      OptParams = Tgt.ParametersOf + "(" + Args + ")";
+    }
 
     const ImplicitBackward &B = *T.Backwards.front();
     planRegion(B);
@@ -478,6 +508,11 @@ private:
     Accumulate = Nested || (InLoop && ConditionalStep);
     if (!Accumulate)
       return true;
+    if (!PerOptimizer.empty()) {
+      block(T.Steps[1]->Call->getBeginLoc(), "several optimizers step after a gradient "
+                                              "accumulation; not rewritten automatically");
+      return false;
+    }
     if (Tgt.Accumulate.empty()) {
       block(B.Backward->getBeginLoc(), "gradient accumulation needs target.accumulate in the rules");
       return false;
@@ -846,6 +881,13 @@ private:
     } else {
       Out += Indent + "auto [" + ValueName + ", " + GradsName + "] = " + GradFnName + "();\n";
     }
+    if (!PerOptimizer.empty()) {
+      std::string Names;
+      for (const auto &[O, Name] : PerOptimizer)
+        Names += (Names.empty() ? "" : ", ") + Name;
+      Out += Indent + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" + GradsName + ", " +
+             OptimizerArgs + ");\n";
+    }
     if (AssignBack)
       Out += Indent + B.SplitVar->getNameAsString() + " = " + ValueName + ";\n";
     // Statements between the scale statement and backward (split form) stay after the call.
@@ -891,7 +933,7 @@ private:
       block(C->Call->getBeginLoc(), "the scaler call is inside a macro body");
       return;
     }
-    Edits.push_back({off(RP), 0, ", " + GradsName});
+    Edits.push_back({off(RP), 0, ", " + gradsFor(C->Optimizer)});
   }
 
   void planScalerCalls() {
@@ -911,7 +953,8 @@ private:
       renameMethod(G);
   }
 
-  bool paramsOfStep(const Expr *Params) const {
+  /// `OfOptimizer` is set when the parameters are named through one of the step's optimizers.
+  bool paramsOfStep(const Expr *Params, const ScalerCall **OfOptimizer = nullptr) const {
     // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's.
     // Through temporaries and the copy of a returned reference (`optimizer.parameters()`).
     const Expr *PE = Params->IgnoreImplicit()->IgnoreParenImpCasts();
@@ -943,7 +986,13 @@ private:
       return false;
     if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
       return true;
-    return llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer.Decl == D; });
+    for (const ScalerCall *S : T.Steps)
+      if (S->Optimizer.Decl == D) {
+        if (OfOptimizer)
+          *OfOptimizer = S;
+        return true;
+      }
+    return false;
   }
 
   void planClips(const ImplicitBackward &B) {
@@ -967,10 +1016,21 @@ private:
         continue;
       }
       const Expr *Params = C->Call->getArg(C->Rule->ParamsArg);
-      if (!paramsOfStep(Params)) {
+      const ScalerCall *OfOptimizer = nullptr;
+      if (!paramsOfStep(Params, &OfOptimizer)) {
         block(Params->getBeginLoc(), "clipping a parameter set other than the model's or the "
                                      "optimizer's; the explicit grads cover the optimizer's parameters");
         continue;
+      }
+      std::string G = GradsName;
+      if (!PerOptimizer.empty()) {
+        if (!OfOptimizer) {
+          block(Params->getBeginLoc(), "with several optimizers, clipping a model's parameters: "
+                                       "which optimizer's grads to clip is unknown; clip "
+                                       "optimizer.parameters() or migrate by hand");
+          continue;
+        }
+        G = gradsFor(OfOptimizer->Optimizer);
       }
       if (!C->Statement || C->Call->getBeginLoc().isMacroID()) {
         block(C->Call->getBeginLoc(), "the clip call is not a statement of its own");
@@ -978,8 +1038,8 @@ private:
       }
       std::string MaxNorm = text(C->Call->getArg(C->Rule->MaxNormArg)->getSourceRange());
       std::string Indent = indentAt(off(C->Statement->getBeginLoc()));
-      std::string Clip = GradsName + " = " + Tgt.Clip + "(" + GradsName + ", " + MaxNorm + ");";
-      std::string Norm = Tgt.GlobalNorm + "(" + GradsName + ").item<double>()";
+      std::string Clip = G + " = " + Tgt.Clip + "(" + G + ", " + MaxNorm + ");";
+      std::string Norm = Tgt.GlobalNorm + "(" + G + ").item<double>()";
       CharSourceRange SR = stmtRange(C->Statement);
       unsigned SB = SM.getFileOffset(SR.getBegin()), SE = SM.getFileOffset(SR.getEnd());
       if (!C->ResultUsed) {
@@ -1340,7 +1400,8 @@ static TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const Functi
     return T;
   TargetApi R = T;
   for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.ScalerClass,
-                         &R.ScalerOptions, &R.Clip, &R.GlobalNorm, &R.Accumulate})
+                         &R.ScalerOptions, &R.Clip, &R.GlobalNorm, &R.Accumulate, &R.ParametersOf,
+                         &R.SplitGrads})
     if (StringRef(*S).contains("::") && !StringRef(*S).starts_with("::"))
       *S = "::" + *S;
   return R;

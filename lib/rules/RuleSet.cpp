@@ -147,6 +147,8 @@ template <> struct MappingTraits<TargetApi> {
     Io.mapOptional("clip", T.Clip, D.Clip);
     Io.mapOptional("global-norm", T.GlobalNorm, D.GlobalNorm);
     Io.mapOptional("accumulate", T.Accumulate, D.Accumulate);
+    Io.mapOptional("parameters-of", T.ParametersOf, D.ParametersOf);
+    Io.mapOptional("split-grads", T.SplitGrads, D.SplitGrads);
   }
   static std::string validate(IO &, TargetApi &T) {
     StringRef Inc = T.Include;

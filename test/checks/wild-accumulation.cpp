@@ -2,8 +2,8 @@
 // WILD: gradient accumulation, several `scale(loss / k).backward()` before one unscale_/step/update:
 // in a nested micro-batch loop, or every iteration of a loop whose step() runs every k-th time
 // (test/driver/accumulate-conditional-step.cpp). The grads of each micro-step are summed into a
-// list that lives where .grad did; zero_grad() clears it. Several optimizers sharing one scaler
-// are reported as manual migrations, never half-migrated.
+// list that lives where .grad did; zero_grad() clears it. Several optimizers sharing one scaler:
+// test/checks/wild-multi-optimizer.cpp.
 #include <torch/torch.h>
 #include "scaler.h"
 
@@ -116,26 +116,3 @@ void accumulate_some(Net &model, torch::optim::SGD &optimizer, const torch::Tens
 // CHECK-FIXES: {{^}}  torch::amp::GradScaler scaler;
 // CHECK-FIXES: {{^}}      scaler.scale(loss).backward();
 // CHECK-FIXES: {{^}}  scaler.step(optimizer);
-
-void two_optimizers(Net &gen, Net &disc, torch::optim::Adam &opt_g, torch::optim::Adam &opt_d,
-                    const torch::Tensor &data, const torch::Tensor &target) {
-  torch::amp::GradScaler scaler;
-  torch::Tensor loss;
-  {
-    at::autocast::set_enabled(true);
-    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-    loss = torch::mse_loss(disc->forward(gen->forward(data)), target);
-    at::autocast::set_enabled(false);
-  }
-  scaler.scale(loss).backward();
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
-  scaler.step(opt_g);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
-  scaler.step(opt_d);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: several optimizers step with one scaled loss; not rewritten automatically [amp-manual-migration]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
-  scaler.update();
-}
-// CHECK-FIXES: {{^}}void two_optimizers(
-// CHECK-FIXES: {{^}}  torch::amp::GradScaler scaler;
-// CHECK-FIXES: {{^}}  scaler.scale(loss).backward();

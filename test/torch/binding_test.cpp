@@ -318,6 +318,46 @@ TEST(ValueAndGrad, AccumulateGrads) {
   EXPECT_THROW(amp::accumulate_grads(acc, {}), std::runtime_error);
 }
 
+// ---- several optimizers, one loss (the form amp-migrate emits for them) ----------------------
+TEST(MultiOptimizer, ParametersOfAndSplitGradsStepEachOptimizer) {
+  torch::manual_seed(0);
+  Mlp model;
+  torch::optim::SGD opt_a(model->fc1->parameters(), 0.1);
+  auto opt_b = std::make_shared<torch::optim::SGD>(model->fc2->parameters(), 0.2);
+  auto params = amp::parameters_of(opt_a, opt_b);
+  ASSERT_EQ(params.size(), 4u);
+  EXPECT_TRUE(params[0].is_same(model->fc1->weight));
+  EXPECT_TRUE(params[3].is_same(model->fc2->bias));
+  auto x = torch::randn({5, 8});
+  auto y = torch::randint(0, 4, {5}, torch::kLong);
+  auto ref = backward_grads(model, x, y);
+  std::vector<Tensor> before;
+  for (const auto &p : model->parameters())
+    before.push_back(p.detach().clone());
+
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(8.0));
+  auto grad_fn = amp::value_and_grad(
+      [&] { return scaler.scale(torch::nll_loss(model->forward(x), y)); },
+      amp::parameters_of(opt_a, opt_b));
+  auto [scaled_loss, grads] = grad_fn();
+  auto [grads_a, grads_b] = amp::split_grads(grads, opt_a, opt_b);
+  ASSERT_EQ(grads_a.size(), 2u);
+  ASSERT_EQ(grads_b.size(), 2u);
+  scaler.unscale_(opt_a, grads_a);
+  scaler.step(opt_a, grads_a);
+  scaler.step(opt_b, grads_b); // unscales itself
+  scaler.update();
+  auto after = model->parameters();
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    double lr = i < 2 ? 0.1 : 0.2;
+    EXPECT_TRUE(torch::allclose(after[i].detach(), before[i] - lr * ref[i], 1e-5, 1e-6)) << i;
+  }
+  auto msg = message_of([&] { amp::split_grads(grads_a, opt_a, opt_b); });
+  EXPECT_NE(msg.find("amp::split_grads: 2 grads do not pair up with the optimizers' 4 parameters"),
+            std::string::npos)
+      << msg;
+}
+
 // ---- levels -----------------------------------------------------------------------------------
 TEST(Levels, ParseAndErrors) {
   EXPECT_EQ(amp::parse_level("O2"), amp::Level::O2);

@@ -53,6 +53,8 @@ struct TargetApi {
   std::string Clip = "amp::clip_by_global_norm";
   std::string GlobalNorm = "amp::global_norm";
   std::string Accumulate = "amp::accumulate_grads";
+  std::string ParametersOf = "amp::parameters_of";
+  std::string SplitGrads = "amp::split_grads";
 };
 
 struct RuleSet {

@@ -424,6 +424,14 @@ torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x) {
   return x;
 }
 
+std::vector<torch::Tensor> detail::all_parameters(torch::optim::Optimizer &optimizer) {
+  std::vector<torch::Tensor> out;
+  for (auto &group : optimizer.param_groups())
+    for (auto &p : group.params())
+      out.push_back(p);
+  return out;
+}
+
 void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::Tensor> &micro) {
   if (acc.empty()) {
     acc = micro;

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <set>
 
 namespace train {
 
@@ -18,7 +19,7 @@ public:
   torch::Tensor scale(const torch::Tensor &loss) const { return loss * scale_; }
 
   void unscale_(torch::optim::Optimizer &optimizer) {
-    if (unscaled_)
+    if (!unscaled_.insert(&optimizer).second)
       return;
     torch::NoGradGuard no_grad;
     for (auto &group : optimizer.param_groups())
@@ -29,7 +30,6 @@ public:
           found_inf_ = true;
         p.mutable_grad().mul_(1.0 / scale_);
       }
-    unscaled_ = true;
   }
 
   void step(torch::optim::Optimizer &optimizer) {
@@ -47,7 +47,7 @@ public:
       tracker_ = 0;
     }
     found_inf_ = false;
-    unscaled_ = false;
+    unscaled_.clear();
   }
 
   double get_scale() const { return scale_; }
@@ -57,7 +57,7 @@ private:
   int growth_interval_;
   int tracker_ = 0;
   bool found_inf_ = false;
-  bool unscaled_ = false;
+  std::set<const torch::optim::Optimizer *> unscaled_; // per optimizer, as in PyTorch
 };
 
 } // namespace train

@@ -11,6 +11,8 @@
 
 #include <amp/runtime.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -261,6 +263,53 @@ template <class Fn> ValueAndGrad<std::decay_t<Fn>> value_and_grad(Fn &&fn,
 /// Gradient accumulation over micro-steps: an empty `acc` becomes `micro`, otherwise
 /// acc[i] += micro[i] in place (the lists must pair up).
 void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::Tensor> &micro);
+
+// ---- several optimizers, one loss -----------------------------------------------------------------
+namespace detail {
+/// An optimizer given as itself or through a pointer (std::shared_ptr, std::unique_ptr, raw).
+template <class O> torch::optim::Optimizer &as_optimizer(O &o) {
+  if constexpr (std::is_base_of_v<torch::optim::Optimizer, std::decay_t<O>>)
+    return o;
+  else
+    return static_cast<torch::optim::Optimizer &>(*o);
+}
+/// Every parameter of every group of the optimizer, in order.
+std::vector<torch::Tensor> all_parameters(torch::optim::Optimizer &optimizer);
+} // namespace detail
+
+/// The parameters of several optimizers as one list, for value_and_grad when one loss drives
+/// several optimizers that share a scaler (each optimizer's groups in order, then the next's).
+template <class... Opts> std::vector<torch::Tensor> parameters_of(Opts &...optimizers) {
+  static_assert(sizeof...(Opts) > 0, "amp::parameters_of needs at least one optimizer");
+  std::vector<torch::Tensor> out;
+  for (auto &&list : {detail::all_parameters(detail::as_optimizer(optimizers))...})
+    out.insert(out.end(), list.begin(), list.end());
+  return out;
+}
+
+/// Splits grads w.r.t. parameters_of(optimizers...) into one list per optimizer, in the same
+/// order: `auto [grads_a, grads_b] = amp::split_grads(grads, opt_a, opt_b);`. Throws amp::Error
+/// when the counts do not pair up.
+template <class... Opts>
+std::array<std::vector<torch::Tensor>, sizeof...(Opts)> split_grads(const std::vector<torch::Tensor> &grads,
+                                                                     Opts &...optimizers) {
+  std::array<std::size_t, sizeof...(Opts)> sizes{
+      detail::all_parameters(detail::as_optimizer(optimizers)).size()...};
+  std::size_t total = 0;
+  for (std::size_t n : sizes)
+    total += n;
+  if (total != grads.size())
+    throw Error("amp::split_grads: " + std::to_string(grads.size()) +
+                " grads do not pair up with the optimizers' " + std::to_string(total) + " parameters");
+  std::array<std::vector<torch::Tensor>, sizeof...(Opts)> out;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    out[i].assign(grads.begin() + static_cast<std::ptrdiff_t>(at),
+                  grads.begin() + static_cast<std::ptrdiff_t>(at + sizes[i]));
+    at += sizes[i];
+  }
+  return out;
+}
 
 // ---- norms and clipping -----------------------------------------------------------------------
 /// sqrt(sum_i sum(x_i^2)) as a 0-dim fp32 tensor on the first tensor's device (no host sync).

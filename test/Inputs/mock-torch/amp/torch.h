@@ -3,6 +3,7 @@
 // tool over already-migrated code (idempotence).
 #pragma once
 #include <torch/torch.h>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,6 +52,10 @@ ValueAndGrad<std::decay_t<Fn>> value_and_grad(Fn &&fn, std::vector<torch::Tensor
   return {std::forward<Fn>(fn), std::move(params)};
 }
 void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::Tensor> &micro);
+template <class... Opts> std::vector<torch::Tensor> parameters_of(Opts &...optimizers);
+template <class... Opts>
+std::array<std::vector<torch::Tensor>, sizeof...(Opts)> split_grads(const std::vector<torch::Tensor> &grads,
+                                                                     Opts &...optimizers);
 
 torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
