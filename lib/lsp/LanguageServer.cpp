@@ -6,6 +6,7 @@
 // whose WorkspaceEdit holds the step's edits. The server never writes a file.
 #include "ampmigrate/LanguageServer.h"
 
+#include "ampmigrate/Config.h"
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Finding.h"
 #include "ampmigrate/Rules.h"
@@ -345,7 +346,7 @@ private:
     ChecksGlob = Opts.Checks;
     DatabasePath = Opts.CompilationDatabasePath;
     ExtraArgs = Opts.ExtraArgs;
-    std::vector<std::string> RuleFiles = Opts.RuleFiles;
+    RuleFiles = Opts.RuleFiles;
     if (P) {
       if (const json::Object *IO = P->getObject("initializationOptions")) {
         if (auto S = IO->getString("compilationDatabasePath"))
@@ -371,27 +372,13 @@ private:
               if (E.getAsString() && *E.getAsString() == "utf-8")
                 Utf8 = true;
     }
-    if (LevelName.empty())
-      LevelName = "O2";
-    if (ChecksGlob.empty())
-      ChecksGlob = "amp-*";
-    if (!parseLevel(LevelName, Level)) {
+    // Settings the client (or the command line) gives win over each file's .amp-migrate.yaml.
+    if (!LevelName.empty() && !parseLevel(LevelName, Level)) {
       logMessage(1, "unknown level '" + LevelName + "' (valid: O0, O1, O2, O3); using O2");
+      LevelName = "O2";
       Level = AmpLevel::O2;
     }
-    llvm::Expected<RuleSet> R = loadRules(RuleFiles);
-    if (!R) {
-      std::string Msg = llvm::toString(R.takeError());
-      notify("window/showMessage", json::Object{{"type", 1}, {"message", "amp-migrate: " + Msg}});
-      logMessage(1, Msg);
-      llvm::Expected<RuleSet> Builtin = loadRules({});
-      if (Builtin)
-        Rules = std::move(*Builtin);
-      else
-        llvm::consumeError(Builtin.takeError());
-    } else {
-      Rules = std::move(*R);
-    }
+    settingsFor(""); // the rules without a configuration file: report a bad rule file now
     Initialized = true;
     json::Object Caps{
         {"textDocumentSync", json::Object{{"openClose", true}, {"change", 1}, {"save", json::Object{{"includeText", false}}}}},
@@ -401,15 +388,6 @@ private:
       Caps["positionEncoding"] = "utf-8";
     return json::Object{{"capabilities", std::move(Caps)},
                         {"serverInfo", json::Object{{"name", "amp-migrate"}, {"version", AMP_MIGRATE_VERSION}}}};
-  }
-
-  static bool parseLevel(StringRef S, AmpLevel &L) {
-    if (S == "O0") L = AmpLevel::O0;
-    else if (S == "O1") L = AmpLevel::O1;
-    else if (S == "O2") L = AmpLevel::O2;
-    else if (S == "O3") L = AmpLevel::O3;
-    else return false;
-    return true;
   }
 
   // -- Checking
@@ -444,16 +422,64 @@ private:
     return Adjusting;
   }
 
+  /// The settings of the files under one configuration file ("" for none): level, checks and
+  /// rules, the client's settings over the file's. Read once per configuration file; a broken one
+  /// is reported to the user once and its files get the defaults.
+  struct Settings {
+    AmpLevel Level = AmpLevel::O2;
+    std::string Checks = "amp-*";
+    RuleSet Rules;
+  };
+  const Settings &settingsFor(const std::string &ConfigPath) {
+    auto It = SettingsByConfig.find(ConfigPath);
+    if (It != SettingsByConfig.end())
+      return It->second;
+    Settings St;
+    ProjectConfig Cfg;
+    if (!ConfigPath.empty()) {
+      auto Read = readConfig(ConfigPath);
+      if (Read) {
+        Cfg = std::move(*Read);
+      } else {
+        std::string Msg = llvm::toString(Read.takeError());
+        notify("window/showMessage", json::Object{{"type", 1}, {"message", "amp-migrate: " + Msg}});
+        logMessage(1, Msg);
+      }
+    }
+    if (!LevelName.empty())
+      St.Level = Level;
+    else if (!Cfg.Level.empty())
+      parseLevel(Cfg.Level, St.Level);
+    St.Checks = !ChecksGlob.empty() ? ChecksGlob : (!Cfg.Checks.empty() ? Cfg.Checks : "amp-*");
+    std::vector<std::string> AllRules = Cfg.Rules;
+    AllRules.insert(AllRules.end(), RuleFiles.begin(), RuleFiles.end());
+    llvm::Expected<RuleSet> R = loadRules(AllRules);
+    if (!R) {
+      std::string Msg = llvm::toString(R.takeError());
+      notify("window/showMessage", json::Object{{"type", 1}, {"message", "amp-migrate: " + Msg}});
+      logMessage(1, Msg);
+      llvm::Expected<RuleSet> Builtin = loadRules({});
+      if (Builtin)
+        St.Rules = std::move(*Builtin);
+      else
+        llvm::consumeError(Builtin.takeError());
+    } else {
+      St.Rules = std::move(*R);
+    }
+    return SettingsByConfig.emplace(ConfigPath, std::move(St)).first->second;
+  }
+
   void check(Document &D) {
     auto Start = std::chrono::steady_clock::now();
+    const Settings &St = settingsFor(findConfigUpward(D.Path));
     DriverOptions DO;
     DO.Files = {D.Path};
     DO.Overlays[D.Path] = D.Text;
-    DO.Engine.Planner.Level = Level;
-    std::string Glob = ChecksGlob;
+    DO.Engine.Planner.Level = St.Level;
+    std::string Glob = St.Checks;
     DO.Engine.CheckEnabled = [Glob](StringRef Id) { return checkEnabledByGlobs(Glob, Id); };
     auto DB = database(D.Path);
-    Report R = runDriver(DO, Rules, *DB);
+    Report R = runDriver(DO, St.Rules, *DB);
     D.CheckedText = D.Text;
     D.Findings.clear();
     json::Array Diags;
@@ -642,7 +668,8 @@ private:
   std::string LevelName, ChecksGlob, DatabasePath;
   std::vector<std::string> ExtraArgs;
   AmpLevel Level = AmpLevel::O2;
-  RuleSet Rules;
+  std::vector<std::string> RuleFiles;
+  std::map<std::string, Settings> SettingsByConfig;
   std::map<std::string, Document> Docs;
 };
 

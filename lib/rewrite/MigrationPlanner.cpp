@@ -341,12 +341,8 @@ private:
             "pass to hand to amp::value_and_grad is unknown");
       return;
     }
-    if (T.Backwards.size() > 1) {
-      block(T.Backwards[1]->Backward->getBeginLoc(),
-            "several scaled backward calls share one scaler (gradient accumulation or several "
-            "losses); not rewritten automatically yet");
+    if (!planSeveralBackwards())
       return;
-    }
     for (const ScalerCall *S : T.Steps)
       if (!S->Optimizer || !S->OptimizerArg) {
         block(S->Call->getBeginLoc(), "the optimizer of this step() could not be identified");
@@ -395,6 +391,43 @@ private:
     planZeroGrads(B);
     planScalerDecl();
     planInclude();
+  }
+
+  /// Several losses, each `scaler.scale(loss_i).backward()`, as consecutive statements of one
+  /// block (PyTorch's multi-loss pattern, the first with retain_graph): `.grad` held the sum of
+  /// their grads, which is the grad of the sum of the scaled losses. The function handed to
+  /// value_and_grad returns that sum.
+  std::vector<const ImplicitBackward *> AllBackwards;
+  bool planSeveralBackwards() {
+    AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
+    llvm::sort(AllBackwards, [&](const ImplicitBackward *A, const ImplicitBackward *B) {
+      return off(A->Backward->getBeginLoc()) < off(B->Backward->getBeginLoc());
+    });
+    if (AllBackwards.size() == 1)
+      return true;
+    const ImplicitBackward *First = AllBackwards.front();
+    const CompoundStmt *C = First->BackwardStmt ? parentCompound(First->BackwardStmt) : nullptr;
+    for (size_t I = 0; I < AllBackwards.size(); ++I) {
+      const ImplicitBackward *B = AllBackwards[I];
+      bool Consecutive = false;
+      if (C && B->BackwardStmt && !B->ScaleStmt && parentCompound(B->BackwardStmt) == C) {
+        if (I == 0)
+          Consecutive = true;
+        else
+          for (auto It = C->body_begin(); It != C->body_end(); ++It)
+            if (*It == AllBackwards[I - 1]->BackwardStmt && std::next(It) != C->body_end() &&
+                *std::next(It) == B->BackwardStmt)
+              Consecutive = true;
+      }
+      if (!Consecutive) {
+        block(B->Backward->getBeginLoc(),
+              "several scaled backward calls share one scaler and are not consecutive "
+              "`scaler.scale(loss).backward()` statements of one block (unrolled gradient "
+              "accumulation?); not rewritten automatically");
+        return false;
+      }
+    }
+    return true;
   }
 
   /// Hoisted declarations and conversions emitted before the lambda.
@@ -606,8 +639,10 @@ private:
       return;
     }
     RB = off(R0->getBeginLoc());
-    CharSourceRange EndR = stmtRange(B.BackwardStmt);
-    if (EndR.isInvalid() || B.BackwardStmt->getBeginLoc().isMacroID()) {
+    const ImplicitBackward &LastB = *AllBackwards.back();
+    CharSourceRange EndR = stmtRange(LastB.BackwardStmt);
+    if (EndR.isInvalid() || LastB.BackwardStmt->getBeginLoc().isMacroID() ||
+        B.BackwardStmt->getBeginLoc().isMacroID()) {
       block(B.Backward->getBeginLoc(), "backward() is inside a macro");
       return;
     }
@@ -842,21 +877,27 @@ private:
         Indented += "\n";
       Rest = Tail;
     }
-    std::string ScaleArg = B.Scale->Call->getNumArgs() ? text(B.Scale->Call->getArg(0)->getSourceRange()) : "";
-    // The receiver as written, with its `.` or `->` (`scaler.`, `scaler->` on a smart pointer,
-    // `(*scaler).`): the text from the call's start up to the method name.
-    std::string ScalerRecv;
-    if (const auto *ME = dyn_cast<MemberExpr>(B.Scale->Call->getCallee());
-        ME && !ME->getMemberLoc().isMacroID() && !B.Scale->Call->getBeginLoc().isMacroID()) {
-      unsigned RB0 = off(B.Scale->Call->getBeginLoc()), RE0 = off(ME->getMemberLoc());
-      if (RE0 > RB0)
-        ScalerRecv = StringRef(Buffer).substr(RB0, RE0 - RB0).rtrim().str();
+    // The function returns the scaled loss (the sum of them, with several backwards).
+    std::string ScaleCall;
+    for (const ImplicitBackward *Bi : AllBackwards) {
+      const CXXMemberCallExpr *SCall = Bi->Scale->Call;
+      std::string ScaleArg = SCall->getNumArgs() ? text(SCall->getArg(0)->getSourceRange()) : "";
+      // The receiver as written, with its `.` or `->` (`scaler.`, `scaler->` on a smart pointer,
+      // `(*scaler).`): the text from the call's start up to the method name.
+      std::string ScalerRecv;
+      if (const auto *ME = dyn_cast<MemberExpr>(SCall->getCallee());
+          ME && !ME->getMemberLoc().isMacroID() && !SCall->getBeginLoc().isMacroID()) {
+        unsigned RB0 = off(SCall->getBeginLoc()), RE0 = off(ME->getMemberLoc());
+        if (RE0 > RB0)
+          ScalerRecv = StringRef(Buffer).substr(RB0, RE0 - RB0).rtrim().str();
+      }
+      if (ScalerRecv.empty()) {
+        block(SCall->getBeginLoc(), "the scale() call is inside a macro body");
+        return;
+      }
+      ScaleCall += (ScaleCall.empty() ? "" : " + ") + ScalerRecv +
+                   canonicalMethod(ScalerCall::Method::Scale) + "(" + ScaleArg + ")";
     }
-    if (ScalerRecv.empty()) {
-      block(B.Scale->Call->getBeginLoc(), "the scale() call is inside a macro body");
-      return;
-    }
-    std::string ScaleCall = ScalerRecv + canonicalMethod(ScalerCall::Method::Scale) + "(" + ScaleArg + ")";
 
     ValueName = "scaled_loss";
     bool AssignBack = false;
@@ -894,6 +935,13 @@ private:
     if (B.ScaleStmt) {
       unsigned SB = lineEnd(SM.getFileOffset(stmtRange(B.ScaleStmt).getEnd()));
       unsigned BB = lineStart(off(B.BackwardStmt->getBeginLoc()));
+      if (SB < BB)
+        Out += Buffer.substr(SB, BB - SB).str();
+    }
+    // Comments between several backwards stay, after the call.
+    for (size_t I = 1; I < AllBackwards.size(); ++I) {
+      unsigned SB = lineEnd(SM.getFileOffset(stmtRange(AllBackwards[I - 1]->BackwardStmt).getEnd()));
+      unsigned BB = lineStart(off(AllBackwards[I]->BackwardStmt->getBeginLoc()));
       if (SB < BB)
         Out += Buffer.substr(SB, BB - SB).str();
     }

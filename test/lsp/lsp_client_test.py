@@ -13,7 +13,9 @@ Checks, over JSON-RPC on the server's stdin/stdout:
      text with the step brings them back, with unsaved text only (the file on disk never changes);
   5. compile flags come from a compile_commands.json found upward from the file, like clangd;
   6. shutdown and exit end the server with status 0, and no file was written;
-  7. (with a multi-step file) one quick fix per step; applying them one at a time, each after the
+  7. a file under an .amp-migrate.yaml gets that configuration's checks and level (the same
+     findings and fixed file as amp-migrate run on it);
+  8. (with a multi-step file) one quick fix per step; applying them one at a time, each after the
      re-check of the previous result, gives amp-migrate --fix's file.
 """
 import json
@@ -225,6 +227,7 @@ def main():
     c2.notify("exit", None)
     expect(c2.proc.wait(timeout=10) == 0, "second server exits 0")
 
+    configured(c, tool, args, src, work)
     if len(sys.argv) > 5:
         multi_step(c, tool, args, sys.argv[5], work)
 
@@ -234,6 +237,34 @@ def main():
     expect(open(path, encoding="utf-8").read() == original and open(cdb_file).read() == original,
            "the server wrote no file")
     return 0
+
+
+def configured(c, tool, args, src, work):
+    cfg_dir = os.path.join(work, "configured")
+    os.makedirs(cfg_dir)
+    with open(os.path.join(cfg_dir, ".amp-migrate.yaml"), "w") as f:
+        f.write('Checks: "-*,amp-autocast-scope,amp-scaler-step"\nLevel: O3\n')
+    path = os.path.join(cfg_dir, "train.cpp")
+    shutil.copy(src, path)
+    text = open(path, encoding="utf-8").read()
+    cli_copy = os.path.join(cfg_dir, "cli.cpp")
+    shutil.copy(src, cli_copy)
+    expected_diags = cli_findings(tool, cli_copy, args)
+    subprocess.run([tool, "--fix", "--use-color=never", cli_copy, "--"] + args, check=True, capture_output=True)
+    expected_fix = open(cli_copy, encoding="utf-8").read()
+    expect("amp::Level::O3" in expected_fix, "amp-migrate --fix takes the level from .amp-migrate.yaml")
+    uri = uri_of(path)
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cpp", "version": 1, "text": text}})
+    diags = c.diagnostics(uri)["diagnostics"]
+    got = [(d["range"]["start"]["line"], d["range"]["start"]["character"], d["code"]) for d in diags]
+    expect(got == expected_diags and {d["code"] for d in diags} == {"amp-autocast-scope", "amp-scaler-step"},
+           "a file under .amp-migrate.yaml: that configuration's checks (%d findings)" % len(got))
+    actions = c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": diags[0]["range"],
+                                                    "context": {"diagnostics": diags[:1]}})
+    expect(apply_edits(text, actions[0]["edit"]["changes"][uri]) == expected_fix,
+           "its quick fix uses the configuration's level, like amp-migrate --fix")
+    c.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    c.diagnostics(uri)
 
 
 def multi_step(c, tool, args, src, work):

@@ -1,5 +1,6 @@
 // amp-migrate: the command line (lint, --fix, --diff, --export-fixes) over the engine in lib/.
 #include "ampmigrate/Checks.h"
+#include "ampmigrate/Config.h"
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Emitters.h"
 #include "ampmigrate/FixApplier.h"
@@ -13,7 +14,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
-#include "llvm/Support/YAMLTraits.h"
 #include "llvm/Support/raw_ostream.h"
 #include <map>
 
@@ -47,55 +47,11 @@ cl::opt<bool> FullParse("full-parse", cl::desc("Parse every function body"), cl:
 cl::opt<bool> Lsp("lsp", cl::desc("Serve the Language Server Protocol on stdin/stdout (docs/ide.md)"), cl::cat(Cat));
 cl::opt<std::string> Color("use-color", cl::desc("Colours in text output: auto|always|never"), cl::init("auto"), cl::cat(Cat));
 
-/// .amp-migrate.yaml
-struct Config {
-  std::string Checks, HeaderFilter, Level;
-  std::vector<std::string> Rules;
-  bool WarningsAsErrors = false;
-};
 } // namespace
-
-namespace llvm::yaml {
-template <> struct MappingTraits<Config> {
-  static void mapping(IO &Io, Config &C) {
-    Io.mapOptional("Checks", C.Checks);
-    Io.mapOptional("HeaderFilter", C.HeaderFilter);
-    Io.mapOptional("Level", C.Level);
-    Io.mapOptional("Rules", C.Rules);
-    Io.mapOptional("WarningsAsErrors", C.WarningsAsErrors);
-  }
-};
-} // namespace llvm::yaml
-
-static std::string findConfigUpward(const std::string &File) {
-  llvm::SmallString<256> Dir(File);
-  llvm::sys::fs::make_absolute(Dir);
-  llvm::sys::path::remove_filename(Dir);
-  while (!Dir.empty()) {
-    llvm::SmallString<256> P(Dir);
-    llvm::sys::path::append(P, ".amp-migrate.yaml");
-    if (llvm::sys::fs::exists(P))
-      return std::string(P);
-    llvm::StringRef Parent = llvm::sys::path::parent_path(Dir);
-    if (Parent == Dir)
-      break;
-    Dir = Parent;
-  }
-  return "";
-}
 
 static int fail(int Code, const llvm::Twine &Msg) {
   llvm::errs() << "amp-migrate: error: " << Msg << "\n";
   return Code;
-}
-
-static bool parseLevel(llvm::StringRef S, AmpLevel &L) {
-  if (S == "O0") L = AmpLevel::O0;
-  else if (S == "O1") L = AmpLevel::O1;
-  else if (S == "O2") L = AmpLevel::O2;
-  else if (S == "O3") L = AmpLevel::O3;
-  else return false;
-  return true;
 }
 
 static int printStats(const Report &R, llvm::raw_ostream &OS) {
@@ -204,38 +160,20 @@ int main(int argc, const char **argv) {
   Report R;
   bool AnyWarningsAsErrors = WarningsAsErrors;
   for (const std::string &CfgPath : GroupOrder) {
-    Config Cfg;
+    ProjectConfig Cfg;
     if (!CfgPath.empty()) {
-      auto Buf = llvm::MemoryBuffer::getFile(CfgPath);
-      if (!Buf)
-        return fail(2, CfgPath + ": cannot read the configuration file");
-      std::string Err;
-      auto Handler = [](const llvm::SMDiagnostic &D, void *Ctx) {
-        auto &E = *static_cast<std::string *>(Ctx);
-        if (E.empty())
-          E = (D.getFilename() + ":" + llvm::Twine(D.getLineNo()) + ":" + llvm::Twine(D.getColumnNo() + 1) +
-               ": error: " + D.getMessage()).str();
-      };
-      llvm::yaml::Input In(llvm::MemoryBufferRef((*Buf)->getBuffer(), CfgPath), nullptr, Handler, &Err);
-      In >> Cfg;
-      if (!Err.empty() || In.error()) {
-        llvm::errs() << (Err.empty() ? CfgPath + ": error: invalid configuration" : Err) << "\n";
+      auto Read = readConfig(CfgPath);
+      if (!Read) {
+        llvm::errs() << llvm::toString(Read.takeError()) << "\n";
         return 2;
       }
-      // Relative rule paths are relative to the config file.
-      for (std::string &Rule : Cfg.Rules)
-        if (!llvm::sys::path::is_absolute(Rule)) {
-          llvm::SmallString<256> P(llvm::sys::path::parent_path(CfgPath));
-          llvm::sys::path::append(P, Rule);
-          Rule = std::string(P);
-        }
+      Cfg = std::move(*Read);
     }
     std::string ChecksGlob = !Checks.empty() ? std::string(Checks) : (Cfg.Checks.empty() ? "amp-*" : Cfg.Checks);
     std::string LevelName = !Level.empty() ? std::string(Level) : (Cfg.Level.empty() ? "O2" : Cfg.Level);
     AmpLevel L;
     if (!parseLevel(LevelName, L))
-      return fail(2, (Level.empty() && !CfgPath.empty() ? CfgPath + ": " : std::string()) + "unknown level '" +
-                         LevelName + "' (valid: O0, O1, O2, O3)");
+      return fail(2, "unknown level '" + LevelName + "' (valid: O0, O1, O2, O3)");
     std::vector<std::string> AllRules = Cfg.Rules;
     AllRules.insert(AllRules.end(), RuleFiles.begin(), RuleFiles.end());
     auto Rules = loadRules(AllRules);

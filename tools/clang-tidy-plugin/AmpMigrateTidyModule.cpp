@@ -9,6 +9,7 @@
 //   amp-<id>.Level  O0|O1|O2|O3 (default O2): the AMP level of the rewrite
 //   amp-<id>.Rules  semicolon-separated extra rule files (relative paths: to the working directory)
 #include "ampmigrate/Checks.h"
+#include "ampmigrate/Config.h"
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Engine.h"
 #include "ampmigrate/MigrationPlan.h"
@@ -80,15 +81,6 @@ public:
     state().Inactive.push_back(Range);
   }
 };
-
-bool parseLevel(StringRef S, AmpLevel &L) {
-  if (S == "O0") L = AmpLevel::O0;
-  else if (S == "O1") L = AmpLevel::O1;
-  else if (S == "O2") L = AmpLevel::O2;
-  else if (S == "O3") L = AmpLevel::O3;
-  else return false;
-  return true;
-}
 
 /// clang's diagnostic formatter treats '%' as an argument marker.
 std::string escapeForDiag(StringRef S) {

@@ -42,6 +42,7 @@ public:
   Tensor() = default;
   void backward() const;
   void backward(const Tensor &gradient) const;
+  void backward(const Tensor &gradient, bool retain_graph, bool create_graph = false) const;
   template <typename T> T item() const;
   Tensor item() const;
   Tensor detach() const;
