@@ -134,7 +134,7 @@ std::vector<double> train_after(Data &d, int steps, bool *params_fp32) {
       auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));
       loss = torch::nll_loss(output, target);
       return scaler.scale(loss);
-    }, optimizer.parameters());
+    }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
     grads = amp::clip_by_global_norm(grads, 1.0);
@@ -166,7 +166,7 @@ double ms_per_step(bool amp_o2, int width, int batch) {
     }
     auto grad_fn = amp::value_and_grad([&] {
       return scaler.scale(torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(x)), y));
-    }, optimizer.parameters());
+    }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.step(optimizer, grads);
     scaler.update();

@@ -93,7 +93,7 @@ int main() {
       auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));
       loss = torch::nll_loss(output, target);
       return scaler.scale(loss);
-    }, optimizer.parameters());
+    }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
     grads = amp::clip_by_global_norm(grads, max_norm);

@@ -294,7 +294,12 @@ private:
     return M.Decl->getName().str();
   }
 
+  /// What value_and_grad differentiates: every parameter of every group of the optimizer
+  /// (`amp::parameters_of(opt)`; Optimizer::parameters() is the first group only, and libtorch 1.x
+  /// warns on each call). Without that target in the rules: `opt.parameters()`.
   std::string optimizerParams(const ScalerCall *C) const {
+    if (!Tgt.ParametersOf.empty())
+      return Tgt.ParametersOf + "(" + text(C->OptimizerArg->getSourceRange()) + ")";
     const Expr *A = C->OptimizerArg->IgnoreParenImpCasts();
     if (const auto *U = dyn_cast<UnaryOperator>(A); U && U->getOpcode() == UO_Deref)
       return text(U->getSubExpr()->getSourceRange()) + "->parameters()";

@@ -47,7 +47,7 @@ void train(int epochs, double max_norm) {
 // CHECK-FIXES-NEXT: {{^}}      auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));
 // CHECK-FIXES-NEXT: {{^}}      loss = torch::nll_loss(output, target);
 // CHECK-FIXES-NEXT: {{^}}      return scaler.scale(loss);
-// CHECK-FIXES-NEXT: {{^}}    }, optimizer.parameters());
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(optimizer));
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, grads] = grad_fn();
 // CHECK-FIXES-NEXT: {{^}}    scaler.unscale_(optimizer, grads);
 // CHECK-FIXES-NEXT: {{^}}    grads = amp::clip_by_global_norm(grads, max_norm);

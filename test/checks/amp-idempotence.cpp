@@ -86,7 +86,7 @@ void train(int epochs, double max_norm) {
       auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));
       loss = torch::nll_loss(output, target);
       return scaler.scale(loss);
-    }, optimizer.parameters());
+    }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
     auto norm = amp::global_norm(grads).item<double>();

@@ -56,7 +56,7 @@ void seed_form(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &da
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
 // CHECK-FIXES: {{^}}    return scaler.scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [s, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
@@ -64,7 +64,7 @@ void seed_form(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &da
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
 // CHECK-FIXES: {{^}}    return scaler.scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  loss = scaled_loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}

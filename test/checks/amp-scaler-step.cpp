@@ -48,7 +48,7 @@ void shared_pointer(Net &model, std::shared_ptr<torch::optim::SGD> opt, const to
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler->scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, opt->parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(*opt));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler->step(*opt, grads);{{$}}
 // CHECK-FIXES: {{^}}  auto scaler = std::make_shared<amp::GradScaler>();{{$}}
@@ -56,6 +56,6 @@ void shared_pointer(Net &model, std::shared_ptr<torch::optim::SGD> opt, const to
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler->scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, opt->parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(*opt));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler->step(*opt, grads);{{$}}

@@ -72,7 +72,7 @@ void other_optimizer(Net &model, torch::optim::SGD &optimizer, torch::optim::SGD
 // CHECK-FIXES: {{^}}    auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}      loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      return scaler.scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}    }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES: {{^}}    scaler.update();{{$}}
@@ -82,7 +82,7 @@ void other_optimizer(Net &model, torch::optim::SGD &optimizer, torch::optim::SGD
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
@@ -90,6 +90,6 @@ void other_optimizer(Net &model, torch::optim::SGD &optimizer, torch::optim::SGD
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}

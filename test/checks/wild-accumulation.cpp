@@ -39,7 +39,7 @@ void accumulate(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &d
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES: {{^}}      loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);
 // CHECK-FIXES-NEXT: {{^}}      return scaler.scale(loss / k);
-// CHECK-FIXES-NEXT: {{^}}    }, optimizer.parameters());
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(optimizer));
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, micro_grads] = grad_fn();
 // CHECK-FIXES-NEXT: {{^}}    amp::accumulate_grads(grads, micro_grads);
 // CHECK-FIXES: {{^}}  scaler.step(optimizer, grads);
@@ -84,7 +84,7 @@ void accumulate_epochs(torch::Tensor data, torch::Tensor target, int steps, int 
 // CHECK-FIXES-NEXT: {{^}}      auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES: {{^}}        loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target) / micro;
 // CHECK-FIXES-NEXT: {{^}}        return scaler.scale(loss);
-// CHECK-FIXES-NEXT: {{^}}      }, optimizer.parameters());
+// CHECK-FIXES-NEXT: {{^}}      }, amp::parameters_of(optimizer));
 // CHECK-FIXES-NEXT: {{^}}      auto [scaled_loss, micro_grads] = grad_fn();
 // CHECK-FIXES-NEXT: {{^}}      amp::accumulate_grads(grads, micro_grads);
 // CHECK-FIXES: {{^}}      total += loss.item<float>();

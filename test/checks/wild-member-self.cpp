@@ -45,6 +45,6 @@ int main() {
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::cross_entropy(amp::cast_to_adapter_tensor(amp_self->forward(x)), y);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return own_scaler.scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, opt.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(opt));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  own_scaler.step(opt, grads);{{$}}

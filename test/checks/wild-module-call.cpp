@@ -40,6 +40,6 @@ void train(int steps, const torch::Tensor &data, const torch::Tensor &target) {
 // CHECK-FIXES: {{^}}    auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}      auto output = amp::cast_to_adapter_tensor(amp_model(data));{{$}}
 // CHECK-FIXES: {{^}}      return scaler.scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}    }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.step(optimizer, grads);{{$}}

@@ -56,6 +56,6 @@ float hoisted(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &dat
 // CHECK-FIXES-NEXT: {{^}}      loss = loss + torch::mse_loss(output, target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    }
 // CHECK-FIXES-NEXT: {{^}}    return scaler->scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler->step(optimizer, grads);{{$}}

@@ -48,6 +48,6 @@ void train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
 // CHECK-FIXES: {{^}}    return scaler.scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}

@@ -51,7 +51,7 @@ void Trainer::step(const torch::Tensor &data, const torch::Tensor &target) {
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = ::amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto [logits, l] = ::amp::cast_to_adapter_tensor(amp_model->forward(data, target));{{$}}
 // CHECK-FIXES: {{^}}    return scaler_->scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, opt_->parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, ::amp::parameters_of(*opt_));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_->unscale_(*opt_, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  grads = ::amp::clip_by_global_norm(grads, max_norm_);{{$}}

@@ -43,6 +43,6 @@ void train(NetImpl &enc, Net &dec, torch::optim::Adam &optimizer, const torch::T
 // CHECK-FIXES-NEXT: {{^}}      loss = torch::mse_loss(amp::cast_to_adapter_tensor(amp_dec(h)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    }
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  }, optimizer.parameters());{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}

@@ -30,7 +30,7 @@ void train(torch::nn::Linear model, torch::optim::SGD &opt, std::vector<torch::T
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES: {{^}}      auto loss = torch::mse_loss(amp::cast_to_adapter_tensor(amp_model(xs[i])), y) / 4;
 // CHECK-FIXES-NEXT: {{^}}      return scaler.scale(loss);
-// CHECK-FIXES-NEXT: {{^}}    }, opt.parameters());
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(opt));
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, micro_grads] = grad_fn();
 // CHECK-FIXES-NEXT: {{^}}    amp::accumulate_grads(grads, micro_grads);
 // CHECK-FIXES: {{^}}    if ((i + 1) % 4 == 0) {

@@ -358,6 +358,36 @@ TEST(MultiOptimizer, ParametersOfAndSplitGradsStepEachOptimizer) {
       << msg;
 }
 
+// value_and_grad over amp::parameters_of(opt) covers every param group of one optimizer (what the
+// tool emits; Optimizer::parameters() would be the first group only).
+TEST(MultiOptimizer, EveryParamGroupOfOneOptimizer) {
+  torch::manual_seed(0);
+  Mlp model;
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(model->fc1->parameters(), std::make_unique<torch::optim::SGDOptions>(0.1));
+  groups.emplace_back(model->fc2->parameters(), std::make_unique<torch::optim::SGDOptions>(0.2));
+  torch::optim::SGD optimizer(groups, torch::optim::SGDOptions(0.1));
+  auto x = torch::randn({5, 8});
+  auto y = torch::randint(0, 4, {5}, torch::kLong);
+  auto ref = backward_grads(model, x, y);
+  std::vector<Tensor> before;
+  for (const auto &p : model->parameters())
+    before.push_back(p.detach().clone());
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(4.0));
+  auto grad_fn = amp::value_and_grad(
+      [&] { return scaler.scale(torch::nll_loss(model->forward(x), y)); },
+      amp::parameters_of(optimizer));
+  auto [scaled_loss, grads] = grad_fn();
+  ASSERT_EQ(grads.size(), 4u);
+  scaler.step(optimizer, grads);
+  scaler.update();
+  auto after = model->parameters();
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    double lr = i < 2 ? 0.1 : 0.2;
+    EXPECT_TRUE(torch::allclose(after[i].detach(), before[i] - lr * ref[i], 1e-5, 1e-6)) << i;
+  }
+}
+
 // ---- levels -----------------------------------------------------------------------------------
 TEST(Levels, ParseAndErrors) {
   EXPECT_EQ(amp::parse_level("O2"), amp::Level::O2);
@@ -451,7 +481,7 @@ void train_emitted_form(amp::Level level, bool optimizer_first) {
       auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));
       loss = torch::nll_loss(output, target);
       return scaler.scale(loss);
-    }, optimizer.parameters());
+    }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     for (const auto &g : grads)
       ASSERT_EQ(g.scalar_type(), torch::kFloat);

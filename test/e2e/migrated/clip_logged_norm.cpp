@@ -26,7 +26,7 @@ int main() {
       auto output = amp::cast_to_adapter_tensor(amp_model->forward(input));
       loss = torch::nll_loss(output, target);
       return scaler.scale(loss);
-    }, optimizer.parameters());
+    }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
     auto norm = amp::global_norm(grads).item<double>();

@@ -41,7 +41,7 @@ int main() {
       auto output = amp::cast_to_adapter_tensor(amp_model(input));
       loss = torch::nll_loss(output, target);
       return scaler->scale(loss);
-    }, optimizer.parameters());
+    }, amp::parameters_of(optimizer));
     auto [scaled, grads] = grad_fn();
     scaler->step(optimizer, grads);
     scaler->update();

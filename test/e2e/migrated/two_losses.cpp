@@ -24,7 +24,7 @@ int main() {
       loss = torch::nll_loss(output, target);
       auto penalty = output.exp().pow(2).mean() * 0.5;
       return scaler.scale(loss) + scaler.scale(penalty);
-    }, optimizer.parameters());
+    }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.step(optimizer, grads);
     scaler.update();

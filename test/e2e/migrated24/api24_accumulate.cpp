@@ -28,7 +28,7 @@ int main() {
         auto output = amp::cast_to_adapter_tensor(amp_model->forward(input));
         loss = torch::nll_loss(output, target) / micro_steps;
         return scaler.scale(loss);
-      }, optimizer.parameters());
+      }, amp::parameters_of(optimizer));
       auto [scaled_loss, micro_grads] = grad_fn();
       amp::accumulate_grads(grads, micro_grads);
       total = total + loss.detach();
