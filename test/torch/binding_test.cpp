@@ -319,26 +319,40 @@ TEST(ValueAndGrad, AccumulateGrads) {
 }
 
 // ---- several optimizers, one loss (the form amp-migrate emits for them) ----------------------
-TEST(MultiOptimizer, ParametersOfAndSplitGradsStepEachOptimizer) {
-  torch::manual_seed(0);
+/// One SGD step of an Mlp, fc1 with learning rate 0.1 and fc2 with 0.2, however the optimizers
+/// are split: the expected parameters after it, from fp32 .backward() grads.
+struct TwoRateStep {
   Mlp model;
-  torch::optim::SGD opt_a(model->fc1->parameters(), 0.1);
-  auto opt_b = std::make_shared<torch::optim::SGD>(model->fc2->parameters(), 0.2);
+  Tensor x, y;
+  std::vector<Tensor> expected;
+  TwoRateStep() {
+    torch::manual_seed(0);
+    x = torch::randn({5, 8});
+    y = torch::randint(0, 4, {5}, torch::kLong);
+    auto ref = backward_grads(model, x, y);
+    auto params = model->parameters();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      expected.push_back(params[i].detach().clone() - (i < 2 ? 0.1 : 0.2) * ref[i]);
+  }
+  Tensor scaled_loss(amp::GradScaler &scaler) { return scaler.scale(torch::nll_loss(model->forward(x), y)); }
+  void expect_stepped() {
+    auto after = model->parameters();
+    for (std::size_t i = 0; i < after.size(); ++i)
+      EXPECT_TRUE(torch::allclose(after[i].detach(), expected[i], 1e-5, 1e-6)) << i;
+  }
+};
+
+TEST(MultiOptimizer, ParametersOfAndSplitGradsStepEachOptimizer) {
+  TwoRateStep t;
+  torch::optim::SGD opt_a(t.model->fc1->parameters(), 0.1);
+  auto opt_b = std::make_shared<torch::optim::SGD>(t.model->fc2->parameters(), 0.2);
   auto params = amp::parameters_of(opt_a, opt_b);
   ASSERT_EQ(params.size(), 4u);
-  EXPECT_TRUE(params[0].is_same(model->fc1->weight));
-  EXPECT_TRUE(params[3].is_same(model->fc2->bias));
-  auto x = torch::randn({5, 8});
-  auto y = torch::randint(0, 4, {5}, torch::kLong);
-  auto ref = backward_grads(model, x, y);
-  std::vector<Tensor> before;
-  for (const auto &p : model->parameters())
-    before.push_back(p.detach().clone());
+  EXPECT_TRUE(params[0].is_same(t.model->fc1->weight));
+  EXPECT_TRUE(params[3].is_same(t.model->fc2->bias));
 
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale(8.0));
-  auto grad_fn = amp::value_and_grad(
-      [&] { return scaler.scale(torch::nll_loss(model->forward(x), y)); },
-      amp::parameters_of(opt_a, opt_b));
+  auto grad_fn = amp::value_and_grad([&] { return t.scaled_loss(scaler); }, amp::parameters_of(opt_a, opt_b));
   auto [scaled_loss, grads] = grad_fn();
   auto [grads_a, grads_b] = amp::split_grads(grads, opt_a, opt_b);
   ASSERT_EQ(grads_a.size(), 2u);
@@ -347,11 +361,7 @@ TEST(MultiOptimizer, ParametersOfAndSplitGradsStepEachOptimizer) {
   scaler.step(opt_a, grads_a);
   scaler.step(opt_b, grads_b); // unscales itself
   scaler.update();
-  auto after = model->parameters();
-  for (std::size_t i = 0; i < after.size(); ++i) {
-    double lr = i < 2 ? 0.1 : 0.2;
-    EXPECT_TRUE(torch::allclose(after[i].detach(), before[i] - lr * ref[i], 1e-5, 1e-6)) << i;
-  }
+  t.expect_stepped();
   auto msg = message_of([&] { amp::split_grads(grads_a, opt_a, opt_b); });
   EXPECT_NE(msg.find("amp::split_grads: 2 grads do not pair up with the optimizers' 4 parameters"),
             std::string::npos)
@@ -361,31 +371,18 @@ TEST(MultiOptimizer, ParametersOfAndSplitGradsStepEachOptimizer) {
 // value_and_grad over amp::parameters_of(opt) covers every param group of one optimizer (what the
 // tool emits; Optimizer::parameters() would be the first group only).
 TEST(MultiOptimizer, EveryParamGroupOfOneOptimizer) {
-  torch::manual_seed(0);
-  Mlp model;
+  TwoRateStep t;
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(model->fc1->parameters(), std::make_unique<torch::optim::SGDOptions>(0.1));
-  groups.emplace_back(model->fc2->parameters(), std::make_unique<torch::optim::SGDOptions>(0.2));
+  groups.emplace_back(t.model->fc1->parameters(), std::make_unique<torch::optim::SGDOptions>(0.1));
+  groups.emplace_back(t.model->fc2->parameters(), std::make_unique<torch::optim::SGDOptions>(0.2));
   torch::optim::SGD optimizer(groups, torch::optim::SGDOptions(0.1));
-  auto x = torch::randn({5, 8});
-  auto y = torch::randint(0, 4, {5}, torch::kLong);
-  auto ref = backward_grads(model, x, y);
-  std::vector<Tensor> before;
-  for (const auto &p : model->parameters())
-    before.push_back(p.detach().clone());
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale(4.0));
-  auto grad_fn = amp::value_and_grad(
-      [&] { return scaler.scale(torch::nll_loss(model->forward(x), y)); },
-      amp::parameters_of(optimizer));
+  auto grad_fn = amp::value_and_grad([&] { return t.scaled_loss(scaler); }, amp::parameters_of(optimizer));
   auto [scaled_loss, grads] = grad_fn();
   ASSERT_EQ(grads.size(), 4u);
   scaler.step(optimizer, grads);
   scaler.update();
-  auto after = model->parameters();
-  for (std::size_t i = 0; i < after.size(); ++i) {
-    double lr = i < 2 ? 0.1 : 0.2;
-    EXPECT_TRUE(torch::allclose(after[i].detach(), before[i] - lr * ref[i], 1e-5, 1e-6)) << i;
-  }
+  t.expect_stepped();
 }
 
 // ---- levels -----------------------------------------------------------------------------------
