@@ -5,9 +5,9 @@
 // GradScaler), clip_grad_norm_ after unscale_, step and update. Runs on the CPU (autocast bf16).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
-#include <amp/torch.h>
 
 #include <cstdio>
+#include <amp/torch.h>
 
 namespace train {
 
