@@ -39,6 +39,12 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
     for (const TrainingStep &T : In.Function.Steps)
       if (T.Scope == &S)
         markStep(F, In, &T);
+    // The scope of a step in another function that calls this one for its loss.
+    for (const MigrationPlan *P : In.CalleePlans)
+      if (P->CalleeScope == &S && F) {
+        F->StepId = stepIdOf(In.Ctx, *P->Function, *P->Step);
+        F->Fixable = P->ok();
+      }
     if (F && S.Disable)
       Out.note(F, S.Disable->MacroUse.isValid() ? S.Disable->MacroUse : S.Disable->Call->getBeginLoc(),
                "the scope ends here");

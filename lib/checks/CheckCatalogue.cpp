@@ -93,10 +93,13 @@ std::vector<Finding> runChecks(ASTContext &Ctx, const RuleSet &Rules,
   std::vector<MigrationPlan> Plans = planMigrations(Ctx, Rules, TU, Opts.Planner);
   FindingSink Sink(Ctx, Opts);
   for (const FunctionAnalysis &FA : TU.Functions) {
-    CheckInput In{Ctx, Rules, FA, {}};
-    for (const MigrationPlan &P : Plans)
+    CheckInput In{Ctx, Rules, FA, {}, {}};
+    for (const MigrationPlan &P : Plans) {
       if (P.Function == &FA)
         In.Plans.push_back(&P);
+      if (P.CalleeFunction == &FA)
+        In.CalleePlans.push_back(&P);
+    }
     checkAutocastScope(In, Sink);
     checkAutocastLeak(In, Sink);
     checkScalerImplicitGrad(In, Sink);

@@ -99,9 +99,9 @@ class StepPlanner {
 public:
   StepPlanner(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
               const TrainingStep &T, const PlannerOptions &Opts, llvm::StringSet<> &UsedNames,
-              const TargetApi &Tgt)
+              const TargetApi &Tgt, const TranslationUnitAnalysis &TU)
       : Ctx(Ctx), SM(Ctx.getSourceManager()), LO(Ctx.getLangOpts()), Rules(Rules), FA(FA), T(T),
-        Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames), Tgt(Tgt) {}
+        Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames), Tgt(Tgt), TU(TU) {}
 
   MigrationPlan plan() {
     MigrationPlan P;
@@ -113,6 +113,8 @@ public:
     for (const auto &[At, Text] : Insertions)
       Edits.push_back({At, 0, Text});
     P.Accumulates = Accumulate;
+    P.CalleeFunction = CalleeFA;
+    P.CalleeScope = CalleeScope;
     P.Blockers = std::move(Blockers);
     if (P.Blockers.empty()) {
       std::set<std::tuple<unsigned, unsigned, std::string>> Seen;
@@ -135,6 +137,7 @@ private:
   llvm::StringSet<> &UsedNames;
   /// The target names as the edits spell them (globally qualified when needed).
   const TargetApi &Tgt;
+  const TranslationUnitAnalysis &TU;
   std::vector<TrainingStep::Blocker> Blockers;
   std::vector<Edit> Edits;
   FileID File;
@@ -340,10 +343,11 @@ private:
             "functions cannot be rewritten together");
       return;
     }
-    if (!T.Scope) {
-      block(T.Backwards.front()->Backward->getBeginLoc(),
-            "no autocast scope precedes this scaled backward in this function, so the forward "
-            "pass to hand to amp::value_and_grad is unknown");
+    if (!T.Scope && !findCalleeScope()) {
+      if (Blockers.empty())
+        block(T.Backwards.front()->Backward->getBeginLoc(),
+              "no autocast scope precedes this scaled backward in this function, so the forward "
+              "pass to hand to amp::value_and_grad is unknown");
       return;
     }
     if (!planSeveralBackwards())
@@ -433,6 +437,224 @@ private:
       }
     }
     return true;
+  }
+
+  /// The scope in another function: `auto loss = forward_loss(batch);` before the scaled backward,
+  /// where forward_loss() (defined in this file) holds the autocast scope and the forward. The
+  /// loss statement becomes the function handed to value_and_grad; in forward_loss() the scope
+  /// goes and the model is converted where the scope began. Planned and applied together.
+  const FunctionAnalysis *CalleeFA = nullptr;
+  const AutocastScope *CalleeScope = nullptr;
+  const Stmt *CalleeCallStmt = nullptr; ///< the statement in this function that calls it
+  const CallExpr *CalleeCall = nullptr;
+
+  /// A model of the callee's scope as this function names it: a member or global is itself; a
+  /// parameter of the callee is the argument the call passes.
+  const ValueDecl *callerModel(const ObjectRef &M) const {
+    const auto *PVD = dyn_cast_or_null<ParmVarDecl>(M.Decl);
+    if (!PVD || !CalleeCall)
+      return M.Decl;
+    unsigned I = PVD->getFunctionScopeIndex();
+    if (I >= CalleeCall->getNumArgs())
+      return nullptr;
+    const Expr *A = CalleeCall->getArg(I)->IgnoreParenImpCasts();
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(A))
+      return DRE->getDecl();
+    if (const auto *ME = dyn_cast<MemberExpr>(A))
+      return ME->getMemberDecl();
+    return nullptr;
+  }
+
+  bool findCalleeScope() {
+    if (T.Backwards.size() != 1)
+      return false;
+    const ImplicitBackward &B = *T.Backwards.front();
+    if (B.ScaleStmt || !B.Scale->Call->getNumArgs())
+      return false;
+    const auto *DRE = dyn_cast<DeclRefExpr>(B.Scale->Call->getArg(0)->IgnoreParenImpCasts());
+    const auto *V = DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : nullptr;
+    if (!V || !V->isLocalVarDecl() || !V->getInit())
+      return false;
+    const Expr *Init = V->getInit()->IgnoreImplicit();
+    for (int I = 0; I < 4; ++I) {
+      if (const auto *CE = dyn_cast<CXXConstructExpr>(Init); CE && CE->getNumArgs() == 1)
+        Init = CE->getArg(0)->IgnoreImplicit();
+      else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(Init))
+        Init = MT->getSubExpr()->IgnoreImplicit();
+      else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(Init))
+        Init = BT->getSubExpr()->IgnoreImplicit();
+      else
+        break;
+    }
+    const auto *Call = dyn_cast<CallExpr>(Init);
+    const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+    if (!Callee)
+      return false;
+    const FunctionAnalysis *Found = nullptr;
+    for (const FunctionAnalysis &Other : TU.Functions)
+      if (&Other != &FA && Other.Function->getCanonicalDecl() == Callee->getCanonicalDecl())
+        Found = &Other;
+    if (!Found)
+      return false;
+    const AutocastScope *Scope = nullptr;
+    for (const AutocastScope &S : Found->Scopes) {
+      if (S.DisablesAutocast)
+        continue;
+      if (Scope) {
+        block(Call->getBeginLoc(), "'" + Callee->getNameAsString() +
+                                       "' holds several autocast scopes; migrate it by hand");
+        return false;
+      }
+      Scope = &S;
+    }
+    if (!Scope)
+      return false;
+    std::string Name = "'" + Callee->getNameAsString() + "'";
+    if (!Found->ScalerCalls.empty() || !Found->InactiveAmpCode.empty()) {
+      block(Call->getBeginLoc(), "the autocast scope is in " + Name + ", which also scales or steps; "
+                                 "migrate it by hand");
+      return false;
+    }
+    if (Scope->Shape == AutocastScope::Kind::Unclosed || Scope->LeaksAt.isValid()) {
+      block(Scope->ReportLoc, "the autocast scope in " + Name + " is not closed on every path");
+      return false;
+    }
+    if (Scope->Enable && Scope->Enable->InLambda) {
+      block(Scope->ReportLoc, "the autocast scope is inside a lambda");
+      return false;
+    }
+    if (SM.getFileID(SM.getExpansionLoc(Found->Function->getBody()->getBeginLoc())) != File) {
+      block(Call->getBeginLoc(), "the autocast scope is in " + Name + ", in another file; both "
+                                 "files must change together, migrate by hand");
+      return false;
+    }
+    // The statement declaring the loss must be in the backward's block, before it.
+    const Stmt *Decl = nullptr;
+    for (const Stmt *P = PM.getParent(Call); P; P = PM.getParent(P))
+      if (isa<DeclStmt>(P)) {
+        Decl = P;
+        break;
+      }
+    if (!Decl || !B.BackwardStmt || parentCompound(Decl) != parentCompound(B.BackwardStmt) ||
+        off(Decl->getBeginLoc()) > off(B.Backward->getBeginLoc()))
+      return false;
+    CalleeFA = Found;
+    CalleeScope = Scope;
+    CalleeCallStmt = Decl;
+    CalleeCall = Call;
+    return true;
+  }
+
+  /// The edits in the callee: the scope's calls go, its forward calls use the converted model,
+  /// and the model is converted in place of the scope's first statement.
+  void planCalleeScope() {
+    const AutocastScope &S = *CalleeScope;
+    ParentMap CPM(CalleeFA->Function->getBody());
+    NameCollector NC;
+    NC.TraverseDecl(const_cast<FunctionDecl *>(CalleeFA->Function));
+    auto Fresh = [&](StringRef Base) {
+      std::string N = Base.str();
+      for (int I = 2; NC.Names.contains(N); ++I)
+        N = (Base + std::to_string(I)).str();
+      NC.Names.insert(N);
+      return N;
+    };
+    const Stmt *First = S.GuardDeclStmt ? S.GuardDeclStmt : (S.Enable ? S.Enable->Removable : nullptr);
+    if (!First) {
+      block(S.ReportLoc, "the autocast call is part of a larger expression");
+      return;
+    }
+    auto Remove = [&](const Stmt *St, SourceLocation Why) {
+      Edit E;
+      if (!removal(St, E)) {
+        block(Why, "an autocast call sits inside a macro body with other code; edit the macro by hand");
+        return;
+      }
+      Edits.push_back(E);
+    };
+    auto RemoveCall = [&](const AutocastCall *A) {
+      if (!A || A->Removable == First)
+        return;
+      if (!A->Removable) {
+        block(A->MacroUse.isValid() ? A->MacroUse : A->Call->getBeginLoc(),
+              "the autocast call is part of a larger expression or macro; edit it by hand");
+        return;
+      }
+      Remove(A->Removable, A->Call->getBeginLoc());
+    };
+    RemoveCall(S.Enable);
+    RemoveCall(S.Disable);
+    for (const AutocastCall *A : S.Auxiliary)
+      RemoveCall(A);
+    for (const CXXMemberCallExpr *End : S.GuardEnds) {
+      const Stmt *St = End;
+      while (CPM.getParent(St) && !isa<CompoundStmt>(CPM.getParent(St)))
+        St = CPM.getParent(St);
+      Remove(St, End->getBeginLoc());
+    }
+    std::string Conversions;
+    std::map<const ValueDecl *, std::string> Names;
+    bool AnyForward = false;
+    for (const ForwardCall &F : CalleeFA->Forwards) {
+      unsigned O = off(F.Call->getBeginLoc());
+      if (O < S.Begin || O > S.End)
+        continue;
+      AnyForward = true;
+      auto It = Names.find(F.Model.Decl);
+      if (It == Names.end()) {
+        std::string Base = F.Model.IsThis ? "amp_self" : ("amp_" + F.Model.Decl->getName().str());
+        if (StringRef(Base).ends_with("_") && Base.size() > 5)
+          Base.pop_back();
+        It = Names.emplace(F.Model.Decl, Fresh(Base)).first;
+        Conversions += "auto " + It->second + " = " + Tgt.Convert + "(" + modelText(F.Model) + ", " +
+                       Tgt.LevelEnum + "::" + levelName(Opts.Level).str() + ");";
+      }
+      unsigned CB, CE;
+      if (!fileRange(F.Call->getSourceRange(), CB, CE)) {
+        block(F.Call->getBeginLoc(), "the model call is inside a macro body");
+        return;
+      }
+      if (F.Receiver) {
+        unsigned MB, ME;
+        if (!fileRange(F.Receiver->getSourceRange(), MB, ME)) {
+          block(F.Call->getBeginLoc(), "the model is named inside a macro body");
+          return;
+        }
+        if (F.ReturnsTensors) {
+          Edits.push_back({CB, 0, Tgt.CastOutput + "("});
+          Edits.push_back({MB, ME - MB, It->second});
+          Edits.push_back({CE, 0, ")"});
+        } else {
+          Edits.push_back({MB, ME - MB, It->second});
+        }
+      } else {
+        std::string Pre = F.ReturnsTensors ? Tgt.CastOutput + "(" : "";
+        Edits.push_back({CB, 0, Pre + It->second + "->"});
+        if (F.ReturnsTensors)
+          Edits.push_back({CE, 0, ")"});
+      }
+    }
+    if (!AnyForward) {
+      block(S.ReportLoc, "no model call inside the autocast scope of '" +
+                             CalleeFA->Function->getNameAsString() + "'");
+      return;
+    }
+    // The scope's first statement becomes the conversion (one line each).
+    Edit E;
+    if (!removal(First, E) || E.Text.size() || E.Offset != lineStart(E.Offset) ||
+        E.Offset + E.Length != lineEnd(E.Offset)) {
+      block(S.ReportLoc, "the autocast scope's first statement does not stand on a line of its own");
+      return;
+    }
+    std::string Indent = indentAt(E.Offset);
+    std::string Lines;
+    for (StringRef Rest = Conversions; !Rest.empty();) {
+      auto [Line, Tail] = Rest.split(';');
+      Lines += Indent + Line.str() + ";\n";
+      Rest = Tail;
+    }
+    E.Text = Lines;
+    Edits.push_back(E);
   }
 
   /// Hoisted declarations and conversions emitted before the lambda.
@@ -594,24 +816,29 @@ private:
     }
     if (!planAccumulation(B, C))
       return;
-    const AutocastScope &S = *T.Scope;
-    const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
-                                             : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
-    const Stmt *R0 = childOf(ScopeStart, C);
-    if (!R0) {
-      block(S.ReportLoc, "the autocast scope and the scaled backward are in different blocks");
-      return;
-    }
-    unsigned BackOff = off(B.Backward->getBeginLoc());
-    if (S.Shape == AutocastScope::Kind::Unclosed || (S.Disable && off(S.Disable->Call->getBeginLoc()) > BackOff) ||
-        (S.GuardDeclStmt && parentCompound(S.GuardDeclStmt) == C && S.GuardEnds.empty())) {
-      block(B.Backward->getBeginLoc(), "backward() runs inside the autocast scope (the scope is "
-                                       "not closed before it)");
-      return;
-    }
-    if (S.Enable && S.Enable->InLambda) {
-      block(S.ReportLoc, "the autocast scope is inside a lambda");
-      return;
+    // The scope in this function; or, with the scope in a called function, the statement that
+    // calls it starts the region.
+    const AutocastScope &S = CalleeScope ? *CalleeScope : *T.Scope;
+    const Stmt *R0 = CalleeCallStmt;
+    if (!CalleeScope) {
+      const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
+                                               : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
+      R0 = childOf(ScopeStart, C);
+      if (!R0) {
+        block(S.ReportLoc, "the autocast scope and the scaled backward are in different blocks");
+        return;
+      }
+      unsigned BackOff = off(B.Backward->getBeginLoc());
+      if (S.Shape == AutocastScope::Kind::Unclosed || (S.Disable && off(S.Disable->Call->getBeginLoc()) > BackOff) ||
+          (S.GuardDeclStmt && parentCompound(S.GuardDeclStmt) == C && S.GuardEnds.empty())) {
+        block(B.Backward->getBeginLoc(), "backward() runs inside the autocast scope (the scope is "
+                                         "not closed before it)");
+        return;
+      }
+      if (S.Enable && S.Enable->InLambda) {
+        block(S.ReportLoc, "the autocast scope is inside a lambda");
+        return;
+      }
     }
     // Region statements: [R0, EndStmt) in C.
     std::vector<const Stmt *> Region;
@@ -690,25 +917,29 @@ private:
       }
       RemoveStmt(A->Removable, A->Call->getBeginLoc());
     };
-    RemoveCall(S.Enable);
-    RemoveCall(S.Disable);
-    for (const AutocastCall *A : S.Auxiliary) {
-      unsigned O = off(A->Call->getBeginLoc());
-      if (O >= RB && O < BodyEnd)
-        RemoveCall(A);
-      else if (A->Removable) {
-        Edit E;
-        if (removal(A->Removable, E))
-          Edits.push_back(E);
+    if (CalleeScope) {
+      planCalleeScope();
+    } else {
+      RemoveCall(S.Enable);
+      RemoveCall(S.Disable);
+      for (const AutocastCall *A : S.Auxiliary) {
+        unsigned O = off(A->Call->getBeginLoc());
+        if (O >= RB && O < BodyEnd)
+          RemoveCall(A);
+        else if (A->Removable) {
+          Edit E;
+          if (removal(A->Removable, E))
+            Edits.push_back(E);
+        }
       }
-    }
-    if (S.GuardDeclStmt)
-      RemoveStmt(S.GuardDeclStmt, S.ReportLoc);
-    for (const CXXMemberCallExpr *End : S.GuardEnds) {
-      const Stmt *St = End;
-      while (PM.getParent(St) && !isa<CompoundStmt>(PM.getParent(St)))
-        St = PM.getParent(St);
-      RemoveStmt(St, End->getBeginLoc());
+      if (S.GuardDeclStmt)
+        RemoveStmt(S.GuardDeclStmt, S.ReportLoc);
+      for (const CXXMemberCallExpr *End : S.GuardEnds) {
+        const Stmt *St = End;
+        while (PM.getParent(St) && !isa<CompoundStmt>(PM.getParent(St)))
+          St = PM.getParent(St);
+        RemoveStmt(St, End->getBeginLoc());
+      }
     }
     // Forward calls go through the converted model; outputs back to ordinary tensors.
     std::vector<std::string> Conversions;
@@ -1038,6 +1269,8 @@ private:
     if (!D)
       return false;
     if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
+      return true;
+    if (CalleeFA && llvm::any_of(CalleeFA->Forwards, [&](const ForwardCall &F) { return callerModel(F.Model) == D; }))
       return true;
     for (const ScalerCall *S : T.Steps)
       if (S->Optimizer.Decl == D) {
@@ -1478,7 +1711,7 @@ std::vector<MigrationPlan> planMigrations(ASTContext &Ctx, const RuleSet &Rules,
     llvm::StringSet<> Used = NC.Names;
     for (const TrainingStep &T : FA.Steps) {
       const TargetApi Tgt = spelledTarget(Ctx, Rules.Target, FA.Function, FileLevelDirective);
-      StepPlanner P(Ctx, Rules, FA, T, Opts, Used, Tgt);
+      StepPlanner P(Ctx, Rules, FA, T, Opts, Used, Tgt, TU);
       Plans.push_back(P.plan());
     }
   }

@@ -386,6 +386,37 @@ TEST(MultiOptimizer, EveryParamGroupOfOneOptimizer) {
 }
 
 // ---- levels -----------------------------------------------------------------------------------
+// The loss function converts the model itself, on every call (the tool's form when the scope was
+// in the function the step calls): its handle dies before value_and_grad's backward, and the
+// masters must still come back, every step.
+TEST(Levels, ConversionInsideTheLossFunctionKeepsFp32Masters) {
+  torch::manual_seed(0);
+  Mlp model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  auto x = torch::randn({16, 8});
+  auto y = torch::randint(0, 4, {16}, torch::kLong);
+  auto loss_of = [&](Mlp &m) {
+    auto amp_model = amp::auto_mixed_precision(m, amp::Level::O2);
+    return torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(x)), y);
+  };
+  amp::GradScaler scaler;
+  double first = 0, last = 0;
+  for (int step = 0; step < 20; ++step) {
+    torch::Tensor loss;
+    auto grad_fn = amp::value_and_grad([&] {
+      loss = loss_of(model);
+      return scaler.scale(loss);
+    }, amp::parameters_of(optimizer));
+    auto [scaled_loss, grads] = grad_fn();
+    scaler.step(optimizer, grads);
+    scaler.update();
+    for (const auto &p : model->parameters())
+      ASSERT_EQ(p.scalar_type(), torch::kFloat) << "step " << step;
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  EXPECT_LT(last, first);
+}
+
 TEST(Levels, ParseAndErrors) {
   EXPECT_EQ(amp::parse_level("O2"), amp::Level::O2);
   EXPECT_EQ(amp::parse_level("o3"), amp::Level::O3);

@@ -43,6 +43,9 @@ struct CheckInput {
   const FunctionAnalysis &Function;
   /// The plan of each step of the function, in the order of Function.Steps.
   std::vector<const MigrationPlan *> Plans;
+  /// Plans of steps in other functions whose autocast scope is in this one (the step calls this
+  /// function for its loss).
+  std::vector<const MigrationPlan *> CalleePlans;
   const MigrationPlan *planOf(const TrainingStep *S) const {
     for (const MigrationPlan *P : Plans)
       if (P->Step == S)

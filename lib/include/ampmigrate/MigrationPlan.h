@@ -18,6 +18,10 @@ struct MigrationPlan {
   std::vector<clang::tooling::Replacement> Edits;
   /// Gradient accumulation: micro-step grads are summed, zero_grad() clears the sum.
   bool Accumulates = false;
+  /// The autocast scope is in a function the step calls for its loss (`auto loss = f(batch);`):
+  /// that function and its scope, edited with the step.
+  const FunctionAnalysis *CalleeFunction = nullptr;
+  const AutocastScope *CalleeScope = nullptr;
   bool ok() const { return Blockers.empty() && !Edits.empty(); }
 };
 

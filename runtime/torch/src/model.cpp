@@ -69,6 +69,7 @@ struct ConversionState : std::enable_shared_from_this<ConversionState> {
   std::vector<torch::Tensor> masters; // non-empty while the copies are in
   bool copies_in = false;
   std::mutex mutex;
+  ~ConversionState();
 };
 
 Level level_of(const ConversionState &state) { return state.level; }
@@ -170,9 +171,11 @@ void collect(ConversionState &state, torch::nn::Module &m,
 std::mutex registry_mutex;
 std::map<const torch::nn::Module *, std::weak_ptr<ConversionState>> registry;
 
-/// Conversions whose copies stay in until the backward pass of the enclosing value_and_grad.
+/// Conversions whose copies stay in until the backward pass of the enclosing value_and_grad. Held
+/// strongly: a conversion made inside a function (`auto amp_model = auto_mixed_precision(...)`
+/// in the loss function the step calls) must outlive its handle until the masters are back.
 std::mutex swapped_mutex;
-std::vector<std::weak_ptr<ConversionState>> swapped_states;
+std::vector<std::shared_ptr<ConversionState>> swapped_states;
 thread_local int grad_scope_depth = 0;
 
 torch::Device device_of(torch::nn::Module &m) {
@@ -267,6 +270,13 @@ void autocast_exit(torch::DeviceType device, AutocastState prev) {
 
 } // namespace
 
+/// The last owner gone with the copies still in (no value_and_grad to restore them): the
+/// module gets its fp32 masters back rather than keeping the copies.
+ConversionState::~ConversionState() {
+  if (copies_in)
+    masters_in(*this);
+}
+
 std::shared_ptr<ConversionState> convert(torch::nn::Module &module,
                                          std::shared_ptr<torch::nn::Module> owner, Level level,
                                          std::optional<torch::Dtype> dtype) {
@@ -319,7 +329,7 @@ ForwardScope::ForwardScope(ConversionState &state) : state_(state) {
       if (grad_scope_depth > 0 && torch::GradMode::is_enabled()) {
         // Backward needs the copies: they stay in until value_and_grad has the grads.
         std::lock_guard<std::mutex> swapped_lock(swapped_mutex);
-        swapped_states.push_back(state_.weak_from_this());
+        swapped_states.push_back(state_.shared_from_this());
       } else {
         restore_after_forward_ = true;
       }
@@ -361,10 +371,7 @@ void restore_masters() {
   std::vector<std::shared_ptr<ConversionState>> states;
   {
     std::lock_guard<std::mutex> lock(swapped_mutex);
-    for (auto &w : swapped_states)
-      if (auto s = w.lock())
-        states.push_back(std::move(s));
-    swapped_states.clear();
+    states.swap(swapped_states);
   }
   for (auto &s : states) {
     std::lock_guard<std::mutex> lock(s->mutex);

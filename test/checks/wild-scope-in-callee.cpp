@@ -1,0 +1,127 @@
+// RUN: %check_amp %s %t.cpp
+// WILD: scope and scaling in different functions. The step calls a function of this file for its
+// loss (`auto loss = forward_loss(...)`) and that function holds the autocast scope and the
+// forward. The loss statement becomes the function handed to value_and_grad; in the callee the
+// scope goes and the model is converted where the scope began; both are one fix. A callee that
+// also scales, or a loss computed some other way, is reported.
+#include <torch/torch.h>
+#include "scaler.h"
+#include <cstdio>
+
+struct NetImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor &x);
+};
+TORCH_MODULE(Net);
+
+class Trainer {
+public:
+  torch::Tensor forward_loss(const torch::Tensor &x, const torch::Tensor &y);
+  void train_step(const torch::Tensor &x, const torch::Tensor &y);
+
+private:
+  Net model_;
+  std::unique_ptr<torch::optim::SGD> opt_;
+  torch::amp::GradScaler scaler_;
+};
+
+torch::Tensor Trainer::forward_loss(const torch::Tensor &x, const torch::Tensor &y) {
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'{{.*}} [amp-autocast-scope]
+  auto out = model_->forward(x);
+  auto loss = torch::nll_loss(out, y);
+  at::autocast::set_enabled(false);
+  return loss;
+}
+// CHECK-FIXES: {{^}}torch::Tensor Trainer::forward_loss(const torch::Tensor &x, const torch::Tensor &y) {
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model_, amp::Level::O2);
+// CHECK-FIXES: {{^}}  auto out = amp::cast_to_adapter_tensor(amp_model->forward(x));
+// CHECK-FIXES-NEXT: {{^}}  auto loss = torch::nll_loss(out, y);
+// CHECK-FIXES-NEXT: {{^}}  return loss;
+// CHECK-FIXES-NEXT: {{^}}}
+
+void Trainer::train_step(const torch::Tensor &x, const torch::Tensor &y) {
+  opt_->zero_grad();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() is redundant{{.*}} [amp-zero-grad]
+  auto loss = forward_loss(x, y);
+  scaler_.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+  scaler_.unscale_(*opt_);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads{{.*}} [amp-scaler-unscale]
+  torch::nn::utils::clip_grad_norm_(model_->parameters(), 1.0);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: {{.*}} [amp-clip-grad-norm]
+  scaler_.step(*opt_);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+  scaler_.update();
+  std::printf("loss %f\n", loss.item<float>());
+}
+// CHECK-FIXES: {{^}}void Trainer::train_step(const torch::Tensor &x, const torch::Tensor &y) {
+// CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;
+// CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
+// CHECK-FIXES-NEXT: {{^}}    loss = forward_loss(x, y);
+// CHECK-FIXES-NEXT: {{^}}    return scaler_.scale(loss);
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(*opt_));
+// CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();
+// CHECK-FIXES: {{^}}  scaler_.unscale_(*opt_, grads);
+// CHECK-FIXES: {{^}}  grads = amp::clip_by_global_norm(grads, 1.0);
+// CHECK-FIXES: {{^}}  scaler_.step(*opt_, grads);
+// CHECK-FIXES: {{^}}  std::printf("loss %f\n", loss.item<float>());
+
+// A guard in a free function: the guard's declaration becomes the conversion.
+struct AmpGuard {
+  AmpGuard() { at::autocast::set_enabled(true); }
+  ~AmpGuard() {
+    at::autocast::set_enabled(false);
+    at::autocast::clear_cache();
+  }
+};
+torch::Tensor compute_loss(Net &model, const torch::Tensor &x, const torch::Tensor &y) {
+  AmpGuard guard;
+  // CHECK-MESSAGES: :[[@LINE-1]]:12: warning: autocast scope opened by guard 'AmpGuard'{{.*}} [amp-autocast-scope]
+  return torch::nll_loss(model->forward(x), y);
+}
+void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, const torch::Tensor &y, int steps) {
+  torch::amp::GradScaler scaler;
+  for (int i = 0; i < steps; ++i) {
+    torch::Tensor loss = compute_loss(model, x, y);
+    scaler.scale(loss).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+    scaler.step(opt);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+    scaler.update();
+  }
+}
+// CHECK-FIXES: {{^}}torch::Tensor compute_loss(Net &model, const torch::Tensor &x, const torch::Tensor &y) {
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);
+// CHECK-FIXES: {{^}}  return torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(x)), y);
+// CHECK-FIXES: {{^}}  amp::GradScaler scaler;
+// CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < steps; ++i) {
+// CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {
+// CHECK-FIXES-NEXT: {{^}}      torch::Tensor loss = compute_loss(model, x, y);
+// CHECK-FIXES-NEXT: {{^}}      return scaler.scale(loss);
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(opt));
+// CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, grads] = grad_fn();
+// CHECK-FIXES-NEXT: {{^}}    scaler.step(opt, grads);
+
+// The loss function also holds the scaler: reported, nothing changes in either function.
+torch::Tensor scaled_loss_of(Net &model, torch::amp::GradScaler &scaler, const torch::Tensor &x) {
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'{{.*}} [amp-autocast-scope]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function{{.*}} [amp-manual-migration]
+  auto out = model->forward(x);
+  at::autocast::set_enabled(false);
+  return scaler.scale(out.sum());
+}
+void step_with_scaled(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
+  torch::amp::GradScaler scaler;
+  auto loss = scaled_loss_of(model, scaler, x);
+  // CHECK-MESSAGES: :[[@LINE-1]]:15: warning: not migrated automatically: the autocast scope is in 'scaled_loss_of', which also scales or steps; migrate it by hand [amp-manual-migration]
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+  scaler.step(opt);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+  scaler.update();
+}
+// CHECK-FIXES: {{^}}  at::autocast::set_enabled(true);
+// CHECK-FIXES: {{^}}  auto out = model->forward(x);
+// CHECK-FIXES: {{^}}  torch::amp::GradScaler scaler;
+// CHECK-FIXES: {{^}}  scaler.scale(loss).backward();
