@@ -18,13 +18,14 @@ public:
 
   void unscale_(torch::optim::Optimizer &optimizer) {
     torch::NoGradGuard no_grad;
-    for (auto &p : optimizer.parameters()) {
-      if (!p.grad().defined())
-        continue;
-      if (!torch::isfinite(p.grad()).all().item<bool>())
-        found_inf_ = true;
-      p.mutable_grad().mul_(1.0 / scale_);
-    }
+    for (auto &group : optimizer.param_groups())
+      for (auto &p : group.params()) {
+        if (!p.grad().defined())
+          continue;
+        if (!torch::isfinite(p.grad()).all().item<bool>())
+          found_inf_ = true;
+        p.mutable_grad().mul_(1.0 / scale_);
+      }
     unscaled_ = true;
   }
 

@@ -948,8 +948,9 @@ public:
     if (const auto *MD = dyn_cast<CXXMethodDecl>(FD)) {
       if (MD->getParent()->isLambda())
         return true;
-      // The implementation of a guard class is not a finding.
-      if (isAutocastGuardClass(MD->getParent(), Rules, nullptr))
+      // The implementation of a guard class, or of a scaler class (its step() calling its own
+      // unscale_()), is not a finding.
+      if (isAutocastGuardClass(MD->getParent(), Rules, nullptr) || isScalerClass(MD->getParent(), Rules))
         return true;
     }
     FunctionAnalyser A(Ctx, Rules, FD, Inactive);
