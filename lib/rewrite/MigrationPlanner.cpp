@@ -713,6 +713,34 @@ private:
     return Best;
   }
 
+  /// Several optimizers after an accumulation: the summed grads are split per optimizer just
+  /// before the first unscale_/step, which must stand in a block holding all of them.
+  bool planSplitAfterAccumulation() {
+    const ScalerCall *First = nullptr;
+    for (const auto *List : {&T.Unscales, &T.Steps})
+      for (const ScalerCall *SC : *List)
+        if (!First || off(SC->Call->getBeginLoc()) < off(First->Call->getBeginLoc()))
+          First = SC;
+    const Stmt *St = First ? First->Call : nullptr;
+    while (St && PM.getParent(St) && !isa<CompoundStmt>(PM.getParent(St)))
+      St = PM.getParent(St);
+    const auto *Block = St ? dyn_cast_or_null<CompoundStmt>(PM.getParent(St)) : nullptr;
+    bool AllInside = Block && llvm::all_of(T.Steps, [&](const ScalerCall *SC) { return within(SC->Call, Block); }) &&
+                     llvm::all_of(T.Unscales, [&](const ScalerCall *SC) { return within(SC->Call, Block); });
+    unsigned At = St ? off(St->getBeginLoc()) : 0;
+    if (!AllInside || St->getBeginLoc().isMacroID() || !onlySpace(lineStart(At), At)) {
+      block(T.Steps[1]->Call->getBeginLoc(), "several optimizers step after a gradient accumulation, "
+                                              "not all in one block; not rewritten automatically");
+      return false;
+    }
+    std::string Names;
+    for (const auto &[O, Name] : PerOptimizer)
+      Names += (Names.empty() ? "" : ", ") + Name;
+    insertAt(lineStart(At), indentAt(At) + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" +
+                                GradsName + ", " + OptimizerArgs + ");\n");
+    return true;
+  }
+
   /// Gradient accumulation: the scaled backward runs several times (in a nested loop, or every
   /// iteration of a loop whose step() runs under a condition) before one unscale_/step/update.
   /// The explicit grads of each micro-step are then summed into a list declared before the loop
@@ -768,11 +796,8 @@ private:
     Accumulate = Nested || (InLoop && ConditionalStep);
     if (!Accumulate)
       return true;
-    if (!PerOptimizer.empty()) {
-      block(T.Steps[1]->Call->getBeginLoc(), "several optimizers step after a gradient "
-                                              "accumulation; not rewritten automatically");
+    if (!PerOptimizer.empty() && !planSplitAfterAccumulation())
       return false;
-    }
     if (Tgt.Accumulate.empty()) {
       block(B.Backward->getBeginLoc(), "gradient accumulation needs target.accumulate in the rules");
       return false;
@@ -1158,7 +1183,7 @@ private:
     } else {
       Out += Indent + "auto [" + ValueName + ", " + GradsName + "] = " + GradFnName + "();\n";
     }
-    if (!PerOptimizer.empty()) {
+    if (!PerOptimizer.empty() && !Accumulate) {
       std::string Names;
       for (const auto &[O, Name] : PerOptimizer)
         Names += (Names.empty() ? "" : ", ") + Name;
@@ -1366,7 +1391,45 @@ private:
       if (!OfStep || !Z->Statement)
         continue; // harmless to keep: the explicit grads never read .grad
       if (Accumulate && O > GradsDeclAt) {
-        // It ended an accumulation: it clears the summed grads now.
+        // It ended an accumulation: it clears the summed grads now. With several optimizers the
+        // list holds all their grads: their zero_grad() calls must stand together (one clear).
+        if (!PerOptimizer.empty()) {
+          const auto *Block = parentCompound(Z->Statement);
+          std::vector<const ZeroGradCall *> Run;
+          bool Started = false;
+          if (Block)
+            for (const Stmt *Child : Block->body()) {
+              const ZeroGradCall *Here = nullptr;
+              for (const ZeroGradCall *K : T.ZeroGrads)
+                if (K->Statement == Child)
+                  Here = K;
+              if (Here) {
+                Run.push_back(Here);
+                Started = Started || Here == Z;
+              } else if (Started) {
+                break;
+              } else {
+                Run.clear();
+              }
+            }
+          bool Covers = llvm::all_of(PerOptimizer, [&](const auto &PO) {
+            return llvm::any_of(Run, [&](const ZeroGradCall *K) { return K->Owner == PO.first; });
+          }) || llvm::any_of(Run, [&](const ZeroGradCall *K) {
+            return llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == K->Owner; });
+          });
+          if (!Covers) {
+            block(Z->Call->getBeginLoc(), "with several optimizers after a gradient accumulation, "
+                                          "zero_grad() of some optimizers only: the summed grads of "
+                                          "the others would be cleared too");
+            continue;
+          }
+          if (Run.front() != Z) { // the run's first statement clears; the others go
+            Edit E;
+            if (removal(Z->Statement, E))
+              Edits.push_back(E);
+            continue;
+          }
+        }
         CharSourceRange ZR = stmtRange(Z->Statement);
         if (ZR.isInvalid() || Z->Statement->getBeginLoc().isMacroID() || SM.getFileID(ZR.getBegin()) != File) {
           block(Z->Call->getBeginLoc(), "zero_grad() is inside a macro");

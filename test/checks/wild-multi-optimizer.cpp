@@ -1,9 +1,9 @@
 // RUN: %check_amp %s %t.cpp
 // WILD: several optimizers sharing one scaler, one scaled loss: one step() each, one update().
 // The grads are taken w.r.t. all the optimizers' parameters (amp::parameters_of) and split back
-// into one list per optimizer (amp::split_grads) for its unscale_/clip/step. Clipping a model's
-// parameters (which optimizer's list?), stepping one optimizer twice, and several optimizers after
-// a gradient accumulation are reported, not rewritten.
+// into one list per optimizer (amp::split_grads) for its unscale_/clip/step; after a gradient
+// accumulation the summed list is split before the first unscale_/step. Clipping a model's
+// parameters (which optimizer's list?) and stepping one optimizer twice are reported.
 #include <torch/torch.h>
 #include "scaler.h"
 
@@ -126,10 +126,75 @@ void after_accumulation(Net &model, torch::optim::SGD &opt_a, torch::optim::SGD 
   scaler.step(opt_a);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
   scaler.step(opt_b);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: several optimizers step after a gradient accumulation; not rewritten automatically [amp-manual-migration]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
   scaler.update();
 }
 // CHECK-FIXES: {{^}}void after_accumulation(
+// CHECK-FIXES: {{^}}  amp::GradScaler scaler;
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);
+// CHECK-FIXES-NEXT: {{^}}  std::vector<torch::Tensor> grads;
+// CHECK-FIXES: {{^}}    }, amp::parameters_of(opt_a, opt_b));
+// CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, micro_grads] = grad_fn();
+// CHECK-FIXES-NEXT: {{^}}    amp::accumulate_grads(grads, micro_grads);
+// CHECK-FIXES: {{^}}  auto [grads_opt_a, grads_opt_b] = amp::split_grads(grads, opt_a, opt_b);
+// CHECK-FIXES-NEXT: {{^}}  scaler.step(opt_a, grads_opt_a);
+// CHECK-FIXES: {{^}}  scaler.step(opt_b, grads_opt_b);
+
+// After an accumulation the list holds every optimizer's grads: their zero_grad() calls together
+// become one clear(); one optimizer's zero_grad() alone would clear the others' sums: reported.
+void accumulate_epochs(Net &model, torch::optim::SGD &opt_a, torch::optim::SGD &opt_b,
+                       const torch::Tensor &data, const torch::Tensor &target, int steps, int k) {
+  torch::amp::GradScaler scaler;
+  for (int step = 0; step < steps; ++step) {
+    opt_a.zero_grad();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: zero_grad() ends a gradient accumulation{{.*}} [amp-zero-grad]
+    opt_b.zero_grad();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: zero_grad() ends a gradient accumulation{{.*}} [amp-zero-grad]
+    for (int i = 0; i < k; ++i) {
+      at::autocast::set_enabled(true);
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: autocast scope enabled with 'at::autocast::set_enabled'{{.*}} [amp-autocast-scope]
+      auto loss = torch::mse_loss(model->forward(data), target) / k;
+      at::autocast::set_enabled(false);
+      scaler.scale(loss).backward();
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+    }
+    scaler.step(opt_a);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+    scaler.step(opt_b);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+    scaler.update();
+  }
+}
+// CHECK-FIXES: {{^}}void accumulate_epochs(
+// CHECK-FIXES: {{^}}  std::vector<torch::Tensor> grads;
+// CHECK-FIXES-NEXT: {{^}}  for (int step = 0; step < steps; ++step) {
+// CHECK-FIXES-NEXT: {{^}}    grads.clear();
+// CHECK-FIXES-NOT: grads.clear();
+// CHECK-FIXES: {{^}}    for (int i = 0; i < k; ++i) {
+// CHECK-FIXES: {{^}}    auto [grads_opt_a, grads_opt_b] = amp::split_grads(grads, opt_a, opt_b);
+
+void clear_one(Net &model, torch::optim::SGD &opt_a, torch::optim::SGD &opt_b,
+               const torch::Tensor &data, const torch::Tensor &target, int steps, int k) {
+  torch::amp::GradScaler scaler;
+  for (int step = 0; step < steps; ++step) {
+    opt_a.zero_grad();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: with several optimizers after a gradient accumulation, zero_grad() of some optimizers only: the summed grads of the others would be cleared too [amp-manual-migration]
+    // CHECK-MESSAGES: :[[@LINE-2]]:5: warning: zero_grad() ends a gradient accumulation{{.*}} [amp-zero-grad]
+    for (int i = 0; i < k; ++i) {
+      at::autocast::set_enabled(true);
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: autocast scope enabled with 'at::autocast::set_enabled'{{.*}} [amp-autocast-scope]
+      auto loss = torch::mse_loss(model->forward(data), target) / k;
+      at::autocast::set_enabled(false);
+      scaler.scale(loss).backward();
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+    }
+    scaler.step(opt_a);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+    scaler.step(opt_b);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+    scaler.update();
+  }
+}
+// CHECK-FIXES: {{^}}void clear_one(
 // CHECK-FIXES: {{^}}  torch::amp::GradScaler scaler;
-// CHECK-FIXES: {{^}}    scaler.scale(loss).backward();
+// CHECK-FIXES: {{^}}    opt_a.zero_grad();
