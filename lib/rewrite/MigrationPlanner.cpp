@@ -545,6 +545,47 @@ private:
     return true;
   }
 
+  /// Deletes a statement of a scope (its line when alone on it) into `Out`; false (and a blocker)
+  /// when it sits in a macro body with other code.
+  bool removeInto(const Stmt *St, SourceLocation Why, std::vector<Edit> &Out) {
+    Edit E;
+    if (!removal(St, E)) {
+      block(Why, "an autocast call sits inside a macro body with other code; edit the macro by hand");
+      return false;
+    }
+    Out.push_back(E);
+    return true;
+  }
+
+  /// A forward call through the converted model `Conv`, its tensors back to ordinary ones
+  /// (`model->forward(x)` -> `amp::cast_to_adapter_tensor(amp_model->forward(x))`), into `Out`.
+  bool rewriteForward(const ForwardCall &F, const std::string &Conv, std::vector<Edit> &Out) {
+    unsigned CB, CE;
+    if (!fileRange(F.Call->getSourceRange(), CB, CE)) {
+      block(F.Call->getBeginLoc(), "the model call is inside a macro body");
+      return false;
+    }
+    if (!F.Receiver) {
+      // Implicit this: `forward(x)` -> `amp_self->forward(x)`.
+      std::string Pre = F.ReturnsTensors ? Tgt.CastOutput + "(" : "";
+      Out.push_back({CB, 0, Pre + Conv + "->"});
+      if (F.ReturnsTensors)
+        Out.push_back({CE, 0, ")"});
+      return true;
+    }
+    unsigned MB, ME;
+    if (!fileRange(F.Receiver->getSourceRange(), MB, ME)) {
+      block(F.Call->getBeginLoc(), "the model is named inside a macro body");
+      return false;
+    }
+    if (F.ReturnsTensors)
+      Out.push_back({CB, 0, Tgt.CastOutput + "("});
+    Out.push_back({MB, ME - MB, Conv});
+    if (F.ReturnsTensors)
+      Out.push_back({CE, 0, ")"});
+    return true;
+  }
+
   /// The edits in the callee: the scope's calls go, its forward calls use the converted model,
   /// and the model is converted in place of the scope's first statement.
   void planCalleeScope() {
@@ -564,14 +605,6 @@ private:
       block(S.ReportLoc, "the autocast call is part of a larger expression");
       return;
     }
-    auto Remove = [&](const Stmt *St, SourceLocation Why) {
-      Edit E;
-      if (!removal(St, E)) {
-        block(Why, "an autocast call sits inside a macro body with other code; edit the macro by hand");
-        return;
-      }
-      Edits.push_back(E);
-    };
     auto RemoveCall = [&](const AutocastCall *A) {
       if (!A || A->Removable == First)
         return;
@@ -580,7 +613,7 @@ private:
               "the autocast call is part of a larger expression or macro; edit it by hand");
         return;
       }
-      Remove(A->Removable, A->Call->getBeginLoc());
+      removeInto(A->Removable, A->Call->getBeginLoc(), Edits);
     };
     RemoveCall(S.Enable);
     RemoveCall(S.Disable);
@@ -590,7 +623,7 @@ private:
       const Stmt *St = End;
       while (CPM.getParent(St) && !isa<CompoundStmt>(CPM.getParent(St)))
         St = CPM.getParent(St);
-      Remove(St, End->getBeginLoc());
+      removeInto(St, End->getBeginLoc(), Edits);
     }
     std::string Conversions;
     std::map<const ValueDecl *, std::string> Names;
@@ -609,30 +642,8 @@ private:
         Conversions += "auto " + It->second + " = " + Tgt.Convert + "(" + modelText(F.Model) + ", " +
                        Tgt.LevelEnum + "::" + levelName(Opts.Level).str() + ");";
       }
-      unsigned CB, CE;
-      if (!fileRange(F.Call->getSourceRange(), CB, CE)) {
-        block(F.Call->getBeginLoc(), "the model call is inside a macro body");
+      if (!rewriteForward(F, It->second, Edits))
         return;
-      }
-      if (F.Receiver) {
-        unsigned MB, ME;
-        if (!fileRange(F.Receiver->getSourceRange(), MB, ME)) {
-          block(F.Call->getBeginLoc(), "the model is named inside a macro body");
-          return;
-        }
-        if (F.ReturnsTensors) {
-          Edits.push_back({CB, 0, Tgt.CastOutput + "("});
-          Edits.push_back({MB, ME - MB, It->second});
-          Edits.push_back({CE, 0, ")"});
-        } else {
-          Edits.push_back({MB, ME - MB, It->second});
-        }
-      } else {
-        std::string Pre = F.ReturnsTensors ? Tgt.CastOutput + "(" : "";
-        Edits.push_back({CB, 0, Pre + It->second + "->"});
-        if (F.ReturnsTensors)
-          Edits.push_back({CE, 0, ")"});
-      }
     }
     if (!AnyForward) {
       block(S.ReportLoc, "no model call inside the autocast scope of '" +
@@ -921,14 +932,7 @@ private:
 
     // Edits inside the region, relative to the file.
     std::vector<Edit> Inner;
-    auto RemoveStmt = [&](const Stmt *St, SourceLocation Why) {
-      Edit E;
-      if (!removal(St, E)) {
-        block(Why, "an autocast call sits inside a macro body with other code; edit the macro by hand");
-        return;
-      }
-      Inner.push_back(E);
-    };
+    auto RemoveStmt = [&](const Stmt *St, SourceLocation Why) { removeInto(St, Why, Inner); };
     auto RemoveCall = [&](const AutocastCall *A) {
       if (!A)
         return;
@@ -982,31 +986,7 @@ private:
         else
           Conversions.push_back(Indent + Line);
       }
-      unsigned CB, CE;
-      if (!fileRange(F->Call->getSourceRange(), CB, CE)) {
-        block(F->Call->getBeginLoc(), "the model call is inside a macro body");
-        continue;
-      }
-      if (F->Receiver) {
-        unsigned MB, ME;
-        if (!fileRange(F->Receiver->getSourceRange(), MB, ME)) {
-          block(F->Call->getBeginLoc(), "the model is named inside a macro body");
-          continue;
-        }
-        if (F->ReturnsTensors) {
-          Inner.push_back({CB, 0, Tgt.CastOutput + "("});
-          Inner.push_back({MB, ME - MB, Conv});
-          Inner.push_back({CE, 0, ")"});
-        } else {
-          Inner.push_back({MB, ME - MB, Conv});
-        }
-      } else {
-        // Implicit this: `forward(x)` -> `amp_self->forward(x)`.
-        std::string Pre = F->ReturnsTensors ? Tgt.CastOutput + "(" : "";
-        Inner.push_back({CB, 0, Pre + Conv + "->"});
-        if (F->ReturnsTensors)
-          Inner.push_back({CE, 0, ")"});
-      }
+      rewriteForward(*F, Conv, Inner);
     }
     // zero_grad inside the region goes.
     for (const ZeroGradCall *Z : T.ZeroGrads) {
