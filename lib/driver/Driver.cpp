@@ -1,5 +1,7 @@
 // The driver: one frontend action per translation unit, run in parallel, merged into one report.
 #include "ampmigrate/Driver.h"
+#include "ampmigrate/Checks.h"
+#include "ampmigrate/ResultCache.h"
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/ASTContext.h"
@@ -81,7 +83,7 @@ public:
   AmpConsumer(CompilerInstance &CI, const RuleSet &Rules, const DriverOptions &Opts,
               std::vector<SourceRange> &Inactive, TUResult &Out)
       : CI(CI), Rules(Rules), Opts(Opts), Inactive(Inactive), Out(Out),
-        Tokens(Rules.prefilterTokens()) {
+        Skipper(Rules.prefilterTokens()) {
     Filter.SM = &CI.getSourceManager();
     if (!Opts.HeaderFilter.empty())
       Filter.HeaderRe.emplace(Opts.HeaderFilter);
@@ -89,24 +91,13 @@ public:
 
   /// A function body in a file that names no AMP token cannot hold a finding.
   bool shouldSkipFunctionBody(Decl *D) override {
-    if (!Opts.SkipBodies)
-      return false;
-    const SourceManager &SM = CI.getSourceManager();
-    SourceLocation L = SM.getExpansionLoc(D->getLocation());
-    if (SM.isInMainFile(L))
-      return false;
-    FileID F = SM.getFileID(L);
-    auto It = FileHasTokens.find(F);
-    if (It == FileHasTokens.end()) {
-      bool Invalid = false;
-      StringRef Text = SM.getBufferData(F, &Invalid);
-      It = FileHasTokens.try_emplace(F, Invalid || mentionsAnyToken(Text, Tokens)).first;
-    }
-    return !It->second;
+    if (cancelled())
+      return true; // the result is discarded: finish the parse as fast as possible
+    return Opts.SkipBodies && Skipper.shouldSkip(CI.getSourceManager(), D);
   }
 
   void HandleTranslationUnit(ASTContext &Ctx) override {
-    if (CI.getDiagnostics().hasErrorOccurred())
+    if (CI.getDiagnostics().hasErrorOccurred() || cancelled())
       return; // never report or rewrite from a broken parse
     std::vector<Decl *> Scope;
     for (Decl *D : Ctx.getTranslationUnitDecl()->decls())
@@ -119,14 +110,15 @@ public:
   }
 
 private:
+  bool cancelled() const { return Opts.Cancelled && Opts.Cancelled->load(); }
+
   CompilerInstance &CI;
   const RuleSet &Rules;
   const DriverOptions &Opts;
   std::vector<SourceRange> &Inactive;
   TUResult &Out;
   ScopeFilter Filter;
-  std::vector<std::string> Tokens;
-  llvm::DenseMap<FileID, bool> FileHasTokens;
+  HeaderBodySkipper Skipper;
 };
 
 class AmpAction : public ASTFrontendAction {
@@ -284,7 +276,44 @@ std::string absolutePath(StringRef P) {
   return std::string(S);
 }
 
+/// The options that decide a TU's findings, as text for the result cache's key. A field added to
+/// the planner's options must be added here too (the static_assert says so).
+std::string cacheConfiguration(const DriverOptions &Opts) {
+  static_assert(sizeof(PlannerOptions) == sizeof(AmpLevel), "a new planner option: add it to the cache key");
+  std::string S = "header-filter=" + Opts.HeaderFilter;
+  S += "\nskip-bodies=" + std::to_string(Opts.SkipBodies);
+  S += "\nlevel=" + std::to_string(static_cast<int>(Opts.Engine.Planner.Level));
+  S += "\nchecks=";
+  for (const CheckInfo &C : allChecks())
+    S += (Opts.Engine.CheckEnabled(C.Id) ? "+" : "-") + C.Id.str() + ",";
+  return S;
+}
+
 } // namespace
+
+tooling::ArgumentsAdjuster parseArgumentsAdjuster() {
+  tooling::ArgumentsAdjuster A = tooling::getInsertArgumentAdjuster(
+      {"-resource-dir=" AMP_CLANG_RESOURCE_DIR, "-Wno-everything"}, tooling::ArgumentInsertPosition::BEGIN);
+  for (tooling::ArgumentsAdjuster Next : {tooling::getClangSyntaxOnlyAdjuster(), stripPrecompiledHeaders(),
+                                          tooling::getClangStripOutputAdjuster(),
+                                          tooling::getClangStripDependencyFileAdjuster()})
+    A = tooling::combineAdjusters(std::move(A), std::move(Next));
+  return A;
+}
+
+bool HeaderBodySkipper::shouldSkip(const SourceManager &SM, const Decl *D) {
+  SourceLocation L = SM.getExpansionLoc(D->getLocation());
+  if (SM.isInMainFile(L))
+    return false;
+  FileID F = SM.getFileID(L);
+  auto It = FileHasTokens.find(F.getHashValue());
+  if (It == FileHasTokens.end()) {
+    bool Invalid = false;
+    StringRef Text = SM.getBufferData(F, &Invalid);
+    It = FileHasTokens.try_emplace(F.getHashValue(), Invalid || mentionsAnyToken(Text, Tokens)).first;
+  }
+  return !It->second;
+}
 
 /// One consistent report: a header finding seen from several TUs appears once.
 static void sortAndDeduplicate(Report &R) {
@@ -310,12 +339,18 @@ void mergeReport(Report &Into, Report &&Part) {
 }
 
 Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
-                 const tooling::CompilationDatabase &DB) {
+                 const tooling::CompilationDatabase &DB, DriverStats *Stats) {
   Report R;
   std::mutex M;
   std::vector<std::string> Tokens = Rules.prefilterTokens();
   std::atomic<unsigned> Done{0};
   size_t Total = Opts.Files.size();
+  std::optional<ResultCache> Cache;
+  std::string CacheConfig;
+  if (!Opts.CacheDir.empty()) {
+    Cache.emplace(Opts.CacheDir, Opts.CacheMaxSize);
+    CacheConfig = cacheConfiguration(Opts);
+  }
 
   auto RunOne = [&](const std::string &RawFile) {
     std::string File = absolutePath(RawFile);
@@ -324,11 +359,19 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     std::vector<tooling::CompileCommand> Cmds = DB.getCompileCommands(File);
     if (Cmds.empty())
       Cmds = DB.getCompileCommands(RawFile);
+    std::string Key = Cache && !Cmds.empty() ? Cache->commandKey(Rules, CacheConfig, Cmds, Opts.Overlays) : "";
     if (Cmds.empty()) {
       O.Status = FileOutcome::State::Failed;
       O.Error = File + ": error: no compile command for this file in the compilation database";
     } else if (Opts.Prefilter && !mayHoldFindings(Cmds.front(), File, Tokens, Opts.Overlays)) {
       O.Status = FileOutcome::State::Skipped;
+    } else if (std::optional<std::vector<Finding>> Hit =
+                   Cache ? Cache->lookup(Key) : std::nullopt) {
+      std::lock_guard<std::mutex> L(M);
+      if (Stats)
+        ++Stats->CacheHits;
+      for (Finding &F : *Hit)
+        R.Findings.push_back(std::move(F));
     } else {
       TUResult Res;
       std::string Diags;
@@ -346,26 +389,28 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
             P.HandleDiagnostic(L, Info);
         }
       } Consumer(Printer);
-      tooling::ClangTool Tool(DB, {File});
+      // With a cache, the parse runs on a file system that records what it probed and read.
+      DependencyLog Deps;
+      tooling::ClangTool Tool(DB, {File}, std::make_shared<PCHContainerOperations>(),
+                              Cache ? makeRecordingFileSystem(Deps) : llvm::vfs::getRealFileSystem());
       Tool.setPrintErrorMessage(false);
       Tool.setDiagnosticConsumer(&Consumer);
-      Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
-          {"-resource-dir=" AMP_CLANG_RESOURCE_DIR, "-Wno-everything"},
-          tooling::ArgumentInsertPosition::BEGIN));
-      Tool.appendArgumentsAdjuster(tooling::getClangSyntaxOnlyAdjuster());
-      Tool.appendArgumentsAdjuster(stripPrecompiledHeaders());
-      Tool.appendArgumentsAdjuster(tooling::getClangStripOutputAdjuster());
+      Tool.appendArgumentsAdjuster(parseArgumentsAdjuster());
       for (const auto &[Path, Text] : Opts.Overlays)
         Tool.mapVirtualFile(Path, Text);
       AmpActionFactory Factory(Rules, Opts, Res);
-      int RC = Tool.run(&Factory);
+      int RC = Opts.Parser ? !Opts.Parser(Cmds, File, Factory, Consumer) : Tool.run(&Factory);
       if (RC != 0 || Consumer.getNumErrors() > 0) {
         O.Status = FileOutcome::State::Failed;
         O.Error = Diags.empty() ? File + ": error: the file could not be parsed" : Diags;
         while (!O.Error.empty() && O.Error.back() == '\n')
           O.Error.pop_back();
       } else {
+        if (Cache)
+          Cache->store(Key, Deps.take(), Res.Findings);
         std::lock_guard<std::mutex> L(M);
+        if (Stats && Cache)
+          ++Stats->CacheMisses;
         for (Finding &F : Res.Findings)
           R.Findings.push_back(std::move(F));
       }
@@ -387,6 +432,8 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     Pool.wait();
   }
 
+  if (Cache)
+    Cache->trim();
   sortAndDeduplicate(R);
   FileTexts Texts(Opts.Overlays);
   applyNoLint(R.Findings, Texts);

@@ -1,10 +1,14 @@
 // amp-migrate --lsp: JSON-RPC over stdio with Content-Length framing (LSP 3.17 base protocol).
 //
 // Each open document is checked by the same driver as the command line, with the editor's text as
-// an overlay, on open, change and save. Diagnostics are published per document; a code action
+// an overlay, on open, change and save. Checks run on a worker thread: a burst of changes is
+// debounced into one check, a check a newer version makes stale is cancelled (its result never
+// published), and each document keeps a precompiled preamble of its includes
+// (PreambleParser.cpp), so that a re-check parses only the body of the file. Diagnostics are published per document; a code action
 // request answers, for each fixable training step with a diagnostic in the range, one `quickfix`
 // whose WorkspaceEdit holds the step's edits. The server never writes a file.
 #include "ampmigrate/LanguageServer.h"
+#include "PreambleParser.h"
 
 #include "ampmigrate/Config.h"
 #include "ampmigrate/Driver.h"
@@ -23,8 +27,11 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 namespace json = llvm::json;
 using llvm::StringRef;
@@ -200,11 +207,30 @@ struct Document {
   /// The text the last check saw and what it found.
   std::string CheckedText;
   std::vector<Finding> Findings;
+  /// Bumped by every change: a check's result is published only when no change came after it.
+  uint64_t Generation = 0, CheckedGeneration = 0;
+  /// A check is due (at `Due`: changes are debounced), or running (`Cancel` stops it).
+  bool Pending = false;
+  std::chrono::steady_clock::time_point Due;
+  std::shared_ptr<std::atomic<bool>> Cancel;
+  std::shared_ptr<PreambleParser> Parser;
 };
 
 class Server {
 public:
-  explicit Server(const LanguageServerOptions &Opts) : Opts(Opts) {}
+  explicit Server(const LanguageServerOptions &Opts) : Opts(Opts), Worker([this] { work(); }) {}
+
+  ~Server() {
+    {
+      std::lock_guard<std::mutex> L(StateM);
+      Stopping = true;
+      for (auto &[Uri, D] : Docs)
+        if (D.Cancel)
+          D.Cancel->store(true);
+    }
+    StateCV.notify_all();
+    Worker.join();
+  }
 
   int run() {
     while (std::optional<std::string> Body = readMessage(Opts.In)) {
@@ -239,14 +265,19 @@ private:
   static json::Object error(int Code, StringRef Message) {
     return json::Object{{"code", Code}, {"message", Message.str()}};
   }
+  /// Both threads write: one message at a time.
+  void send(const json::Value &V) {
+    std::lock_guard<std::mutex> L(OutM);
+    writeMessage(Opts.Out, V);
+  }
   void reply(json::Value Id, json::Object Error) {
-    writeMessage(Opts.Out, json::Object{{"jsonrpc", "2.0"}, {"id", std::move(Id)}, {"error", std::move(Error)}});
+    send(json::Object{{"jsonrpc", "2.0"}, {"id", std::move(Id)}, {"error", std::move(Error)}});
   }
   void result(json::Value Id, json::Value Result) {
-    writeMessage(Opts.Out, json::Object{{"jsonrpc", "2.0"}, {"id", std::move(Id)}, {"result", std::move(Result)}});
+    send(json::Object{{"jsonrpc", "2.0"}, {"id", std::move(Id)}, {"result", std::move(Result)}});
   }
   void notify(StringRef Method, json::Value Params) {
-    writeMessage(Opts.Out, json::Object{{"jsonrpc", "2.0"}, {"method", Method.str()}, {"params", std::move(Params)}});
+    send(json::Object{{"jsonrpc", "2.0"}, {"method", Method.str()}, {"params", std::move(Params)}});
   }
   void logMessage(int Type, const std::string &Text) {
     llvm::errs() << "amp-migrate --lsp: " << Text << "\n";
@@ -277,9 +308,11 @@ private:
     std::optional<StringRef> Uri = TD ? TD->getString("uri") : std::nullopt;
     if (!Uri)
       return;
+    std::unique_lock<std::mutex> L(StateM);
     if (Method == "textDocument/didOpen") {
       std::optional<std::string> Path = uriToPath(*Uri);
       if (!Path) {
+        L.unlock();
         logMessage(2, "not a local file URI, not checked: " + Uri->str());
         return;
       }
@@ -288,7 +321,10 @@ private:
       D.Path = *Path;
       D.Text = TD->getString("text").value_or("").str();
       D.Version = TD->getInteger("version").value_or(0);
-      check(D);
+      D.Parser = std::make_shared<PreambleParser>([this, Name = llvm::sys::path::filename(*Path).str()](bool Begin) {
+        progress(Begin, Name);
+      });
+      schedule(D, std::chrono::milliseconds(0));
     } else if (Method == "textDocument/didChange") {
       auto It = Docs.find(Uri->str());
       if (It == Docs.end())
@@ -298,18 +334,21 @@ private:
       if (const json::Array *Changes = P->getArray("contentChanges"))
         for (const json::Value &C : *Changes)
           applyChange(D, C);
-      check(D);
+      schedule(D, Debounce);
     } else if (Method == "textDocument/didSave") {
       auto It = Docs.find(Uri->str());
       if (It == Docs.end())
         return;
       if (std::optional<StringRef> Text = P->getString("text"))
         It->second.Text = Text->str();
-      check(It->second); // headers it includes may have changed on disk
+      schedule(It->second, std::chrono::milliseconds(0)); // headers it includes may have changed on disk
     } else if (Method == "textDocument/didClose") {
       auto It = Docs.find(Uri->str());
       if (It == Docs.end())
         return;
+      if (It->second.Cancel)
+        It->second.Cancel->store(true);
+      // Under the state lock: a check of this document finishing now cannot publish after this.
       notify("textDocument/publishDiagnostics",
              json::Object{{"uri", It->first}, {"diagnostics", json::Array()}});
       Docs.erase(It);
@@ -348,6 +387,9 @@ private:
     ExtraArgs = Opts.ExtraArgs;
     RuleFiles = Opts.RuleFiles;
     if (P) {
+      if (const json::Object *Caps = P->getObject("capabilities"))
+        if (const json::Object *Window = Caps->getObject("window"))
+          WorkDoneProgress = Window->getBoolean("workDoneProgress").value_or(false);
       if (const json::Object *IO = P->getObject("initializationOptions")) {
         if (auto S = IO->getString("compilationDatabasePath"))
           DatabasePath = S->str();
@@ -363,6 +405,8 @@ private:
           for (const json::Value &V : *A)
             if (auto S = V.getAsString())
               RuleFiles.push_back(S->str());
+        if (auto Ms = IO->getInteger("debounceMs"); Ms && *Ms >= 0)
+          Debounce = std::chrono::milliseconds(*Ms);
       }
       // Position encoding: utf-8 when the client offers it, else the default utf-16.
       if (const json::Object *Caps = P->getObject("capabilities"))
@@ -431,6 +475,7 @@ private:
     RuleSet Rules;
   };
   const Settings &settingsFor(const std::string &ConfigPath) {
+    std::lock_guard<std::mutex> L(SettingsM);
     auto It = SettingsByConfig.find(ConfigPath);
     if (It != SettingsByConfig.end())
       return It->second;
@@ -469,18 +514,121 @@ private:
     return SettingsByConfig.emplace(ConfigPath, std::move(St)).first->second;
   }
 
-  void check(Document &D) {
+  // -- Scheduling (main thread: schedule; worker thread: work)
+
+  /// A check of `D` is due after `Delay`; a running one is stale. Called with StateM held.
+  void schedule(Document &D, std::chrono::milliseconds Delay) {
+    ++D.Generation;
+    if (D.Cancel)
+      D.Cancel->store(true);
+    D.Pending = true;
+    D.Due = std::chrono::steady_clock::now() + Delay;
+    StateCV.notify_all();
+  }
+
+  /// The worker: runs the due checks one at a time, and publishes each unless a change came
+  /// while it ran.
+  void work() {
+    std::unique_lock<std::mutex> L(StateM);
+    for (;;) {
+      if (Stopping)
+        return;
+      Document *Next = nullptr;
+      for (auto &[Uri, D] : Docs)
+        if (D.Pending && (!Next || D.Due < Next->Due))
+          Next = &D;
+      if (!Next) {
+        StateCV.wait(L);
+        continue;
+      }
+      if (Next->Due > std::chrono::steady_clock::now()) {
+        StateCV.wait_until(L, Next->Due);
+        continue;
+      }
+      Document &D = *Next;
+      D.Pending = false;
+      D.Cancel = std::make_shared<std::atomic<bool>>(false);
+      std::string Uri = D.Uri, Path = D.Path, Text = D.Text;
+      uint64_t Generation = D.Generation;
+      std::shared_ptr<std::atomic<bool>> Cancel = D.Cancel;
+      std::shared_ptr<PreambleParser> Parser = D.Parser;
+      L.unlock();
+      Report R = check(Path, Text, *Parser, Cancel.get());
+      L.lock();
+      auto It = Docs.find(Uri);
+      if (It == Docs.end() || It->second.Generation != Generation || Cancel->load())
+        continue; // closed or changed meanwhile: a newer check is due
+      It->second.Cancel.reset();
+      publish(It->second, Text, std::move(R));
+      StateCV.notify_all();
+    }
+  }
+
+  /// Waits until the findings of `Uri` are those of its current text (StateM held); nullptr when
+  /// the document is not open.
+  Document *current(std::unique_lock<std::mutex> &L, const std::string &Uri) {
+    for (;;) {
+      auto It = Docs.find(Uri);
+      if (It == Docs.end())
+        return nullptr;
+      Document &D = It->second;
+      if (!D.Pending && D.CheckedGeneration == D.Generation)
+        return &D;
+      if (D.Pending && D.Due > std::chrono::steady_clock::now()) {
+        D.Due = std::chrono::steady_clock::now(); // the user is waiting: no debounce
+        StateCV.notify_all();
+      }
+      StateCV.wait(L);
+    }
+  }
+
+  /// $/progress around a preamble build, the long first parse of a document's headers.
+  void progress(bool Begin, const std::string &Name) {
+    if (!WorkDoneProgress)
+      return;
+    std::string Token = "amp-migrate/preamble";
+    if (Begin) {
+      send(json::Object{{"jsonrpc", "2.0"},
+                        {"id", "amp-migrate/progress/" + std::to_string(++ProgressRequests)},
+                        {"method", "window/workDoneProgress/create"},
+                        {"params", json::Object{{"token", Token}}}});
+      notify("$/progress", json::Object{{"token", Token},
+                                        {"value", json::Object{{"kind", "begin"},
+                                                               {"title", "amp-migrate"},
+                                                               {"message", "parsing the includes of " + Name},
+                                                               {"cancellable", false}}}});
+    } else {
+      notify("$/progress", json::Object{{"token", Token}, {"value", json::Object{{"kind", "end"}}}});
+    }
+  }
+
+  // -- Checking
+
+  /// Runs the driver over one version of a document (worker thread, no lock held).
+  Report check(const std::string &Path, const std::string &Text, PreambleParser &Parser,
+               const std::atomic<bool> *Cancel) {
     auto Start = std::chrono::steady_clock::now();
-    const Settings &St = settingsFor(findConfigUpward(D.Path));
+    const Settings &St = settingsFor(findConfigUpward(Path));
     DriverOptions DO;
-    DO.Files = {D.Path};
-    DO.Overlays[D.Path] = D.Text;
+    DO.Files = {Path};
+    DO.Overlays[Path] = Text;
     DO.Engine.Planner.Level = St.Level;
     std::string Glob = St.Checks;
     DO.Engine.CheckEnabled = [Glob](StringRef Id) { return checkEnabledByGlobs(Glob, Id); };
-    auto DB = database(D.Path);
+    DO.Parser = Parser.parserFor(Text, DO.SkipBodies, St.Rules.prefilterTokens());
+    DO.Cancelled = Cancel;
+    auto DB = database(Path);
     Report R = runDriver(DO, St.Rules, *DB);
-    D.CheckedText = D.Text;
+    auto Ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - Start);
+    llvm::errs() << "amp-migrate --lsp: checked " << Path << ": " << R.Findings.size() << " findings in "
+                 << Ms.count() << " ms" << (Parser.lastReusedPreamble() ? " (preamble reused)" : "") << "\n";
+    return R;
+  }
+
+  /// Keeps a check's findings for code actions and publishes them (StateM held).
+  void publish(Document &D, const std::string &Text, Report R) {
+    D.CheckedGeneration = D.Generation;
+    D.CheckedText = Text;
     D.Findings.clear();
     json::Array Diags;
     LineIndex Idx(D.CheckedText, Utf8);
@@ -492,9 +640,6 @@ private:
     for (const FileOutcome &O : R.Files)
       if (O.Status == FileOutcome::State::Failed)
         Diags.push_back(parseFailure(O, D, Idx));
-    auto Ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - Start);
-    llvm::errs() << "amp-migrate --lsp: checked " << D.Path << " (version " << D.Version << "): "
-                 << D.Findings.size() << " findings in " << Ms.count() << " ms\n";
     notify("textDocument/publishDiagnostics",
            json::Object{{"uri", D.Uri}, {"version", D.Version}, {"diagnostics", std::move(Diags)}});
   }
@@ -599,12 +744,12 @@ private:
     const json::Object *Range = P ? P->getObject("range") : nullptr;
     if (!Uri || !Range)
       return Actions;
-    auto It = Docs.find(Uri->str());
-    if (It == Docs.end())
+    // Never offer edits computed for other text: wait for the check of the current one.
+    std::unique_lock<std::mutex> L(StateM);
+    Document *Current = current(L, Uri->str());
+    if (!Current)
       return Actions;
-    Document &D = It->second;
-    if (D.CheckedText != D.Text)
-      check(D); // never offer edits computed for other text
+    Document &D = *Current;
     const json::Object *RS = Range->getObject("start"), *RE = Range->getObject("end");
     if (!RS || !RE)
       return Actions;
@@ -664,13 +809,21 @@ private:
   }
 
   const LanguageServerOptions &Opts;
-  bool Initialized = false, ShutDown = false, Utf8 = false;
+  bool Initialized = false, ShutDown = false, Utf8 = false, WorkDoneProgress = false;
+  std::chrono::milliseconds Debounce{100};
+  std::mutex OutM, SettingsM;
+  /// Guards the documents, shared by the reader (main) thread and the worker.
+  std::mutex StateM;
+  std::condition_variable StateCV;
+  bool Stopping = false;
+  unsigned ProgressRequests = 0;
   std::string LevelName, ChecksGlob, DatabasePath;
   std::vector<std::string> ExtraArgs;
   AmpLevel Level = AmpLevel::O2;
   std::vector<std::string> RuleFiles;
   std::map<std::string, Settings> SettingsByConfig;
   std::map<std::string, Document> Docs;
+  std::thread Worker; // last: starts once everything above is constructed
 };
 
 } // namespace

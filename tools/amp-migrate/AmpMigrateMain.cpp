@@ -6,7 +6,9 @@
 #include "ampmigrate/FixApplier.h"
 #include "ampmigrate/Formatting.h"
 #include "ampmigrate/LanguageServer.h"
+#include "ampmigrate/ResultCache.h"
 #include "ampmigrate/Rules.h"
+#include "ampmigrate/Shard.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -45,6 +47,11 @@ cl::opt<bool> ShowFixes("show-fixes", cl::desc("Text output: print the fixed lin
 cl::opt<bool> NoPrefilter("no-prefilter", cl::desc("Parse every file, even those with no AMP token"), cl::Hidden, cl::cat(Cat));
 cl::opt<bool> FullParse("full-parse", cl::desc("Parse every function body"), cl::Hidden, cl::cat(Cat));
 cl::opt<bool> Lsp("lsp", cl::desc("Serve the Language Server Protocol on stdin/stdout (docs/ide.md)"), cl::cat(Cat));
+cl::opt<std::string> CacheDir("cache-dir", cl::desc("Reuse the results of unchanged translation units stored here (default: $AMP_MIGRATE_CACHE_DIR)"), cl::cat(Cat));
+cl::opt<std::string> CacheMaxSize("cache-max-size", cl::desc("Bound of the cache's size, least recently used first (e.g. 500M, 2G; 0: none)"), cl::init("1G"), cl::cat(Cat));
+cl::opt<std::string> Shard("shard", cl::desc("Analyse only shard K of N of the files (K/N, balanced by file size)"), cl::cat(Cat));
+cl::opt<std::string> MergeFixes("merge-fixes", cl::desc("Merge the --export-fixes files given as inputs into this file"), cl::cat(Cat));
+cl::opt<std::string> MergeSarif("merge-sarif", cl::desc("Merge the SARIF files given as inputs into this file"), cl::cat(Cat));
 cl::opt<std::string> Color("use-color", cl::desc("Colours in text output: auto|always|never"), cl::init("auto"), cl::cat(Cat));
 
 } // namespace
@@ -54,7 +61,7 @@ static int fail(int Code, const llvm::Twine &Msg) {
   return Code;
 }
 
-static int printStats(const Report &R, llvm::raw_ostream &OS) {
+static int printStats(const Report &R, const DriverStats &DS, bool Cached, llvm::raw_ostream &OS) {
   unsigned Scanned = 0, Skipped = 0, Failed = 0;
   for (const FileOutcome &F : R.Files)
     (F.Status == FileOutcome::State::Scanned ? Scanned : F.Status == FileOutcome::State::Skipped ? Skipped : Failed)++;
@@ -66,10 +73,49 @@ static int printStats(const Report &R, llvm::raw_ostream &OS) {
   }
   OS << "files: " << R.Files.size() << " (scanned " << Scanned << ", skipped by prefilter " << Skipped
      << ", failed " << Failed << ")\n";
+  if (Cached)
+    OS << "cache: " << DS.CacheHits << " hit" << (DS.CacheHits == 1 ? "" : "s") << ", " << DS.CacheMisses
+       << " miss" << (DS.CacheMisses == 1 ? "" : "es") << "\n";
   OS << "findings: " << R.Findings.size() << " (fixable " << Fixable << ")\n";
   for (const auto &[C, N] : ByCheck)
     OS << "  " << C << ": " << N << "\n";
   return 0;
+}
+
+/// --merge-fixes / --merge-sarif: the shards' outputs (the positional files) into one file.
+static int runMerge() {
+  if (Files.empty())
+    return fail(2, "no files to merge (usage: amp-migrate --merge-fixes=OUT.yaml SHARD.yaml...)");
+  if (!MergeFixes.empty() && !MergeSarif.empty())
+    return fail(2, "--merge-fixes and --merge-sarif take different inputs; run them separately");
+  std::vector<std::string> Inputs(Files.begin(), Files.end());
+  std::string Out = !MergeFixes.empty() ? std::string(MergeFixes) : std::string(MergeSarif);
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  int Exit = 0;
+  if (!MergeFixes.empty()) {
+    llvm::Expected<MergeOutcome> M = mergeExportedFixes(Inputs, OS);
+    if (!M) {
+      llvm::errs() << llvm::toString(M.takeError()) << "\n";
+      return 2;
+    }
+    for (const std::string &C : M->Conflicts)
+      llvm::errs() << C << "\n";
+    llvm::errs() << "amp-migrate: merged " << M->Inputs << " files: " << M->Diagnostics << " findings, "
+                 << M->Edits << " edits (" << M->DuplicateEdits << " duplicates dropped), "
+                 << M->Conflicts.size() << " fixes refused\n";
+    Exit = M->Conflicts.empty() ? 0 : 3;
+  } else {
+    llvm::Expected<unsigned> N = mergeSarif(Inputs, OS);
+    if (!N) {
+      llvm::errs() << llvm::toString(N.takeError()) << "\n";
+      return 2;
+    }
+    llvm::errs() << "amp-migrate: merged " << Inputs.size() << " SARIF logs: " << *N << " results\n";
+  }
+  if (llvm::Error E = writeFileAtomically(Out, OS.str()))
+    return fail(2, llvm::toString(std::move(E)));
+  return Exit;
 }
 
 int main(int argc, const char **argv) {
@@ -135,6 +181,8 @@ int main(int argc, const char **argv) {
     llvm::outs() << "(documentation: " << checkDocPath(C->Id) << ")\n";
     return 0;
   }
+  if (!MergeFixes.empty() || !MergeSarif.empty())
+    return runMerge();
   if (Files.empty())
     return fail(2, "no input files (usage: amp-migrate [options] <files...> [-- <compiler args>])");
   if (Fix + Diff > 1)
@@ -142,11 +190,23 @@ int main(int argc, const char **argv) {
   if (Format != "text" && Format != "json" && Format != "sarif" && Format != "github" && Format != "fixits")
     return fail(2, "unknown --format '" + Format + "' (text, json, sarif, github, fixits)");
 
+  std::vector<std::string> Inputs(Files.begin(), Files.end());
+  if (!Shard.empty()) {
+    unsigned K, N;
+    if (llvm::Error E = parseShard(Shard, K, N))
+      return fail(2, llvm::toString(std::move(E)));
+    Inputs = selectShard(Inputs, K, N);
+  }
+  std::string Cache = !CacheDir.empty() ? std::string(CacheDir) : llvm::sys::Process::GetEnv("AMP_MIGRATE_CACHE_DIR").value_or("");
+  std::optional<uint64_t> CacheBound = parseByteSize(CacheMaxSize);
+  if (!CacheBound)
+    return fail(2, "invalid --cache-max-size '" + CacheMaxSize + "' (a size such as 500M or 2G)");
+
   // Configuration: command line over the config file. Without --config-file, each file takes the
   // .amp-migrate.yaml found upward from it; files that share a configuration run together.
   std::vector<std::string> GroupOrder;
   std::map<std::string, std::vector<std::string>> FilesByConfig;
-  for (const std::string &F : Files) {
+  for (const std::string &F : Inputs) {
     std::string P = ConfigFile.empty() ? findConfigUpward(F) : std::string(ConfigFile);
     if (!FilesByConfig.count(P))
       GroupOrder.push_back(P);
@@ -158,6 +218,7 @@ int main(int argc, const char **argv) {
     return fail(2, DBError);
 
   Report R;
+  DriverStats DS;
   bool AnyWarningsAsErrors = WarningsAsErrors;
   for (const std::string &CfgPath : GroupOrder) {
     ProjectConfig Cfg;
@@ -188,10 +249,12 @@ int main(int argc, const char **argv) {
     Opts.Jobs = Jobs;
     Opts.Prefilter = !NoPrefilter;
     Opts.SkipBodies = !FullParse;
-    Opts.Progress = Files.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
+    Opts.CacheDir = Cache;
+    Opts.CacheMaxSize = *CacheBound;
+    Opts.Progress = Inputs.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
     Opts.Engine.Planner.Level = L;
     Opts.Engine.CheckEnabled = [ChecksGlob](llvm::StringRef Id) { return checkEnabledByGlobs(ChecksGlob, Id); };
-    Report Part = runDriver(Opts, *Rules, *DB);
+    Report Part = runDriver(Opts, *Rules, *DB, &DS);
     AnyWarningsAsErrors |= Cfg.WarningsAsErrors && !Part.Findings.empty();
     mergeReport(R, std::move(Part));
   }
@@ -292,7 +355,7 @@ int main(int argc, const char **argv) {
   }
   if (Stats) {
     OS->flush(); // the report first, then the statistics, also when both go to one terminal
-    printStats(R, llvm::errs());
+    printStats(R, DS, !Cache.empty(), llvm::errs());
   }
   if (Exit == 0 && AnyWarningsAsErrors && !R.Findings.empty())
     Exit = 1;

@@ -5,13 +5,32 @@
 #include "ampmigrate/Engine.h"
 #include "ampmigrate/Finding.h"
 #include "ampmigrate/Rules.h"
+#include "clang/Tooling/ArgumentsAdjusters.h"
 #include "clang/Tooling/CompilationDatabase.h"
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+namespace clang {
+class Decl;
+class DiagnosticConsumer;
+class SourceManager;
+namespace tooling {
+class FrontendActionFactory;
+}
+} // namespace clang
+
 namespace ampmigrate {
+
+/// Parses one translation unit (its compile commands, the file) with the driver's action,
+/// reporting to the driver's diagnostic consumer; false when the parse failed. The default is a
+/// clang::tooling::ClangTool run; the language server passes one that reuses a precompiled
+/// preamble (lib/lsp/PreambleParser.cpp).
+using TUParser = std::function<bool(const std::vector<clang::tooling::CompileCommand> &Cmds, const std::string &File,
+                                    clang::tooling::FrontendActionFactory &Action, clang::DiagnosticConsumer &Diags)>;
 
 struct DriverOptions {
   std::vector<std::string> Files;
@@ -23,6 +42,30 @@ struct DriverOptions {
   /// Unsaved editor buffers: path -> contents (the language server).
   std::map<std::string, std::string> Overlays;
   EngineOptions Engine;
+  /// The result cache (--cache-dir, docs/performance.md): empty for none.
+  std::string CacheDir;
+  uint64_t CacheMaxSize = 0; ///< bytes; 0: unbounded
+  /// How each TU is parsed (empty: a ClangTool run).
+  TUParser Parser;
+  /// Set by another thread when the result is no longer wanted (a newer editor version): the
+  /// parse skips the remaining function bodies and the checks do not run.
+  const std::atomic<bool> *Cancelled = nullptr;
+};
+
+/// The adjustments the driver makes to every compile command (resource directory, no warnings,
+/// syntax only, no precompiled headers, no outputs or dependency files).
+clang::tooling::ArgumentsAdjuster parseArgumentsAdjuster();
+
+/// The body-skipping test: a function body in a header that names no AMP token cannot hold a
+/// finding (DriverOptions::SkipBodies). Remembers each file's answer.
+class HeaderBodySkipper {
+public:
+  explicit HeaderBodySkipper(std::vector<std::string> Tokens) : Tokens(std::move(Tokens)) {}
+  bool shouldSkip(const clang::SourceManager &SM, const clang::Decl *D);
+
+private:
+  std::vector<std::string> Tokens;
+  std::map<unsigned, bool> FileHasTokens; ///< by FileID
 };
 
 /// Compile commands: `-p` directory, or the arguments after `--`, or compile_commands.json
@@ -31,8 +74,14 @@ std::unique_ptr<clang::tooling::CompilationDatabase>
 makeCompilationDatabase(const std::string &BuildPath, const std::vector<std::string> &ExtraArgs,
                         const std::vector<std::string> &Files, std::string &Error);
 
+/// What a run did besides its report (--stats).
+struct DriverStats {
+  unsigned CacheHits = 0;   ///< TUs answered by the result cache
+  unsigned CacheMisses = 0; ///< TUs parsed, with a cache, and stored in it
+};
+
 Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
-                 const clang::tooling::CompilationDatabase &DB);
+                 const clang::tooling::CompilationDatabase &DB, DriverStats *Stats = nullptr);
 
 /// Adds the findings and files of `Part` to `Into`, keeping one consistent report (sorted; a
 /// header finding seen from several runs appears once).

@@ -1,0 +1,85 @@
+// The result cache (--cache-dir): a translation unit's findings, stored under a key of everything
+// that decides them, so that an unchanged TU is answered without parsing it.
+#pragma once
+
+#include "ampmigrate/Finding.h"
+#include "ampmigrate/Rules.h"
+#include "clang/Tooling/CompilationDatabase.h"
+#include "llvm/ADT/IntrusiveRefCntPtr.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/VirtualFileSystem.h"
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ampmigrate {
+
+/// What a parse read from the file system: each path it probed, and for each file it read, a
+/// hash of the bytes it got. The cache answers a TU only when every probe answers the same today.
+class DependencyLog {
+public:
+  enum class Kind { Missing, Exists, Content };
+  struct Entry {
+    Kind K = Kind::Missing;
+    std::string Hash; ///< Content: hex BLAKE3 of the bytes the parser read
+  };
+  void probed(const std::string &Path, bool Exists);
+  void read(const std::string &Path, llvm::StringRef Bytes);
+  std::map<std::string, Entry> take();
+
+private:
+  std::mutex M;
+  std::map<std::string, Entry> Entries;
+};
+
+/// A file system that forwards to the real one and writes every probe and read into a log.
+llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> makeRecordingFileSystem(DependencyLog &Log);
+
+class ResultCache {
+public:
+  /// `MaxSize` in bytes; 0 means unbounded.
+  ResultCache(std::string Dir, uint64_t MaxSize) : Dir(std::move(Dir)), MaxSize(MaxSize) {}
+
+  /// The key of everything but the files a parse reads: the tool (its version, its executable,
+  /// the clang library), the rules (the contents of every rule file), the configuration (as text
+  /// the caller composes), the compile commands and the editor buffers.
+  std::string commandKey(const RuleSet &Rules, llvm::StringRef Configuration,
+                         const std::vector<clang::tooling::CompileCommand> &Cmds,
+                         const std::map<std::string, std::string> &Overlays) const;
+
+  /// The findings stored under `Key` when every file the stored parse probed or read is today as
+  /// it was then; nullopt otherwise (a miss).
+  std::optional<std::vector<Finding>> lookup(llvm::StringRef Key);
+
+  /// Stores a parse's findings with its dependency log (written atomically: a concurrent reader
+  /// sees the old entry, the new one, or none).
+  void store(llvm::StringRef Key, const std::map<std::string, DependencyLog::Entry> &Deps,
+             const std::vector<Finding> &Findings);
+
+  /// Removes the least recently used entries until the cache is within its size bound.
+  void trim();
+
+  const std::string &directory() const { return Dir; }
+
+private:
+  std::string entryPath(llvm::StringRef Key) const;
+  /// Hash of a file's current bytes (memoised for one run); nullopt when it cannot be read.
+  std::optional<std::string> currentHash(const std::string &Path);
+
+  std::string Dir;
+  uint64_t MaxSize;
+  std::mutex M;
+  std::map<std::string, std::optional<std::string>> Hashes;
+};
+
+/// Parses a size such as "500M", "2G", "4096" (bytes; K, M, G are powers of 1024).
+std::optional<uint64_t> parseByteSize(llvm::StringRef Text);
+
+/// Findings to and from JSON (the cache's stored value).
+llvm::json::Value findingsToJson(const std::vector<Finding> &Findings);
+std::optional<std::vector<Finding>> findingsFromJson(const llvm::json::Value &V);
+
+} // namespace ampmigrate
