@@ -152,6 +152,8 @@ llvm::Expected<MergeOutcome> mergeExportedFixes(const std::vector<std::string> &
   for (clang::tooling::Diagnostic &D : Diags)
     if (SeenDiags.insert(Key(D)).second)
       Unique.push_back(std::move(D));
+    else
+      ++Out.DuplicateDiagnostics;
 
   // Distinct edits per file; an edit that overlaps a different one makes both fixes unsafe.
   std::map<std::string, std::vector<Replacement>> ByFile;
@@ -177,12 +179,12 @@ llvm::Expected<MergeOutcome> mergeExportedFixes(const std::vector<std::string> &
     bool Refused = false;
     for (const auto &[File, Reps] : D.Message.Fix)
       for (const Replacement &R : Reps)
-        if (Conflicting.count(R)) {
-          Refused = true;
+        if (!Refused && Conflicting.count(R)) {
+          Refused = true; // one line per refused fix, at its first conflicting edit
           Out.Conflicts.push_back(R.getFilePath().str() + ":" + std::to_string(R.getOffset()) +
                                   ": conflict: the fix of " + D.DiagnosticName + " at " + D.Message.FilePath + ":" +
                                   std::to_string(D.Message.FileOffset) +
-                                  " edits text another shard's fix edits differently; refused");
+                                  " edits text another fix edits differently; both refused");
         }
     llvm::StringMap<clang::tooling::Replacements> Kept;
     if (!Refused) {

@@ -21,3 +21,7 @@ config.substitutions.append(("%inputs", os.path.join(root, "test", "Inputs")))
 if config.torch_include:
     config.available_features.add("libtorch")
     config.substitutions.append(("%torch_include", config.torch_include))
+# clang-apply-replacements reads the merged exported fixes (test/cli/merge-fixes.test).
+import shutil
+if shutil.which("clang-apply-replacements", path=config.environment["PATH"]):
+    config.available_features.add("clang-apply-replacements")

@@ -102,8 +102,8 @@ static int runMerge() {
     for (const std::string &C : M->Conflicts)
       llvm::errs() << C << "\n";
     llvm::errs() << "amp-migrate: merged " << M->Inputs << " files: " << M->Diagnostics << " findings, "
-                 << M->Edits << " edits (" << M->DuplicateEdits << " duplicates dropped), "
-                 << M->Conflicts.size() << " fixes refused\n";
+                 << M->Edits << " edits; dropped as duplicates: " << M->DuplicateDiagnostics << " findings, "
+                 << M->DuplicateEdits << " edits; " << M->Conflicts.size() << " fixes refused\n";
     Exit = M->Conflicts.empty() ? 0 : 3;
   } else {
     llvm::Expected<unsigned> N = mergeSarif(Inputs, OS);

@@ -19,7 +19,7 @@ std::vector<std::string> selectShard(const std::vector<std::string> &Files, unsi
 
 /// What a merge did, for its report.
 struct MergeOutcome {
-  unsigned Inputs = 0, Diagnostics = 0, Edits = 0, DuplicateEdits = 0;
+  unsigned Inputs = 0, Diagnostics = 0, Edits = 0, DuplicateDiagnostics = 0, DuplicateEdits = 0;
   /// One line per refused fix: "file:offset: conflict: ...".
   std::vector<std::string> Conflicts;
 };
