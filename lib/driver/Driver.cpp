@@ -96,11 +96,19 @@ public:
     return Opts.SkipBodies && Skipper.shouldSkip(CI.getSourceManager(), D);
   }
 
+  bool HandleTopLevelDecl(DeclGroupRef DG) override {
+    TopLevel.insert(TopLevel.end(), DG.begin(), DG.end());
+    return true;
+  }
+
   void HandleTranslationUnit(ASTContext &Ctx) override {
     if (CI.getDiagnostics().hasErrorOccurred() || cancelled())
       return; // never report or rewrite from a broken parse
+    // The declarations this parse read at the top level: every one in a whole parse; with a
+    // precompiled preamble (the language server), those of the file's body, so that the
+    // preamble's headers are never deserialised whole (only the main file is reported there).
     std::vector<Decl *> Scope;
-    for (Decl *D : Ctx.getTranslationUnitDecl()->decls())
+    for (Decl *D : TopLevel)
       if (Filter.inScope(D->getLocation()) || isa<NamespaceDecl, LinkageSpecDecl>(D))
         Scope.push_back(D);
     Ctx.setTraversalScope(Scope);
@@ -119,6 +127,7 @@ private:
   TUResult &Out;
   ScopeFilter Filter;
   HeaderBodySkipper Skipper;
+  std::vector<Decl *> TopLevel;
 };
 
 class AmpAction : public ASTFrontendAction {

@@ -321,9 +321,7 @@ private:
       D.Path = *Path;
       D.Text = TD->getString("text").value_or("").str();
       D.Version = TD->getInteger("version").value_or(0);
-      D.Parser = std::make_shared<PreambleParser>([this, Name = llvm::sys::path::filename(*Path).str()](bool Begin) {
-        progress(Begin, Name);
-      });
+      D.Parser = std::make_shared<PreambleParser>([this](bool Begin, const std::string &What) { progress(Begin, What); });
       schedule(D, std::chrono::milliseconds(0));
     } else if (Method == "textDocument/didChange") {
       auto It = Docs.find(Uri->str());
@@ -537,12 +535,23 @@ private:
       for (auto &[Uri, D] : Docs)
         if (D.Pending && (!Next || D.Due < Next->Due))
           Next = &D;
-      if (!Next) {
-        StateCV.wait(L);
-        continue;
-      }
-      if (Next->Due > std::chrono::steady_clock::now()) {
-        StateCV.wait_until(L, Next->Due);
+      if (!Next || Next->Due > std::chrono::steady_clock::now()) {
+        // Nothing due: precompile the includes a whole parse has just read, for the next edits.
+        std::shared_ptr<PreambleParser> Build;
+        for (auto &[Uri, D] : Docs)
+          if (D.Parser->preambleWanted()) {
+            Build = D.Parser;
+            break;
+          }
+        if (Build) {
+          L.unlock();
+          Build->buildPreamble();
+          L.lock();
+        } else if (!Next) {
+          StateCV.wait(L);
+        } else {
+          StateCV.wait_until(L, Next->Due);
+        }
         continue;
       }
       Document &D = *Next;
@@ -582,11 +591,11 @@ private:
     }
   }
 
-  /// $/progress around a preamble build, the long first parse of a document's headers.
-  void progress(bool Begin, const std::string &Name) {
+  /// $/progress around the long parses: a whole file, or the precompilation of its includes.
+  void progress(bool Begin, const std::string &What) {
     if (!WorkDoneProgress)
       return;
-    std::string Token = "amp-migrate/preamble";
+    std::string Token = "amp-migrate/parse/" + std::to_string(ProgressRequests + (Begin ? 1 : 0));
     if (Begin) {
       send(json::Object{{"jsonrpc", "2.0"},
                         {"id", "amp-migrate/progress/" + std::to_string(++ProgressRequests)},
@@ -595,7 +604,7 @@ private:
       notify("$/progress", json::Object{{"token", Token},
                                         {"value", json::Object{{"kind", "begin"},
                                                                {"title", "amp-migrate"},
-                                                               {"message", "parsing the includes of " + Name},
+                                                               {"message", What},
                                                                {"cancellable", false}}}});
     } else {
       notify("$/progress", json::Object{{"token", Token}, {"value", json::Object{{"kind", "end"}}}});

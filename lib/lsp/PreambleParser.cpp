@@ -11,6 +11,7 @@
 #include "clang/Lex/PreprocessorOptions.h"
 #include "clang/Serialization/PCHContainerOperations.h"
 #include "clang/Tooling/Tooling.h"
+#include <optional>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/VirtualFileSystem.h"
@@ -35,33 +36,23 @@ private:
 
 } // namespace
 
-PreambleParser::PreambleParser(std::function<void(bool)> Progress) : Progress(std::move(Progress)) {}
-PreambleParser::~PreambleParser() = default;
+/// The file system of a parse (the disk, with the editor's text over the document's file) and the
+/// compiler invocation a ClangTool run would make; the driver reports to `Diags`.
+struct Prepared {
+  IntrusiveRefCntPtr<llvm::vfs::OverlayFileSystem> FS;
+  std::shared_ptr<CompilerInvocation> Inv;
+};
 
-TUParser PreambleParser::parserFor(std::string Text, bool SkipBodies, std::vector<std::string> Tokens) {
-  return [this, Text = std::move(Text), SkipBodies, Tokens = std::move(Tokens)](
-             const std::vector<tooling::CompileCommand> &Cmds, const std::string &File,
-             tooling::FrontendActionFactory &Action, DiagnosticConsumer &Diags) {
-    return parse(Cmds, File, Text, SkipBodies, Tokens, Action, Diags);
-  };
-}
-
-bool PreambleParser::parse(const std::vector<tooling::CompileCommand> &Cmds, const std::string &File,
-                           const std::string &Text, bool SkipBodies, const std::vector<std::string> &Tokens,
-                           tooling::FrontendActionFactory &Action, DiagnosticConsumer &Diags) {
-  std::lock_guard<std::mutex> Lock(M);
-  const tooling::CompileCommand &Cmd = Cmds.front();
-  std::vector<std::string> Args = parseArgumentsAdjuster()(Cmd.CommandLine, Cmd.Filename);
-
-  // The file system: the disk, with the editor's text over the document's file.
-  auto Disk = llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem>(llvm::vfs::createPhysicalFileSystem().release());
-  auto FS = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(Disk);
+static std::optional<Prepared> prepare(const tooling::CompileCommand &Cmd, const std::vector<std::string> &Args,
+                                       const std::string &File, const std::string &Text, DiagnosticConsumer &Diags) {
+  Prepared P;
+  auto Disk = IntrusiveRefCntPtr<llvm::vfs::FileSystem>(llvm::vfs::createPhysicalFileSystem().release());
+  P.FS = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(Disk);
   auto Buffers = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
-  FS->pushOverlay(Buffers);
-  FS->setCurrentWorkingDirectory(Cmd.Directory);
+  P.FS->pushOverlay(Buffers);
+  P.FS->setCurrentWorkingDirectory(Cmd.Directory);
   Buffers->addFile(File, 0, llvm::MemoryBuffer::getMemBufferCopy(Text, File));
 
-  // The compiler invocation, as a ClangTool run makes it (the driver reports to the same consumer).
   auto DiagOpts = llvm::makeIntrusiveRefCnt<DiagnosticOptions>();
   IntrusiveRefCntPtr<DiagnosticsEngine> DriverDiags =
       CompilerInstance::createDiagnostics(DiagOpts.get(), &Diags, /*ShouldOwnClient=*/false);
@@ -70,49 +61,100 @@ bool PreambleParser::parse(const std::vector<tooling::CompileCommand> &Cmds, con
     Argv.push_back(A.c_str());
   CreateInvocationOptions CIO;
   CIO.Diags = DriverDiags;
-  CIO.VFS = FS;
+  CIO.VFS = P.FS;
   LangOptions DriverLangOpts; // outlives the driver's diagnostics
   Diags.BeginSourceFile(DriverLangOpts, nullptr);
-  std::shared_ptr<CompilerInvocation> Inv = createInvocation(Argv, CIO);
+  P.Inv = createInvocation(Argv, CIO);
   Diags.EndSourceFile();
-  if (!Inv || Inv->getFrontendOpts().Inputs.empty())
-    return false;
-  Inv->getFrontendOpts().DisableFree = false;
+  if (!P.Inv || P.Inv->getFrontendOpts().Inputs.empty())
+    return std::nullopt;
+  P.Inv->getFrontendOpts().DisableFree = false;
+  return P;
+}
 
-  std::unique_ptr<llvm::MemoryBuffer> Main = llvm::MemoryBuffer::getMemBufferCopy(Text, File);
-  PreambleBounds Bounds = ComputePreambleBounds(Inv->getLangOpts(), *Main, /*MaxLines=*/0);
+PreambleParser::PreambleParser(std::function<void(bool, const std::string &)> Progress)
+    : Progress(std::move(Progress)) {}
+PreambleParser::~PreambleParser() = default;
+
+std::vector<std::string> PreambleParser::Inputs::key() const {
   std::vector<std::string> Key = Args;
   Key.push_back(Cmd.Directory);
   Key.push_back(SkipBodies ? "skip-bodies" : "full-parse");
   Key.insert(Key.end(), Tokens.begin(), Tokens.end());
-  LastReused = Preamble && Key == PreambleArgs &&
-               Preamble->CanReuse(*Inv, Main->getMemBufferRef(), Bounds, *FS);
+  return Key;
+}
+
+TUParser PreambleParser::parserFor(std::string Text, bool SkipBodies, std::vector<std::string> Tokens) {
+  return [this, Text = std::move(Text), SkipBodies, Tokens = std::move(Tokens)](
+             const std::vector<tooling::CompileCommand> &Cmds, const std::string &File,
+             tooling::FrontendActionFactory &Action, DiagnosticConsumer &Diags) {
+    Inputs In;
+    In.Cmd = Cmds.front();
+    In.Args = parseArgumentsAdjuster()(In.Cmd.CommandLine, In.Cmd.Filename);
+    In.File = File;
+    In.Text = Text;
+    In.SkipBodies = SkipBodies;
+    In.Tokens = Tokens;
+    return parse(std::move(In), Action, Diags);
+  };
+}
+
+bool PreambleParser::preambleWanted() {
+  std::lock_guard<std::mutex> Lock(M);
+  return Wanted.has_value();
+}
+
+void PreambleParser::buildPreamble() {
+  std::lock_guard<std::mutex> Lock(M);
+  if (!Wanted)
+    return;
+  Inputs In = std::move(*Wanted);
+  Wanted.reset();
+  DiagnosticConsumer Errors; // counts them
+  std::optional<Prepared> P = prepare(In.Cmd, In.Args, In.File, In.Text, Errors);
+  if (!P || Errors.getNumErrors() > 0)
+    return;
+  std::unique_ptr<llvm::MemoryBuffer> Main = llvm::MemoryBuffer::getMemBufferCopy(In.Text, In.File);
+  PreambleBounds Bounds = ComputePreambleBounds(P->Inv->getLangOpts(), *Main, /*MaxLines=*/0);
+  Progress(true, "precompiling the includes of " + llvm::sys::path::filename(In.File).str());
+  P->Inv->getFrontendOpts().SkipFunctionBodies = In.SkipBodies;
+  IntrusiveRefCntPtr<DiagnosticsEngine> PreambleDiags =
+      CompilerInstance::createDiagnostics(new DiagnosticOptions, &Errors, /*ShouldOwnClient=*/false);
+  SkippingCallbacks Callbacks(In.Tokens);
+  llvm::ErrorOr<PrecompiledPreamble> Built =
+      PrecompiledPreamble::Build(*P->Inv, Main.get(), Bounds, *PreambleDiags, P->FS,
+                                 std::make_shared<PCHContainerOperations>(), /*StoreInMemory=*/true,
+                                 /*StoragePath=*/"", Callbacks);
+  Progress(false, "");
+  // A preamble with errors would hide them from the parses that reuse it: none, then; the
+  // whole-file parses report them.
+  if (Built && Errors.getNumErrors() == 0) {
+    Preamble = std::make_unique<PrecompiledPreamble>(std::move(*Built));
+    PreambleKey = In.key();
+  }
+}
+
+bool PreambleParser::parse(Inputs In, tooling::FrontendActionFactory &Action, DiagnosticConsumer &Diags) {
+  std::lock_guard<std::mutex> Lock(M);
+  std::optional<Prepared> P = prepare(In.Cmd, In.Args, In.File, In.Text, Diags);
+  if (!P)
+    return false;
+  std::shared_ptr<CompilerInvocation> Inv = P->Inv;
+  std::unique_ptr<llvm::MemoryBuffer> Main = llvm::MemoryBuffer::getMemBufferCopy(In.Text, In.File);
+  PreambleBounds Bounds = ComputePreambleBounds(Inv->getLangOpts(), *Main, /*MaxLines=*/0);
+  LastReused = Preamble && In.key() == PreambleKey &&
+               Preamble->CanReuse(*Inv, Main->getMemBufferRef(), Bounds, *P->FS);
+  // No preamble fits: a whole parse now, as fast as the command line's, and the preamble after
+  // (buildPreamble), for the edits that follow.
   if (!LastReused) {
     Preamble.reset();
-    Progress(true);
-    CompilerInvocation PreambleInv(*Inv);
-    PreambleInv.getFrontendOpts().SkipFunctionBodies = SkipBodies;
-    DiagnosticConsumer Errors; // counts them
-    IntrusiveRefCntPtr<DiagnosticsEngine> PreambleDiags =
-        CompilerInstance::createDiagnostics(new DiagnosticOptions, &Errors, /*ShouldOwnClient=*/false);
-    SkippingCallbacks Callbacks(Tokens);
-    llvm::ErrorOr<PrecompiledPreamble> Built =
-        PrecompiledPreamble::Build(PreambleInv, Main.get(), Bounds, *PreambleDiags, FS,
-                                   std::make_shared<PCHContainerOperations>(), /*StoreInMemory=*/true,
-                                   /*StoragePath=*/"", Callbacks);
-    Progress(false);
-    // A preamble with errors would hide them from the parses that reuse it: none, then; the
-    // whole-file parse below reports them.
-    if (Built && Errors.getNumErrors() == 0) {
-      Preamble = std::make_unique<PrecompiledPreamble>(std::move(*Built));
-      PreambleArgs = std::move(Key);
-    }
+    Progress(true, "parsing " + llvm::sys::path::filename(In.File).str());
   }
 
-  IntrusiveRefCntPtr<llvm::vfs::FileSystem> VFS = FS;
+  IntrusiveRefCntPtr<llvm::vfs::FileSystem> VFS = P->FS;
   // The editor's text as the main file (AddImplicitPreamble maps it itself); the compiler
   // instance owns the buffer from here on.
-  if (Preamble)
+  if (LastReused)
     Preamble->AddImplicitPreamble(*Inv, VFS, Main.release());
   else
     Inv->getPreprocessorOpts().addRemappedFile(Inv->getFrontendOpts().Inputs[0].getFile(), Main.release());
@@ -122,18 +164,23 @@ bool PreambleParser::parse(const std::vector<tooling::CompileCommand> &Cmds, con
   if (auto Remapped = createVFSFromCompilerInvocation(Clang.getInvocation(), Clang.getDiagnostics(), VFS))
     VFS = Remapped;
   Clang.createFileManager(VFS);
-  if (!Clang.createTarget())
-    return false;
+  bool Ok = Clang.createTarget();
   std::unique_ptr<FrontendAction> Act = Action.create();
-  if (!Act->BeginSourceFile(Clang, Clang.getFrontendOpts().Inputs[0]))
-    return false;
-  if (llvm::Error E = Act->Execute()) {
-    llvm::consumeError(std::move(E));
+  if (Ok && Act->BeginSourceFile(Clang, Clang.getFrontendOpts().Inputs[0])) {
+    if (llvm::Error E = Act->Execute()) {
+      llvm::consumeError(std::move(E));
+      Ok = false;
+    }
     Act->EndSourceFile();
-    return false;
+  } else {
+    Ok = false;
   }
-  Act->EndSourceFile();
-  return true;
+  if (!LastReused) {
+    Progress(false, "");
+    if (Ok && !Clang.getDiagnostics().hasErrorOccurred())
+      Wanted = std::move(In);
+  }
+  return Ok;
 }
 
 } // namespace ampmigrate

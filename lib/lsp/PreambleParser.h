@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,29 +19,44 @@ namespace ampmigrate {
 
 class PreambleParser {
 public:
-  /// `Progress(true)` before a preamble is built (a long parse of every header), `Progress(false)`
-  /// after.
-  explicit PreambleParser(std::function<void(bool)> Progress);
+  /// `Progress(true, What)` before a long parse (a whole file, or the precompilation of its
+  /// includes), `Progress(false, "")` after.
+  explicit PreambleParser(std::function<void(bool, const std::string &)> Progress);
   ~PreambleParser();
 
   /// A TUParser (DriverOptions::Parser) for `Text`, the editor's buffer of the document.
   /// `SkipBodies` and `Tokens` are the driver's body-skipping settings, applied to the preamble
   /// as the driver applies them to a whole parse, so that both see the same declarations.
+  /// Without a preamble that fits, the parse is a whole one (as fast as the command line's) and
+  /// the preamble is built afterwards by buildPreamble().
   TUParser parserFor(std::string Text, bool SkipBodies, std::vector<std::string> Tokens);
+
+  /// Whether the last parse found no preamble it could reuse.
+  bool preambleWanted();
+  /// Precompiles the includes of the last parsed text (the worker calls this when idle).
+  void buildPreamble();
 
   /// How the last parse went (for the log and the benchmarks).
   bool lastReusedPreamble() const { return LastReused; }
 
 private:
-  bool parse(const std::vector<clang::tooling::CompileCommand> &Cmds, const std::string &File,
-             const std::string &Text, bool SkipBodies, const std::vector<std::string> &Tokens,
-             clang::tooling::FrontendActionFactory &Action, clang::DiagnosticConsumer &Diags);
+  struct Inputs {
+    clang::tooling::CompileCommand Cmd;
+    std::vector<std::string> Args; ///< after the driver's adjustments
+    std::string File, Text;
+    bool SkipBodies = true;
+    std::vector<std::string> Tokens;
+    std::vector<std::string> key() const;
+  };
+  bool parse(Inputs In, clang::tooling::FrontendActionFactory &Action, clang::DiagnosticConsumer &Diags);
 
-  std::function<void(bool)> Progress;
-  std::mutex M; ///< one parse of the document at a time
+  std::function<void(bool, const std::string &)> Progress;
+  std::mutex M; ///< one parse or build of the document at a time
   std::unique_ptr<clang::PrecompiledPreamble> Preamble;
-  /// The command line and settings the preamble was built with: another one needs another.
-  std::vector<std::string> PreambleArgs;
+  /// What the preamble was built from: another command or other settings need another.
+  std::vector<std::string> PreambleKey;
+  /// The inputs of a parse that found no preamble to reuse: buildPreamble() builds theirs.
+  std::optional<Inputs> Wanted;
   bool LastReused = false;
 };
 

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Editor latency of `amp-migrate --lsp` against clangd, side by side in one run.
+
+usage: bench/lsp_latency.py <amp-migrate> [--clangd clangd-19] [--edits 4] [--rounds 1]
+
+Both servers get the same file (test/e2e/programs/scope_1x.cpp: a training step over the real
+<torch/torch.h>, Debian's libtorch headers) and the same compile_commands.json. The client opens
+the file and waits for the publishDiagnostics of version 1 (the first parse), then changes one
+comment line in the body, once per edit, each time waiting for the publishDiagnostics of that
+version. Prints a Markdown table of the seconds each took; with --rounds > 1 the servers take turns.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCH_INC = "/usr/include/torch/csrc/api/include"
+
+
+class Client:
+    def __init__(self, cmd):
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.next_id = 1
+
+    def send(self, msg):
+        body = json.dumps(msg).encode("utf-8")
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def read(self):
+        length = None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("server closed its output")
+            line = line.strip()
+            if not line:
+                break
+            name, _, value = line.decode("ascii").partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return json.loads(self.proc.stdout.read(length))
+
+    def request(self, method, params):
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        while True:
+            msg = self.read()
+            if msg.get("id") == rid and "method" not in msg:
+                return msg.get("result")
+            self.answer(msg)
+
+    def answer(self, msg):
+        # Requests from the server (workDoneProgress/create, configuration): a null result.
+        if "id" in msg and "method" in msg:
+            self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def wait_diagnostics(self, uri, version):
+        while True:
+            msg = self.read()
+            self.answer(msg)
+            if msg.get("method") == "textDocument/publishDiagnostics":
+                p = msg["params"]
+                if p["uri"] == uri and p.get("version") == version:
+                    return p["diagnostics"]
+
+    def close(self):
+        try:
+            self.request("shutdown", None)
+            self.notify("exit", None)
+            self.proc.wait(timeout=30)
+        except Exception:
+            self.proc.kill()
+
+
+def measure(cmd, path, text, edits):
+    uri = "file://" + path
+    c = Client(cmd)
+    c.request("initialize", {"processId": os.getpid(), "rootUri": "file://" + os.path.dirname(path),
+                             "capabilities": {"textDocument": {"publishDiagnostics": {"versionSupport": True}}}})
+    c.notify("initialized", {})
+    t0 = time.monotonic()
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cpp", "version": 1, "text": text}})
+    diags = c.wait_diagnostics(uri, 1)
+    first = time.monotonic() - t0
+    times = []
+    lines = text.split("\n")
+    # A comment line inside main's loop: the body changes, the includes do not.
+    target = next(i for i, l in enumerate(lines) if "e2e::log_step" in l)
+    for n in range(edits):
+        lines[target] = lines[target].split(" //")[0] + " // edit %d" % n
+        t0 = time.monotonic()
+        c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": n + 2},
+                                            "contentChanges": [{"text": "\n".join(lines)}]})
+        c.wait_diagnostics(uri, n + 2)
+        times.append(time.monotonic() - t0)
+    c.close()
+    return first, times, len(diags)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("tool")
+    ap.add_argument("--clangd", default="clangd-19")
+    ap.add_argument("--edits", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=1)
+    args = ap.parse_args()
+    if not os.path.exists(os.path.join(TORCH_INC, "torch", "torch.h")):
+        sys.exit("needs Debian's libtorch headers (%s)" % TORCH_INC)
+    work = tempfile.mkdtemp(prefix="lsp-bench-")
+    try:
+        programs = os.path.join(ROOT, "test", "e2e", "programs")
+        for f in os.listdir(programs):
+            if f.endswith(".h"):
+                shutil.copy(os.path.join(programs, f), work)
+        path = os.path.join(work, "train.cpp")
+        shutil.copy(os.path.join(programs, "scope_1x.cpp"), path)
+        with open(os.path.join(work, "compile_commands.json"), "w") as f:
+            json.dump([{"directory": work, "file": path,
+                        "arguments": ["clang++", "-std=c++17", "-isystem", TORCH_INC, "-I", work, "-c", path]}], f)
+        text = open(path).read()
+        servers = [("amp-migrate --lsp", [args.tool, "--lsp"]),
+                   ("%s" % args.clangd, [args.clangd, "--compile-commands-dir=" + work, "--background-index=false",
+                                         "--clang-tidy=false", "--log=error", "-j=2"])]
+        results = {name: ([], []) for name, _ in servers}
+        load = os.getloadavg()[0]
+        for _ in range(args.rounds):
+            for name, cmd in servers:
+                first, edits, ndiags = measure(cmd, path, text, args.edits)
+                results[name][0].append(first)
+                results[name][1].extend(edits)
+                print("%s: first %.2fs, edits %s, %d diagnostics" % (name, first, " ".join("%.2f" % e for e in edits), ndiags),
+                      file=sys.stderr)
+        print("## LSP latency (%s UTC, %d cores, load average %.1f at start)" % (time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                                                                            os.cpu_count(), load))
+        print()
+        print("| server | first diagnostics (s) | each edit (s) | median edit (s) |")
+        print("|---|---:|---|---:|")
+        for name, _ in servers:
+            firsts, edits = results[name]
+            print("| %s | %s | %s | %.2f |" % (name, " / ".join("%.2f" % f for f in firsts),
+                                               " ".join("%.2f" % e for e in edits), statistics.median(edits)))
+        ours, theirs = statistics.median(results[servers[0][0]][1]), statistics.median(results[servers[1][0]][1])
+        print()
+        print("median edit ratio (amp-migrate / %s): %.2f" % (servers[1][0], ours / theirs))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
