@@ -218,7 +218,8 @@ struct Document {
 
 class Server {
 public:
-  explicit Server(const LanguageServerOptions &Opts) : Opts(Opts), Worker([this] { work(); }) {}
+  explicit Server(const LanguageServerOptions &Opts)
+      : Opts(Opts), Worker([this] { work(); }), Builder([this] { build(); }) {}
 
   ~Server() {
     {
@@ -230,6 +231,7 @@ public:
     }
     StateCV.notify_all();
     Worker.join();
+    Builder.join();
   }
 
   int run() {
@@ -535,23 +537,12 @@ private:
       for (auto &[Uri, D] : Docs)
         if (D.Pending && (!Next || D.Due < Next->Due))
           Next = &D;
-      if (!Next || Next->Due > std::chrono::steady_clock::now()) {
-        // Nothing due: precompile the includes a whole parse has just read, for the next edits.
-        std::shared_ptr<PreambleParser> Build;
-        for (auto &[Uri, D] : Docs)
-          if (D.Parser->preambleWanted()) {
-            Build = D.Parser;
-            break;
-          }
-        if (Build) {
-          L.unlock();
-          Build->buildPreamble();
-          L.lock();
-        } else if (!Next) {
-          StateCV.wait(L);
-        } else {
-          StateCV.wait_until(L, Next->Due);
-        }
+      if (!Next) {
+        StateCV.wait(L);
+        continue;
+      }
+      if (Next->Due > std::chrono::steady_clock::now()) {
+        StateCV.wait_until(L, Next->Due);
         continue;
       }
       Document &D = *Next;
@@ -570,6 +561,29 @@ private:
       It->second.Cancel.reset();
       publish(It->second, Text, std::move(R));
       StateCV.notify_all();
+    }
+  }
+
+  /// The builder: precompiles the includes a whole parse has just read, for the edits that follow.
+  /// On its own thread, so that a check never waits for it (checks meanwhile parse whole files).
+  void build() {
+    std::unique_lock<std::mutex> L(StateM);
+    for (;;) {
+      if (Stopping)
+        return;
+      std::shared_ptr<PreambleParser> Wanted;
+      for (auto &[Uri, D] : Docs)
+        if (D.Parser->preambleWanted()) {
+          Wanted = D.Parser;
+          break;
+        }
+      if (!Wanted) {
+        StateCV.wait(L);
+        continue;
+      }
+      L.unlock();
+      Wanted->buildPreamble();
+      L.lock();
     }
   }
 
@@ -819,7 +833,7 @@ private:
 
   const LanguageServerOptions &Opts;
   bool Initialized = false, ShutDown = false, Utf8 = false, WorkDoneProgress = false;
-  std::chrono::milliseconds Debounce{100};
+  std::chrono::milliseconds Debounce{50};
   std::mutex OutM, SettingsM;
   /// Guards the documents, shared by the reader (main) thread and the worker.
   std::mutex StateM;
@@ -832,7 +846,7 @@ private:
   std::vector<std::string> RuleFiles;
   std::map<std::string, Settings> SettingsByConfig;
   std::map<std::string, Document> Docs;
-  std::thread Worker; // last: starts once everything above is constructed
+  std::thread Worker, Builder; // last: they start once everything above is constructed
 };
 
 } // namespace

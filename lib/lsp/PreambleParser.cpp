@@ -105,11 +105,13 @@ bool PreambleParser::preambleWanted() {
 }
 
 void PreambleParser::buildPreamble() {
-  std::lock_guard<std::mutex> Lock(M);
+  std::lock_guard<std::mutex> Build(BuildM);
+  std::unique_lock<std::mutex> Lock(M);
   if (!Wanted)
     return;
   Inputs In = std::move(*Wanted);
   Wanted.reset();
+  Lock.unlock();
   DiagnosticConsumer Errors; // counts them
   std::optional<Prepared> P = prepare(In.Cmd, In.Args, In.File, In.Text, Errors);
   if (!P || Errors.getNumErrors() > 0)
@@ -129,33 +131,37 @@ void PreambleParser::buildPreamble() {
   // A preamble with errors would hide them from the parses that reuse it: none, then; the
   // whole-file parses report them.
   if (Built && Errors.getNumErrors() == 0) {
-    Preamble = std::make_unique<PrecompiledPreamble>(std::move(*Built));
+    Lock.lock();
+    Preamble = std::make_shared<const PrecompiledPreamble>(std::move(*Built));
     PreambleKey = In.key();
   }
 }
 
 bool PreambleParser::parse(Inputs In, tooling::FrontendActionFactory &Action, DiagnosticConsumer &Diags) {
-  std::lock_guard<std::mutex> Lock(M);
+  std::lock_guard<std::mutex> Parse(ParseM);
   std::optional<Prepared> P = prepare(In.Cmd, In.Args, In.File, In.Text, Diags);
   if (!P)
     return false;
   std::shared_ptr<CompilerInvocation> Inv = P->Inv;
   std::unique_ptr<llvm::MemoryBuffer> Main = llvm::MemoryBuffer::getMemBufferCopy(In.Text, In.File);
   PreambleBounds Bounds = ComputePreambleBounds(Inv->getLangOpts(), *Main, /*MaxLines=*/0);
-  LastReused = Preamble && In.key() == PreambleKey &&
-               Preamble->CanReuse(*Inv, Main->getMemBufferRef(), Bounds, *P->FS);
-  // No preamble fits: a whole parse now, as fast as the command line's, and the preamble after
-  // (buildPreamble), for the edits that follow.
-  if (!LastReused) {
-    Preamble.reset();
-    Progress(true, "parsing " + llvm::sys::path::filename(In.File).str());
+  std::shared_ptr<const PrecompiledPreamble> Pre;
+  {
+    std::lock_guard<std::mutex> Lock(M);
+    if (In.key() == PreambleKey)
+      Pre = Preamble;
   }
+  LastReused = Pre && Pre->CanReuse(*Inv, Main->getMemBufferRef(), Bounds, *P->FS);
+  // No preamble fits: a whole parse now, as fast as the command line's, and the preamble after
+  // (buildPreamble, on another thread), for the edits that follow.
+  if (!LastReused)
+    Progress(true, "parsing " + llvm::sys::path::filename(In.File).str());
 
   IntrusiveRefCntPtr<llvm::vfs::FileSystem> VFS = P->FS;
   // The editor's text as the main file (AddImplicitPreamble maps it itself); the compiler
   // instance owns the buffer from here on.
   if (LastReused)
-    Preamble->AddImplicitPreamble(*Inv, VFS, Main.release());
+    Pre->AddImplicitPreamble(*Inv, VFS, Main.release());
   else
     Inv->getPreprocessorOpts().addRemappedFile(Inv->getFrontendOpts().Inputs[0].getFile(), Main.release());
   CompilerInstance Clang(std::make_shared<PCHContainerOperations>());
@@ -177,6 +183,7 @@ bool PreambleParser::parse(Inputs In, tooling::FrontendActionFactory &Action, Di
   }
   if (!LastReused) {
     Progress(false, "");
+    std::lock_guard<std::mutex> Lock(M);
     if (Ok && !Clang.getDiagnostics().hasErrorOccurred())
       Wanted = std::move(In);
   }

@@ -33,7 +33,8 @@ public:
 
   /// Whether the last parse found no preamble it could reuse.
   bool preambleWanted();
-  /// Precompiles the includes of the last parsed text (the worker calls this when idle).
+  /// Precompiles the includes of the last parsed text. Another thread (the server's builder) calls
+  /// it: parses meanwhile are whole ones, never waiting for it.
   void buildPreamble();
 
   /// How the last parse went (for the log and the benchmarks).
@@ -51,8 +52,11 @@ private:
   bool parse(Inputs In, clang::tooling::FrontendActionFactory &Action, clang::DiagnosticConsumer &Diags);
 
   std::function<void(bool, const std::string &)> Progress;
-  std::mutex M; ///< one parse or build of the document at a time
-  std::unique_ptr<clang::PrecompiledPreamble> Preamble;
+  std::mutex ParseM; ///< one parse of the document at a time
+  std::mutex BuildM; ///< one build at a time
+  std::mutex M;      ///< guards the fields below
+  /// Shared with the parse using it: a new build may replace it meanwhile.
+  std::shared_ptr<const clang::PrecompiledPreamble> Preamble;
   /// What the preamble was built from: another command or other settings need another.
   std::vector<std::string> PreambleKey;
   /// The inputs of a parse that found no preamble to reuse: buildPreamble() builds theirs.
