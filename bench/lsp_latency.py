@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Editor latency of `amp-migrate --lsp` against clangd, side by side in one run.
 
-usage: bench/lsp_latency.py <amp-migrate> [--clangd clangd-19] [--edits 4] [--rounds 1]
+usage: bench/lsp_latency.py <amp-migrate> [--clangd clangd-19] [--edits 4] [--rounds 1] [--settle S]
 
 Both servers get the same file (test/e2e/programs/scope_1x.cpp: a training step over the real
 <torch/torch.h>, Debian's libtorch headers) and the same compile_commands.json. The client opens
 the file and waits for the publishDiagnostics of version 1 (the first parse), then changes one
 comment line in the body, once per edit, each time waiting for the publishDiagnostics of that
 version. Prints a Markdown table of the seconds each took; with --rounds > 1 the servers take turns.
+--settle waits S seconds after the first diagnostics before the first edit (a user reading them;
+amp-migrate precompiles the includes meanwhile, clangd did before its first diagnostics).
 """
 import argparse
 import json
@@ -83,7 +85,7 @@ class Client:
             self.proc.kill()
 
 
-def measure(cmd, path, text, edits):
+def measure(cmd, path, text, edits, settle):
     uri = "file://" + path
     c = Client(cmd)
     c.request("initialize", {"processId": os.getpid(), "rootUri": "file://" + os.path.dirname(path),
@@ -93,6 +95,7 @@ def measure(cmd, path, text, edits):
     c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cpp", "version": 1, "text": text}})
     diags = c.wait_diagnostics(uri, 1)
     first = time.monotonic() - t0
+    time.sleep(settle)
     times = []
     lines = text.split("\n")
     # A comment line inside main's loop: the body changes, the includes do not.
@@ -114,6 +117,7 @@ def main():
     ap.add_argument("--clangd", default="clangd-19")
     ap.add_argument("--edits", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--settle", type=float, default=0.0)
     args = ap.parse_args()
     if not os.path.exists(os.path.join(TORCH_INC, "torch", "torch.h")):
         sys.exit("needs Debian's libtorch headers (%s)" % TORCH_INC)
@@ -136,13 +140,13 @@ def main():
         load = os.getloadavg()[0]
         for _ in range(args.rounds):
             for name, cmd in servers:
-                first, edits, ndiags = measure(cmd, path, text, args.edits)
+                first, edits, ndiags = measure(cmd, path, text, args.edits, args.settle)
                 results[name][0].append(first)
                 results[name][1].extend(edits)
                 print("%s: first %.2fs, edits %s, %d diagnostics" % (name, first, " ".join("%.2f" % e for e in edits), ndiags),
                       file=sys.stderr)
-        print("## LSP latency (%s UTC, %d cores, load average %.1f at start)" % (time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-                                                                            os.cpu_count(), load))
+        print("## LSP latency (%s UTC, %d cores, load average %.1f at start, settle %.0f s)" % (
+            time.strftime("%Y-%m-%d %H:%M", time.gmtime()), os.cpu_count(), load, args.settle))
         print()
         print("| server | first diagnostics (s) | each edit (s) | median edit (s) |")
         print("|---|---:|---|---:|")
