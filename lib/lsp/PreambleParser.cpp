@@ -12,6 +12,7 @@
 #include "clang/Serialization/PCHContainerOperations.h"
 #include "clang/Tooling/Tooling.h"
 #include <optional>
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/VirtualFileSystem.h"
@@ -76,8 +77,9 @@ PreambleParser::PreambleParser(std::function<void(bool, const std::string &)> Pr
     : Progress(std::move(Progress)) {}
 PreambleParser::~PreambleParser() = default;
 
-std::vector<std::string> PreambleParser::Inputs::key() const {
+std::vector<std::string> PreambleParser::Inputs::key(size_t PreambleSize) const {
   std::vector<std::string> Key = Args;
+  Key.push_back(Text.substr(0, PreambleSize));
   Key.push_back(Cmd.Directory);
   Key.push_back(SkipBodies ? "skip-bodies" : "full-parse");
   Key.insert(Key.end(), Tokens.begin(), Tokens.end());
@@ -111,29 +113,40 @@ void PreambleParser::buildPreamble() {
     return;
   Inputs In = std::move(*Wanted);
   Wanted.reset();
+  Building.reset();
   Lock.unlock();
+  // Whatever happens below, parses waiting for this build go on.
+  auto Done = llvm::make_scope_exit([&] {
+    if (!Lock.owns_lock())
+      Lock.lock();
+    Building.reset();
+    Built.notify_all();
+  });
   DiagnosticConsumer Errors; // counts them
   std::optional<Prepared> P = prepare(In.Cmd, In.Args, In.File, In.Text, Errors);
   if (!P || Errors.getNumErrors() > 0)
     return;
   std::unique_ptr<llvm::MemoryBuffer> Main = llvm::MemoryBuffer::getMemBufferCopy(In.Text, In.File);
   PreambleBounds Bounds = ComputePreambleBounds(P->Inv->getLangOpts(), *Main, /*MaxLines=*/0);
+  Lock.lock();
+  Building = In.key(Bounds.Size);
+  Lock.unlock();
   Progress(true, "precompiling the includes of " + llvm::sys::path::filename(In.File).str());
   P->Inv->getFrontendOpts().SkipFunctionBodies = In.SkipBodies;
   IntrusiveRefCntPtr<DiagnosticsEngine> PreambleDiags =
       CompilerInstance::createDiagnostics(new DiagnosticOptions, &Errors, /*ShouldOwnClient=*/false);
   SkippingCallbacks Callbacks(In.Tokens);
-  llvm::ErrorOr<PrecompiledPreamble> Built =
+  llvm::ErrorOr<PrecompiledPreamble> Result =
       PrecompiledPreamble::Build(*P->Inv, Main.get(), Bounds, *PreambleDiags, P->FS,
                                  std::make_shared<PCHContainerOperations>(), /*StoreInMemory=*/true,
                                  /*StoragePath=*/"", Callbacks);
   Progress(false, "");
   // A preamble with errors would hide them from the parses that reuse it: none, then; the
   // whole-file parses report them.
-  if (Built && Errors.getNumErrors() == 0) {
+  if (Result && Errors.getNumErrors() == 0) {
     Lock.lock();
-    Preamble = std::make_shared<const PrecompiledPreamble>(std::move(*Built));
-    PreambleKey = In.key();
+    Preamble = std::make_shared<const PrecompiledPreamble>(std::move(*Result));
+    PreambleKey = In.key(Bounds.Size);
   }
 }
 
@@ -146,9 +159,13 @@ bool PreambleParser::parse(Inputs In, tooling::FrontendActionFactory &Action, Di
   std::unique_ptr<llvm::MemoryBuffer> Main = llvm::MemoryBuffer::getMemBufferCopy(In.Text, In.File);
   PreambleBounds Bounds = ComputePreambleBounds(Inv->getLangOpts(), *Main, /*MaxLines=*/0);
   std::shared_ptr<const PrecompiledPreamble> Pre;
+  std::vector<std::string> Key = In.key(Bounds.Size);
   {
-    std::lock_guard<std::mutex> Lock(M);
-    if (In.key() == PreambleKey)
+    std::unique_lock<std::mutex> Lock(M);
+    // The includes this text starts with are being precompiled: the rest of that build takes
+    // less than a whole parse next to it would.
+    Built.wait(Lock, [&] { return !Building || *Building != Key; });
+    if (Key == PreambleKey)
       Pre = Preamble;
   }
   LastReused = Pre && Pre->CanReuse(*Inv, Main->getMemBufferRef(), Bounds, *P->FS);

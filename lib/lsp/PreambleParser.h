@@ -6,6 +6,7 @@
 #include "ampmigrate/Driver.h"
 #include <functional>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -34,7 +35,8 @@ public:
   /// Whether the last parse found no preamble it could reuse.
   bool preambleWanted();
   /// Precompiles the includes of the last parsed text. Another thread (the server's builder) calls
-  /// it: parses meanwhile are whole ones, never waiting for it.
+  /// it. A parse whose includes it is precompiling waits for it (less than a whole parse would
+  /// take next to it); other parses meanwhile are whole ones.
   void buildPreamble();
 
   /// How the last parse went (for the log and the benchmarks).
@@ -47,7 +49,8 @@ private:
     std::string File, Text;
     bool SkipBodies = true;
     std::vector<std::string> Tokens;
-    std::vector<std::string> key() const;
+    /// The command and settings, and the text of the includes at the top (the preamble's bytes).
+    std::vector<std::string> key(size_t PreambleSize) const;
   };
   bool parse(Inputs In, clang::tooling::FrontendActionFactory &Action, clang::DiagnosticConsumer &Diags);
 
@@ -55,6 +58,9 @@ private:
   std::mutex ParseM; ///< one parse of the document at a time
   std::mutex BuildM; ///< one build at a time
   std::mutex M;      ///< guards the fields below
+  std::condition_variable Built;
+  /// The key of the preamble being built, if one is.
+  std::optional<std::vector<std::string>> Building;
   /// Shared with the parse using it: a new build may replace it meanwhile.
   std::shared_ptr<const clang::PrecompiledPreamble> Preamble;
   /// What the preamble was built from: another command or other settings need another.
