@@ -10,16 +10,13 @@ with --baseline also a run without the cache. Each run's report must equal the c
 changed TU aside). Prints a Markdown table of wall seconds.
 """
 import argparse
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TORCH_INC = "/usr/include/torch/csrc/api/include"
+import torch_workdir
 
 
 def run(cmd):
@@ -38,24 +35,10 @@ def main():
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--baseline", action="store_true")
     args = ap.parse_args()
-    if not os.path.exists(os.path.join(TORCH_INC, "torch", "torch.h")):
-        sys.exit("needs Debian's libtorch headers (%s)" % TORCH_INC)
-    work = tempfile.mkdtemp(prefix="cache-bench-")
+    src = torch_workdir.step_source()
+    work, files = torch_workdir.make("cache-bench-", {"tu%02d.cpp" % i: src.replace("1024.0", "%d.0" % (1024 + i))
+                                                      for i in range(args.tus)})
     try:
-        programs = os.path.join(ROOT, "test", "e2e", "programs")
-        for f in os.listdir(programs):
-            if f.endswith(".h"):
-                shutil.copy(os.path.join(programs, f), work)
-        src = open(os.path.join(programs, "scope_1x.cpp")).read()
-        files = []
-        for i in range(args.tus):
-            path = os.path.join(work, "tu%02d.cpp" % i)
-            with open(path, "w") as f:
-                f.write(src.replace("1024.0", "%d.0" % (1024 + i)))
-            files.append(path)
-        with open(os.path.join(work, "compile_commands.json"), "w") as f:
-            json.dump([{"directory": work, "file": p,
-                        "arguments": ["clang++", "-std=c++17", "-isystem", TORCH_INC, "-I", work, "-c", p]} for p in files], f)
         cache = os.path.join(work, "cache")
         base = [args.tool, "-p", work, "-j%d" % args.j, "--format=json", "--stats"]
         load = os.getloadavg()[0]

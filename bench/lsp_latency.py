@@ -12,77 +12,25 @@ version. Prints a Markdown table of the seconds each took; with --rounds > 1 the
 amp-migrate precompiles the includes meanwhile, clangd did before its first diagnostics).
 """
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TORCH_INC = "/usr/include/torch/csrc/api/include"
+import torch_workdir
+
+sys.path.insert(0, os.path.join(torch_workdir.ROOT, "test", "lsp"))
+from lsp_client_test import Client  # noqa: E402
 
 
-class Client:
-    def __init__(self, cmd):
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.next_id = 1
-
-    def send(self, msg):
-        body = json.dumps(msg).encode("utf-8")
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.proc.stdin.flush()
-
-    def read(self):
-        length = None
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("server closed its output")
-            line = line.strip()
-            if not line:
-                break
-            name, _, value = line.decode("ascii").partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        return json.loads(self.proc.stdout.read(length))
-
-    def request(self, method, params):
-        rid = self.next_id
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        while True:
-            msg = self.read()
-            if msg.get("id") == rid and "method" not in msg:
-                return msg.get("result")
-            self.answer(msg)
-
-    def answer(self, msg):
-        # Requests from the server (workDoneProgress/create, configuration): a null result.
-        if "id" in msg and "method" in msg:
-            self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
-
-    def notify(self, method, params):
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def wait_diagnostics(self, uri, version):
-        while True:
-            msg = self.read()
-            self.answer(msg)
-            if msg.get("method") == "textDocument/publishDiagnostics":
-                p = msg["params"]
-                if p["uri"] == uri and p.get("version") == version:
-                    return p["diagnostics"]
-
-    def close(self):
-        try:
-            self.request("shutdown", None)
-            self.notify("exit", None)
-            self.proc.wait(timeout=30)
-        except Exception:
-            self.proc.kill()
+def wait_diagnostics(c, uri, version):
+    while True:
+        msg = c.read()
+        if msg.get("method") == "textDocument/publishDiagnostics":
+            p = msg["params"]
+            if p["uri"] == uri and p.get("version") == version:
+                return p["diagnostics"]
 
 
 def measure(cmd, path, text, edits, settle):
@@ -93,7 +41,7 @@ def measure(cmd, path, text, edits, settle):
     c.notify("initialized", {})
     t0 = time.monotonic()
     c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "cpp", "version": 1, "text": text}})
-    diags = c.wait_diagnostics(uri, 1)
+    diags = wait_diagnostics(c, uri, 1)
     first = time.monotonic() - t0
     time.sleep(settle)
     times = []
@@ -105,9 +53,11 @@ def measure(cmd, path, text, edits, settle):
         t0 = time.monotonic()
         c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": n + 2},
                                             "contentChanges": [{"text": "\n".join(lines)}]})
-        c.wait_diagnostics(uri, n + 2)
+        wait_diagnostics(c, uri, n + 2)
         times.append(time.monotonic() - t0)
-    c.close()
+    c.request("shutdown", None)
+    c.notify("exit", None)
+    c.proc.wait(timeout=60)
     return first, times, len(diags)
 
 
@@ -119,19 +69,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--settle", type=float, default=0.0)
     args = ap.parse_args()
-    if not os.path.exists(os.path.join(TORCH_INC, "torch", "torch.h")):
-        sys.exit("needs Debian's libtorch headers (%s)" % TORCH_INC)
-    work = tempfile.mkdtemp(prefix="lsp-bench-")
+    work, (path,) = torch_workdir.make("lsp-bench-", {"train.cpp": torch_workdir.step_source()})
     try:
-        programs = os.path.join(ROOT, "test", "e2e", "programs")
-        for f in os.listdir(programs):
-            if f.endswith(".h"):
-                shutil.copy(os.path.join(programs, f), work)
-        path = os.path.join(work, "train.cpp")
-        shutil.copy(os.path.join(programs, "scope_1x.cpp"), path)
-        with open(os.path.join(work, "compile_commands.json"), "w") as f:
-            json.dump([{"directory": work, "file": path,
-                        "arguments": ["clang++", "-std=c++17", "-isystem", TORCH_INC, "-I", work, "-c", path]}], f)
         text = open(path).read()
         servers = [("amp-migrate --lsp", [args.tool, "--lsp"]),
                    ("%s" % args.clangd, [args.clangd, "--compile-commands-dir=" + work, "--background-index=false",

@@ -116,14 +116,18 @@ def cli_findings(tool, path, args):
             for m in re.finditer(r"^.*?:(\d+):(\d+): warning: .*\[([a-z0-9-]+)\]$", out, re.M)]
 
 
-def main():
-    tool, mock, src, work = sys.argv[1:5]
+def fresh_workdir(work):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     # The work dir sits in the build tree, whose own compile_commands.json would be found upward
     # (with the project's include paths): an empty database here keeps the test hermetic.
     with open(os.path.join(work, "compile_commands.json"), "w") as f:
         f.write("[]\n")
+
+
+def main():
+    tool, mock, src, work = sys.argv[1:5]
+    fresh_workdir(work)
     # A directory name with a space: URIs are percent-encoded.
     proj = os.path.join(work, "my proj")
     os.makedirs(proj)

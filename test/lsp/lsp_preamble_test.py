@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lsp_client_test import Client, apply_edits, cli_findings, expect, uri_of  # noqa: E402
+from lsp_client_test import Client, apply_edits, cli_findings, expect, fresh_workdir, uri_of  # noqa: E402
 
 
 def progress_until(c, kind, title_part):
@@ -40,10 +40,7 @@ def progress_until(c, kind, title_part):
 
 def main():
     tool, mock, src, work = sys.argv[1:5]
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    with open(os.path.join(work, "compile_commands.json"), "w") as f:
-        f.write("[]\n")
+    fresh_workdir(work)
     path = os.path.join(work, "train.cpp")
     shutil.copy(src, path)
     original = open(path, encoding="utf-8").read()
