@@ -261,6 +261,24 @@ ObjectRef resolveObject(const Expr *E) {
   return R;
 }
 
+/// The `parameters()` call a parameter-list expression names (`model->parameters()`,
+/// `opt.parameters()`), through temporaries and copies; null for anything else.
+const CXXMemberCallExpr *parametersCall(const Expr *E) {
+  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(strip(E));
+  if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier())
+    return nullptr;
+  StringRef N = MC->getMethodDecl()->getName();
+  return N == "parameters" || N == "named_parameters" ? MC : nullptr;
+}
+
+/// Whose parameters a parameter-list expression names: the model or optimizer of `x.parameters()`.
+ObjectRef parametersOwner(const Expr *E) {
+  const CXXMemberCallExpr *MC = parametersCall(E);
+  if (!MC)
+    return {};
+  return resolveObject(MC->getImplicitObjectArgument());
+}
+
 class BodyCollector : public RecursiveASTVisitor<BodyCollector> {
 public:
   std::vector<const CallExpr *> Calls;
@@ -299,6 +317,7 @@ public:
     BC.TraverseStmt(FD->getBody());
     Lambdas = BC.Lambdas;
     Returns = BC.Returns;
+    AllCalls = BC.Calls;
     // Reserve so that pointers between elements stay valid while we fill the vectors.
     FA.AutocastCalls.reserve(BC.Calls.size());
     FA.ScalerCalls.reserve(BC.Calls.size());
@@ -327,6 +346,7 @@ private:
   FunctionAnalysis FA;
   std::vector<const LambdaExpr *> Lambdas;
   std::vector<const ReturnStmt *> Returns;
+  std::vector<const CallExpr *> AllCalls;
   struct PendingGuard {
     const VarDecl *Var;
     const DeclStmt *DS;
@@ -497,6 +517,8 @@ private:
     C.Rule = R;
     C.Statement = statementOf(CE);
     C.ResultUsed = !(C.Statement && isOnly(C.Statement, CE));
+    if (R->ParamsArg >= 0 && (unsigned)R->ParamsArg < CE->getNumArgs())
+      C.ParamsOwner = parametersOwner(CE->getArg(R->ParamsArg));
     if (R->NormTypeArg >= 0 && (unsigned)R->NormTypeArg < CE->getNumArgs()) {
       const Expr *N = CE->getArg(R->NormTypeArg);
       if (!isa<CXXDefaultArgExpr>(N)) {
@@ -915,19 +937,108 @@ private:
           T.Scope = &S;
       if (T.Scope)
         T.Begin = std::min(T.Begin, T.Scope->Begin);
-      for (const ClipCall &C : FA.Clips)
-        T.Clips.push_back(&C);
-      for (const ZeroGradCall &Z : FA.ZeroGrads)
-        T.ZeroGrads.push_back(&Z);
       if (T.Scope)
         for (const ForwardCall &F : FA.Forwards) {
           unsigned O = offsetOf(F.Call->getBeginLoc());
           if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, FirstBackward == ~0u ? 0 : FirstBackward))
             T.Forwards.push_back(&F);
         }
+      addMembers(T);
       FA.Steps.push_back(std::move(T));
     }
     llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
+  }
+
+  // ---- step membership: the one rule ----------------------------------------------------------
+
+  /// The gradient window, the clips in it, the zero_grad() calls of the step's optimizers and
+  /// models, and the other statements in the window that touch `.grad`.
+  void addMembers(TrainingStep &T) {
+    for (const ImplicitBackward *B : T.Backwards)
+      T.GradientBegin = std::min(T.GradientBegin, offsetOf(B->Backward->getBeginLoc()));
+    for (const ScalerCall *C : T.Unscales)
+      T.GradientBegin = std::min(T.GradientBegin, offsetOf(C->Call->getBeginLoc()));
+    for (const ScalerCall *C : T.Steps)
+      T.GradientEnd = std::max(T.GradientEnd, offsetOf(C->Call->getBeginLoc()));
+    for (const ClipCall &C : FA.Clips)
+      if (T.inGradientWindow(offsetOf(C.Call->getBeginLoc())))
+        T.Clips.push_back(&C);
+    for (const ZeroGradCall &Z : FA.ZeroGrads)
+      if (T.stepsOptimizer(Z.Owner) || T.forwardsModel(Z.Owner))
+        T.ZeroGrads.push_back(&Z);
+    addGradAccesses(T);
+  }
+
+  /// Is `E` (an argument) the parameters, a model or an optimizer of the step?
+  bool namesStepParameters(const TrainingStep &T, const Expr *E) const {
+    if (parametersCall(E))
+      return true;
+    ObjectRef O = resolveObject(E);
+    if (O && (T.stepsOptimizer(O) || T.forwardsModel(O)))
+      return true;
+    // A local holding a parameter list: `auto params = model->parameters(); f(params);`
+    if (const auto *VD = dyn_cast_or_null<VarDecl>(O.Decl))
+      return VD->getInit() && parametersCall(VD->getInit());
+    return false;
+  }
+
+  bool isStepElement(const TrainingStep &T, const CallExpr *CE) const {
+    auto Is = [&](const auto &List) {
+      return llvm::any_of(List, [&](const auto *X) { return X->Call == CE; });
+    };
+    if (Is(T.Unscales) || Is(T.Steps) || Is(T.Updates) || Is(T.Others) || Is(T.Clips) ||
+        Is(T.ZeroGrads) || Is(T.Forwards))
+      return true;
+    return llvm::any_of(T.Backwards, [&](const ImplicitBackward *B) {
+      return B->Backward == CE || B->Scale->Call == CE;
+    });
+  }
+
+  static bool isGradAccessor(const CallExpr *CE) {
+    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+    const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+    if (!MD || !MD->getIdentifier() || MC->getNumArgs() != 0)
+      return false;
+    StringRef N = MD->getName();
+    if (N != "grad" && N != "mutable_grad")
+      return false;
+    const CXXRecordDecl *RD = MD->getParent();
+    return RD && RD->getIdentifier() && RD->getName().contains("Tensor");
+  }
+
+  /// The statement of the step's block (the block of its first backward) that holds `S`; else the
+  /// nearest statement of any block.
+  const Stmt *stepStatementOf(const TrainingStep &T, const Stmt *S) const {
+    const Stmt *Block = nullptr;
+    if (!T.Backwards.empty() && T.Backwards.front()->BackwardStmt)
+      Block = PM.getParent(T.Backwards.front()->BackwardStmt);
+    for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
+      if (PM.getParent(Cur) == Block)
+        return Cur;
+    return statementOf(S);
+  }
+
+  void addGradAccesses(TrainingStep &T) {
+    if (T.GradientBegin > T.GradientEnd)
+      return;
+    for (const CallExpr *CE : AllCalls) {
+      if (!T.inGradientWindow(offsetOf(CE->getBeginLoc())) || isStepElement(T, CE))
+        continue;
+      GradAccess A;
+      A.Access = CE;
+      if (isGradAccessor(CE)) {
+        A.How = GradAccess::Kind::GradAccessor;
+      } else if (!isa<CXXOperatorCallExpr>(CE) && // `model->`, `*opt`: access, not a hand-over
+                 llvm::any_of(CE->arguments(), [&](const Expr *Arg) { return namesStepParameters(T, Arg); })) {
+        A.How = GradAccess::Kind::ParametersPassed;
+      } else {
+        continue;
+      }
+      A.Statement = stepStatementOf(T, CE);
+      if (!A.Statement || llvm::any_of(T.GradAccesses, [&](const GradAccess &O) { return O.Statement == A.Statement; }))
+        continue;
+      T.GradAccesses.push_back(A);
+    }
   }
 };
 
@@ -975,6 +1086,14 @@ TranslationUnitAnalysis StepFinder::run() {
   for (Decl *D : Ctx.getTraversalScope())
     V.TraverseDecl(D);
   return Out;
+}
+
+bool TrainingStep::unscaledBefore(unsigned Offset, const ObjectRef &Of,
+                                  const SourceManager &SM) const {
+  return llvm::any_of(Unscales, [&](const ScalerCall *U) {
+    return SM.getFileOffset(SM.getExpansionLoc(U->Call->getBeginLoc())) < Offset &&
+           (!Of || U->Optimizer == Of);
+  });
 }
 
 } // namespace ampmigrate

@@ -72,9 +72,7 @@ private:
   std::vector<SourceRange> &Out;
 };
 
-struct TUResult {
-  std::vector<Finding> Findings;
-};
+using TUResult = EngineResult;
 
 class AmpConsumer : public ASTConsumer {
 public:
@@ -114,8 +112,8 @@ public:
         Scope.push_back(D);
     Ctx.setTraversalScope(Scope);
     const ScopeFilter *F = &Filter;
-    Out.Findings = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
-                             Opts.Engine);
+    Out = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
+                    Opts.Engine);
   }
 
 private:
@@ -159,6 +157,279 @@ private:
   const DriverOptions &Opts;
   TUResult &Out;
 };
+
+std::string absolutePath(StringRef P) {
+  llvm::SmallString<256> S(P);
+  llvm::sys::fs::make_absolute(S);
+  llvm::sys::path::remove_dots(S, /*remove_dot_dot=*/true);
+  return std::string(S);
+}
+
+/// CMake's precompiled headers (`-include .../cmake_pch.hxx` next to a compiler-specific .gch)
+/// belong to the build, not to the sources: the TU's own includes are what the tool must see.
+tooling::ArgumentsAdjuster stripPrecompiledHeaders() {
+  return [](const tooling::CommandLineArguments &Args, StringRef) {
+    tooling::CommandLineArguments Out;
+    for (size_t I = 0; I < Args.size(); ++I) {
+      StringRef A = Args[I];
+      bool HasValue = I + 1 < Args.size();
+      if ((A == "-include" || A == "-include-pch") && HasValue &&
+          (StringRef(Args[I + 1]).contains("cmake_pch") || A == "-include-pch")) {
+        ++I;
+        continue;
+      }
+      if (A == "-Xclang" && HasValue && (Args[I + 1] == "-include-pch" || Args[I + 1] == "-include")) {
+        // -Xclang -include -Xclang <pch>: drop all four.
+        if (I + 3 < Args.size() && StringRef(Args[I + 3]).contains("cmake_pch")) {
+          I += 3;
+          continue;
+        }
+      }
+      if (A == "-Winvalid-pch" || A == "-fpch-preprocess" || A.starts_with("-fpch-instantiate"))
+        continue;
+      Out.push_back(Args[I]);
+    }
+    return Out;
+  };
+}
+
+/// Where the verification parse finds the runtime's headers (<amp/torch.h>) when the project's
+/// compile command does not name them yet (it did not need them before the migration): next to
+/// the installed tool (<prefix>/include), else the source and build trees it was built from.
+/// Searched after everything the command names (-idirafter).
+std::vector<std::string> runtimeIncludeArgs() {
+  std::vector<std::string> Dirs;
+  std::string Exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  llvm::SmallString<256> Installed(llvm::sys::path::parent_path(llvm::sys::path::parent_path(Exe)));
+  llvm::sys::path::append(Installed, "include");
+  llvm::SmallString<256> Probe(Installed);
+  llvm::sys::path::append(Probe, "amp", "torch.h");
+  if (!Exe.empty() && llvm::sys::fs::exists(Probe)) {
+    Dirs.push_back(std::string(Installed));
+  } else {
+    llvm::SmallVector<StringRef, 4> Parts;
+    StringRef(AMP_RUNTIME_BUILD_INCLUDE_DIRS).split(Parts, '|', -1, false);
+    for (StringRef P : Parts)
+      Dirs.push_back(P.str());
+  }
+  std::vector<std::string> Args;
+  for (const std::string &D : Dirs) {
+    Args.push_back("-idirafter");
+    Args.push_back(D);
+  }
+  return Args;
+}
+
+/// The verification parse of a rewritten translation unit: bodies of functions in files that no
+/// edit touched are skipped (they compiled before and nothing in them changed).
+class VerifyConsumer : public ASTConsumer {
+public:
+  VerifyConsumer(CompilerInstance &CI, const std::set<std::string> &Edited) : CI(CI), Edited(Edited) {}
+  bool shouldSkipFunctionBody(Decl *D) override {
+    const SourceManager &SM = CI.getSourceManager();
+    SourceLocation L = SM.getExpansionLoc(D->getLocation());
+    if (SM.isInMainFile(L))
+      return false;
+    auto FE = SM.getFileEntryRefForID(SM.getFileID(L));
+    return !FE || !Edited.count(absolutePath(FE->getName()));
+  }
+
+private:
+  CompilerInstance &CI;
+  const std::set<std::string> &Edited;
+};
+
+class VerifyActionFactory : public tooling::FrontendActionFactory {
+public:
+  explicit VerifyActionFactory(const std::set<std::string> &Edited) : Edited(Edited) {}
+  std::unique_ptr<FrontendAction> create() override {
+    struct Action : ASTFrontendAction {
+      const std::set<std::string> &Edited;
+      explicit Action(const std::set<std::string> &Edited) : Edited(Edited) {}
+      std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &CI, StringRef) override {
+        CI.getFrontendOpts().SkipFunctionBodies = true;
+        return std::make_unique<VerifyConsumer>(CI, Edited);
+      }
+    };
+    return std::make_unique<Action>(Edited);
+  }
+
+private:
+  const std::set<std::string> &Edited;
+};
+
+/// Collects error diagnostics as clang prints them ("file:line:col: error: ...").
+struct ErrorCollector : DiagnosticConsumer {
+  std::string Text;
+  llvm::raw_string_ostream OS{Text};
+  llvm::IntrusiveRefCntPtr<DiagnosticOptions> DiagOpts = llvm::makeIntrusiveRefCnt<DiagnosticOptions>();
+  TextDiagnosticPrinter Printer{OS, DiagOpts.get()};
+  void BeginSourceFile(const LangOptions &LO, const Preprocessor *PP) override { Printer.BeginSourceFile(LO, PP); }
+  void EndSourceFile() override { Printer.EndSourceFile(); }
+  void HandleDiagnostic(DiagnosticsEngine::Level L, const Diagnostic &Info) override {
+    DiagnosticConsumer::HandleDiagnostic(L, Info);
+    if (L >= DiagnosticsEngine::Error)
+      Printer.HandleDiagnostic(L, Info);
+  }
+};
+
+/// Parses `File` as the driver does (its compile command, syntax only, the editor's overlays and
+/// `Extra` files mapped over the disk). Returns false when the parse had errors.
+bool parseTU(const tooling::CompilationDatabase &DB, const std::string &File,
+             const std::map<std::string, std::string> &Overlays,
+             const std::map<std::string, std::string> &Extra, tooling::FrontendActionFactory &Factory,
+             ErrorCollector &Errors, const std::vector<std::string> &ExtraArgs = {}) {
+  tooling::ClangTool Tool(DB, {File});
+  Tool.setPrintErrorMessage(false);
+  Tool.setDiagnosticConsumer(&Errors);
+  Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+      {"-resource-dir=" AMP_CLANG_RESOURCE_DIR, "-Wno-everything"},
+      tooling::ArgumentInsertPosition::BEGIN));
+  Tool.appendArgumentsAdjuster(tooling::getClangSyntaxOnlyAdjuster());
+  Tool.appendArgumentsAdjuster(stripPrecompiledHeaders());
+  Tool.appendArgumentsAdjuster(tooling::getClangStripOutputAdjuster());
+  if (!ExtraArgs.empty())
+    Tool.appendArgumentsAdjuster(
+        tooling::getInsertArgumentAdjuster(ExtraArgs, tooling::ArgumentInsertPosition::END));
+  for (const auto &[Path, Text] : Overlays)
+    if (!Extra.count(Path))
+      Tool.mapVirtualFile(Path, Text);
+  for (const auto &[Path, Text] : Extra)
+    Tool.mapVirtualFile(Path, Text);
+  int RC = Tool.run(&Factory);
+  Errors.OS.flush();
+  return RC == 0 && Errors.getNumErrors() == 0;
+}
+
+/// The texts of the files `Fixes` edit, with the edits applied; an empty map and `Error` set when
+/// the edits cannot be applied together.
+std::map<std::string, std::string> rewrittenTexts(const std::vector<const StepFix *> &Fixes,
+                                                  SourceTexts &Texts, std::string &Error) {
+  std::map<std::string, tooling::Replacements> ByFile;
+  std::set<std::tuple<std::string, unsigned, unsigned, std::string>> Seen;
+  for (const StepFix *Fix : Fixes)
+    for (const tooling::Replacement &R : Fix->Edits) {
+      if (!Seen.insert({absolutePath(R.getFilePath()), R.getOffset(), R.getLength(),
+                        R.getReplacementText().str()}).second)
+        continue;
+      if (llvm::Error E = ByFile[absolutePath(R.getFilePath())].add(R)) {
+        Error = "its edits conflict: " + llvm::toString(std::move(E));
+        return {};
+      }
+    }
+  std::map<std::string, std::string> Out;
+  for (auto &[File, Reps] : ByFile) {
+    const std::string *Text = Texts.get(File);
+    if (!Text) {
+      Error = File + " cannot be read";
+      return {};
+    }
+    llvm::Expected<std::string> New = tooling::applyAllReplacements(*Text, Reps);
+    if (!New) {
+      Error = llvm::toString(New.takeError());
+      return {};
+    }
+    Out[File] = std::move(*New);
+  }
+  return Out;
+}
+
+/// "file:line:col: error: message" -> "line L of the rewritten <name>: message".
+std::string describeFirstError(StringRef Diags) {
+  for (StringRef Line : llvm::split(Diags, '\n')) {
+    size_t At = Line.find(": error: ");
+    size_t Skip = 9;
+    if (At == StringRef::npos) {
+      At = Line.find(": fatal error: ");
+      Skip = 15;
+    }
+    if (At == StringRef::npos)
+      continue;
+    StringRef Where = Line.take_front(At), Message = Line.drop_front(At + Skip);
+    auto [RestCol, Col] = Where.rsplit(':');
+    auto [Path, LineNo] = RestCol.rsplit(':');
+    return "error: " + Message.str() + " (line " + LineNo.str() + " of the rewritten " +
+           llvm::sys::path::filename(Path).str() + ")";
+  }
+  return "the rewritten file does not parse";
+}
+
+/// Re-parses the translation unit with the edits applied in memory; returns why it fails, or "".
+std::string whyFixesFail(const tooling::CompilationDatabase &DB, const std::string &File,
+                         const DriverOptions &Opts, const std::vector<const StepFix *> &Fixes,
+                         SourceTexts &Texts) {
+  std::string Error;
+  std::map<std::string, std::string> New = rewrittenTexts(Fixes, Texts, Error);
+  if (!Error.empty())
+    return Error;
+  std::set<std::string> Edited;
+  for (const auto &[Path, Text] : New)
+    Edited.insert(Path);
+  VerifyActionFactory Factory(Edited);
+  ErrorCollector Errors;
+  // No caret lines, and no "N errors generated." on the user's terminal: only the first error
+  // matters, and it is reported as the step's reason.
+  std::vector<std::string> Args = runtimeIncludeArgs();
+  Args.push_back("-fno-caret-diagnostics");
+  if (parseTU(DB, File, Opts.Overlays, New, Factory, Errors, Args))
+    return "";
+  return describeFirstError(Errors.Text);
+}
+
+/// A step whose rewrite would not compile keeps its findings, loses its fix, and is reported.
+void withdrawFix(std::vector<Finding> &Findings, const StepFix &Fix, const std::string &Why,
+                 const DriverOptions &Opts) {
+  const Finding *Lead = nullptr;
+  for (Finding &F : Findings)
+    if (F.StepId == Fix.StepId) {
+      if (F.Fixable && (!Lead || F.Pos.Offset < Lead->Pos.Offset))
+        Lead = &F;
+    }
+  if (Lead && Opts.Engine.CheckEnabled("amp-manual-migration")) {
+    Finding M;
+    M.Check = "amp-manual-migration";
+    M.Pos = Lead->Pos;
+    M.StepId = Fix.StepId;
+    M.Message = "not migrated automatically: the rewrite of this step would not compile, so it is "
+                "withdrawn: " + Why;
+    Findings.push_back(std::move(M));
+  }
+  for (Finding &F : Findings)
+    if (F.StepId == Fix.StepId)
+      F.Fixable = false;
+}
+
+/// Keeps the fixes whose rewritten translation unit compiles: all together when they do, else
+/// each step alone, and then the survivors together once more.
+void verifyFixes(TUResult &Res, const tooling::CompilationDatabase &DB, const std::string &File,
+                 const DriverOptions &Opts) {
+  FileTexts Texts(Opts.Overlays);
+  std::vector<const StepFix *> All;
+  for (const StepFix &F : Res.Fixes)
+    All.push_back(&F);
+  if (All.empty() || whyFixesFail(DB, File, Opts, All, Texts).empty())
+    return;
+  std::vector<StepFix> Kept;
+  for (const StepFix *F : All) {
+    std::string Why = whyFixesFail(DB, File, Opts, {F}, Texts);
+    if (Why.empty())
+      Kept.push_back(*F);
+    else
+      withdrawFix(Res.Findings, *F, Why, Opts);
+  }
+  if (Kept.size() > 1) {
+    std::vector<const StepFix *> Survivors;
+    for (const StepFix &F : Kept)
+      Survivors.push_back(&F);
+    std::string Why = whyFixesFail(DB, File, Opts, Survivors, Texts);
+    if (!Why.empty()) {
+      for (const StepFix &F : Kept)
+        withdrawFix(Res.Findings, F, "together with the other steps of this file: " + Why, Opts);
+      Kept.clear();
+    }
+  }
+  Res.Fixes = std::move(Kept);
+}
 
 /// Quoted and angled includes of a file that resolve inside the project (not system dirs).
 void collectProjectHeaders(const std::string &File, const std::vector<std::string> &IncludeDirs,
@@ -249,40 +520,7 @@ bool mayHoldFindings(const tooling::CompileCommand &Cmd, const std::string &File
   return Files.empty(); // unreadable: let the parser say why
 }
 
-/// CMake's precompiled headers (`-include .../cmake_pch.hxx` next to a compiler-specific .gch)
-/// belong to the build, not to the sources: the TU's own includes are what the tool must see.
-tooling::ArgumentsAdjuster stripPrecompiledHeaders() {
-  return [](const tooling::CommandLineArguments &Args, StringRef) {
-    tooling::CommandLineArguments Out;
-    for (size_t I = 0; I < Args.size(); ++I) {
-      StringRef A = Args[I];
-      bool HasValue = I + 1 < Args.size();
-      if ((A == "-include" || A == "-include-pch") && HasValue &&
-          (StringRef(Args[I + 1]).contains("cmake_pch") || A == "-include-pch")) {
-        ++I;
-        continue;
-      }
-      if (A == "-Xclang" && HasValue && (Args[I + 1] == "-include-pch" || Args[I + 1] == "-include")) {
-        // -Xclang -include -Xclang <pch>: drop all four.
-        if (I + 3 < Args.size() && StringRef(Args[I + 3]).contains("cmake_pch")) {
-          I += 3;
-          continue;
-        }
-      }
-      if (A == "-Winvalid-pch" || A == "-fpch-preprocess" || A.starts_with("-fpch-instantiate"))
-        continue;
-      Out.push_back(Args[I]);
-    }
-    return Out;
-  };
-}
 
-std::string absolutePath(StringRef P) {
-  llvm::SmallString<256> S(P);
-  llvm::sys::fs::make_absolute(S);
-  llvm::sys::path::remove_dots(S, /*remove_dot_dot=*/true);
-  return std::string(S);
-}
 
 } // namespace
 
@@ -299,6 +537,11 @@ static void sortAndDeduplicate(Report &R) {
                                }),
                    R.Findings.end());
   llvm::sort(R.Files, [](const FileOutcome &A, const FileOutcome &B) { return A.File < B.File; });
+  // A header's step planned from several TUs is one step.
+  llvm::stable_sort(R.StepFixes, [](const StepFix &A, const StepFix &B) { return A.StepId < B.StepId; });
+  R.StepFixes.erase(std::unique(R.StepFixes.begin(), R.StepFixes.end(),
+                                [](const StepFix &A, const StepFix &B) { return A.StepId == B.StepId; }),
+                    R.StepFixes.end());
 }
 
 void mergeReport(Report &Into, Report &&Part) {
@@ -306,6 +549,8 @@ void mergeReport(Report &Into, Report &&Part) {
     Into.Findings.push_back(std::move(F));
   for (FileOutcome &F : Part.Files)
     Into.Files.push_back(std::move(F));
+  for (StepFix &F : Part.StepFixes)
+    Into.StepFixes.push_back(std::move(F));
   sortAndDeduplicate(Into);
 }
 
@@ -331,43 +576,21 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
       O.Status = FileOutcome::State::Skipped;
     } else {
       TUResult Res;
-      std::string Diags;
-      llvm::raw_string_ostream DiagOS(Diags);
-      auto DiagOpts = llvm::makeIntrusiveRefCnt<DiagnosticOptions>();
-      TextDiagnosticPrinter Printer(DiagOS, DiagOpts.get());
-      struct ErrorsOnly : DiagnosticConsumer {
-        TextDiagnosticPrinter &P;
-        explicit ErrorsOnly(TextDiagnosticPrinter &P) : P(P) {}
-        void BeginSourceFile(const LangOptions &LO, const Preprocessor *PP) override { P.BeginSourceFile(LO, PP); }
-        void EndSourceFile() override { P.EndSourceFile(); }
-        void HandleDiagnostic(DiagnosticsEngine::Level L, const Diagnostic &Info) override {
-          DiagnosticConsumer::HandleDiagnostic(L, Info);
-          if (L >= DiagnosticsEngine::Error)
-            P.HandleDiagnostic(L, Info);
-        }
-      } Consumer(Printer);
-      tooling::ClangTool Tool(DB, {File});
-      Tool.setPrintErrorMessage(false);
-      Tool.setDiagnosticConsumer(&Consumer);
-      Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
-          {"-resource-dir=" AMP_CLANG_RESOURCE_DIR, "-Wno-everything"},
-          tooling::ArgumentInsertPosition::BEGIN));
-      Tool.appendArgumentsAdjuster(tooling::getClangSyntaxOnlyAdjuster());
-      Tool.appendArgumentsAdjuster(stripPrecompiledHeaders());
-      Tool.appendArgumentsAdjuster(tooling::getClangStripOutputAdjuster());
-      for (const auto &[Path, Text] : Opts.Overlays)
-        Tool.mapVirtualFile(Path, Text);
       AmpActionFactory Factory(Rules, Opts, Res);
-      int RC = Tool.run(&Factory);
-      if (RC != 0 || Consumer.getNumErrors() > 0) {
+      ErrorCollector Errors;
+      if (!parseTU(DB, File, Opts.Overlays, {}, Factory, Errors)) {
         O.Status = FileOutcome::State::Failed;
-        O.Error = Diags.empty() ? File + ": error: the file could not be parsed" : Diags;
+        O.Error = Errors.Text.empty() ? File + ": error: the file could not be parsed" : Errors.Text;
         while (!O.Error.empty() && O.Error.back() == '\n')
           O.Error.pop_back();
       } else {
+        if (Opts.VerifyFixes)
+          verifyFixes(Res, DB, File, Opts);
         std::lock_guard<std::mutex> L(M);
         for (Finding &F : Res.Findings)
           R.Findings.push_back(std::move(F));
+        for (StepFix &F : Res.Fixes)
+          R.StepFixes.push_back(std::move(F));
       }
     }
     std::lock_guard<std::mutex> L(M);
@@ -390,6 +613,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
   sortAndDeduplicate(R);
   FileTexts Texts(Opts.Overlays);
   applyNoLint(R.Findings, Texts);
+  attachFixes(R.Findings, R.StepFixes);
   return R;
 }
 

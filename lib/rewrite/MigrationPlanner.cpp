@@ -17,16 +17,6 @@
 using namespace clang;
 namespace ampmigrate {
 
-llvm::StringRef levelName(AmpLevel L) {
-  switch (L) {
-  case AmpLevel::O0: return "O0";
-  case AmpLevel::O1: return "O1";
-  case AmpLevel::O2: return "O2";
-  case AmpLevel::O3: return "O3";
-  }
-  return "O2";
-}
-
 namespace {
 
 /// An edit inside one file, by offsets; turned into tooling::Replacement at the end.
@@ -46,6 +36,16 @@ public:
   bool VisitDeclRefExpr(DeclRefExpr *E) {
     if (E->getDecl()->getIdentifier())
       Names.insert(E->getDecl()->getName());
+    return true;
+  }
+};
+
+/// Every variable an expression reads.
+class VariablesRead : public RecursiveASTVisitor<VariablesRead> {
+public:
+  std::vector<const ValueDecl *> Found;
+  bool VisitDeclRefExpr(DeclRefExpr *E) {
+    Found.push_back(E->getDecl());
     return true;
   }
 };
@@ -138,7 +138,7 @@ private:
   /// The target names as the edits spell them (globally qualified when needed).
   const TargetApi &Tgt;
   const TranslationUnitAnalysis &TU;
-  std::vector<TrainingStep::Blocker> Blockers;
+  std::vector<Blocker> Blockers;
   std::vector<Edit> Edits;
   FileID File;
   std::string FilePath;
@@ -396,7 +396,8 @@ private:
     const ImplicitBackward &B = *T.Backwards.front();
     planRegion(B);
     planScalerCalls();
-    planClips(B);
+    planClips();
+    planGradAccesses();
     planZeroGrads(B);
     planScalerDecl();
     planInclude();
@@ -639,8 +640,11 @@ private:
         if (StringRef(Base).ends_with("_") && Base.size() > 5)
           Base.pop_back();
         It = Names.emplace(F.Model.Decl, Fresh(Base)).first;
+        std::string Level;
+        if (!levelExpr(S, S.Begin, Level))
+          return;
         Conversions += "auto " + It->second + " = " + Tgt.Convert + "(" + modelText(F.Model) + ", " +
-                       Tgt.LevelEnum + "::" + levelName(Opts.Level).str() + ");";
+                       Level + ");";
       }
       if (!rewriteForward(F, It->second, Edits))
         return;
@@ -691,6 +695,77 @@ private:
 
   /// Where the model is converted: before the outermost loop around the step that the model's
   /// declaration precedes (converted once, not per iteration); otherwise at the start of the step.
+  /// The run-time flag that switched autocast on for this scope, if any: the condition of
+  /// `if (use_amp) set_enabled(true);`, or the argument a guard constructor takes for its
+  /// `bool` parameter (`AmpGuard g(cfg.use_amp);`). Null for a scope that is always on.
+  const Expr *runTimeFlag(const AutocastScope &S) const {
+    if (S.Enable && S.Enable->GuardCondition)
+      return S.Enable->GuardCondition;
+    const auto *VD = S.GuardVar ? dyn_cast<VarDecl>(S.GuardVar) : nullptr;
+    const auto *CE = VD && VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
+    if (!CE || !CE->getConstructor())
+      return nullptr;
+    for (unsigned I = 0; I < CE->getNumArgs() && I < CE->getConstructor()->getNumParams(); ++I) {
+      const Expr *A = CE->getArg(I);
+      if (isa<CXXDefaultArgExpr>(A) || !CE->getConstructor()->getParamDecl(I)->getType()->isBooleanType())
+        continue;
+      bool Value;
+      if (!A->isValueDependent() && A->EvaluateAsBooleanCondition(Value, Ctx))
+        continue; // a constant: no run-time switch
+      return A;
+    }
+    return nullptr;
+  }
+
+  /// The level expression of a conversion inserted at `At`: the chosen level, or, when autocast
+  /// was switched by a run-time flag, that flag choosing between it and O0 (so the fp32 mode
+  /// stays fp32). False (and a blocker) when the flag cannot be evaluated at `At`.
+  bool levelExpr(const AutocastScope &S, unsigned At, std::string &Out) {
+    std::string Level = Tgt.LevelEnum + "::" + levelName(Opts.Level).str();
+    const Expr *Flag = runTimeFlag(S);
+    if (!Flag) {
+      Out = Level;
+      return true;
+    }
+    // Every local the flag reads must exist where the model is converted.
+    VariablesRead Refs;
+    Refs.TraverseStmt(const_cast<Expr *>(Flag));
+    for (const ValueDecl *D : Refs.Found) {
+      const auto *V = dyn_cast<VarDecl>(D);
+      if (!V || !V->isLocalVarDecl() || off(V->getLocation()) < At)
+        continue;
+      block(Flag->getBeginLoc(), "autocast is switched by the run-time flag `" +
+                                     text(Flag->getSourceRange()) + "`, which is declared after "
+                                     "where the model is converted once (before the loop); "
+                                     "declare it earlier or migrate by hand");
+      return false;
+    }
+    std::string F = text(Flag->getSourceRange());
+    const Expr *Bare = Flag->IgnoreParenImpCasts();
+    if (!isa<DeclRefExpr, MemberExpr, CXXMemberCallExpr, CallExpr>(Bare) &&
+        !(isa<UnaryOperator>(Bare) && cast<UnaryOperator>(Bare)->getOpcode() == UO_LNot))
+      F = "(" + F + ")";
+    Out = F + " ? " + Level + " : " + Tgt.LevelEnum + "::O0";
+    return true;
+  }
+
+  /// What goes when an autocast call's statement goes: the statement, or the whole
+  /// `if (use_amp) { ... }` around it when that block holds nothing but this scope's calls (an
+  /// empty `if` would be left otherwise).
+  std::set<const Stmt *> RemovedUnits;
+  const Stmt *removalUnit(const AutocastScope &S, const Stmt *St) const {
+    const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(St));
+    const auto *If = Block ? dyn_cast_or_null<IfStmt>(PM.getParent(Block)) : nullptr;
+    if (!If || If->getThen() != Block || If->getElse() || If->getInit() || If->getConditionVariable() ||
+        If->getCond()->HasSideEffects(Ctx))
+      return St;
+    auto OfScope = [&](const Stmt *Child) {
+      auto Is = [&](const AutocastCall *A) { return A && A->Removable == Child; };
+      return Is(S.Enable) || Is(S.Disable) || llvm::any_of(S.Auxiliary, Is);
+    };
+    return llvm::all_of(Block->body(), OfScope) ? If : St;
+  }
+
   bool conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
     // A parameter or a data member exists before any loop of the body; a local must be
     // declared before the loop.
@@ -944,7 +1019,9 @@ private:
           block(A->Call->getBeginLoc(), "the autocast call is part of a larger expression");
         return;
       }
-      RemoveStmt(A->Removable, A->Call->getBeginLoc());
+      const Stmt *Unit = removalUnit(S, A->Removable);
+      if (RemovedUnits.insert(Unit).second)
+        RemoveStmt(Unit, A->Call->getBeginLoc());
     };
     if (CalleeScope) {
       planCalleeScope();
@@ -978,10 +1055,14 @@ private:
         continue;
       std::string Conv = convertedName(F->Model);
       if (ConvertedModels.insert(Conv).second) {
+        unsigned At = 0;
+        bool BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
+        std::string Level;
+        if (!levelExpr(S, BeforeLoop ? At : RB, Level))
+          return;
         std::string Line = "auto " + Conv + " = " + Tgt.Convert + "(" + modelText(F->Model) +
-                           ", " + Tgt.LevelEnum + "::" + levelName(Opts.Level).str() + ");\n";
-        unsigned At;
-        if (conversionBeforeLoop(F->Model, R0, At))
+                           ", " + Level + ");\n";
+        if (BeforeLoop)
           insertAt(At, indentAt(At) + Line);
         else
           Conversions.push_back(Indent + Line);
@@ -1286,17 +1367,11 @@ private:
     return false;
   }
 
-  void planClips(const ImplicitBackward &B) {
-    unsigned BackOff = off(B.Backward->getBeginLoc());
-    unsigned StepOff = off(T.Steps.front()->Call->getBeginLoc());
+  void planClips() {
     for (const ClipCall *C : T.Clips) {
       unsigned O = off(C->Call->getBeginLoc());
-      if (O < BackOff || O > StepOff)
-        continue; // not part of this step
-      bool UnscaledBefore = llvm::any_of(T.Unscales, [&](const ScalerCall *U) {
-        return off(U->Call->getBeginLoc()) < O;
-      });
-      if (!UnscaledBefore) {
+      ObjectRef Of = T.stepsOptimizer(C->ParamsOwner) ? C->ParamsOwner : ObjectRef();
+      if (!T.unscaledBefore(O, Of, SM)) {
         block(C->Call->getBeginLoc(), "clipping still-scaled gradients (no unscale_ before it); "
                                       "fix the order first (amp-clip-before-unscale)");
         continue;
@@ -1359,6 +1434,30 @@ private:
       Edits.push_back({SB, 0, "const double " + NormVar + " = " + Norm + ";\n" + Indent + Clip + "\n" + Indent});
       Edits.push_back({CB, CE - CB, NormVar});
     }
+  }
+
+  /// Statements between the backward and step() that touch `.grad`: the explicit grads never
+  /// reach it, so such a statement would silently act on nothing after the rewrite.
+  void planGradAccesses() {
+    for (const GradAccess &A : T.GradAccesses) {
+      std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
+      if (A.How == GradAccess::Kind::GradAccessor)
+        block(A.Access->getBeginLoc(),
+              "`" + Stmt + "` reads or writes .grad between the scaled backward and step(); the "
+              "explicit grads of " + Tgt.ValueAndGrad + " never reach .grad, so after the rewrite "
+              "it would act on nothing: rewrite it onto the grads or migrate this step by hand");
+      else
+        block(A.Access->getBeginLoc(),
+              "`" + Stmt + "` hands the parameters (or the model or optimizer) to code that may "
+              "read or write .grad between the scaled backward and step(); the explicit grads of " +
+              Tgt.ValueAndGrad + " never reach .grad: rewrite it onto the grads or migrate this "
+              "step by hand");
+    }
+  }
+
+  static std::string firstLine(StringRef S) {
+    StringRef L = S.split('\n').first.rtrim();
+    return L.size() < S.rtrim().size() ? (L + " ...").str() : L.str();
   }
 
   void planZeroGrads(const ImplicitBackward &) {

@@ -6,13 +6,14 @@ original. O2/O3 (different numerics by design): the loss must fall comparably (a
 original's relative drop) and the parameters must still be fp32 at the end.
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
 
 
-def run(exe):
-    proc = subprocess.run([exe], capture_output=True, text=True)
+def run(exe, env=None):
+    proc = subprocess.run([exe], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"FAIL: {exe} exited with {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     losses = [float(m.group(1)) for m in re.finditer(r"^step \d+ loss (\S+)$", proc.stdout, re.M)]
@@ -34,10 +35,16 @@ def main():
     ap.add_argument("--after", required=True)
     ap.add_argument("--level", required=True)
     ap.add_argument("--rtol", type=float, default=2e-2)
+    ap.add_argument("--env", action="append", default=[],
+                    help="NAME=VALUE set for both programs (e.g. a program's fp32 mode)")
     args = ap.parse_args()
 
-    before, _ = run(args.before)
-    after, after_fp32 = run(args.after)
+    env = dict(os.environ)
+    for kv in args.env:
+        name, _, value = kv.partition("=")
+        env[name] = value
+    before, _ = run(args.before, env)
+    after, after_fp32 = run(args.after, env)
     print(f"{'step':>4} {'original':>10} {'migrated':>10}")
     for i, (b, a) in enumerate(zip(before, after)):
         print(f"{i:>4} {b:>10.6f} {a:>10.6f}")

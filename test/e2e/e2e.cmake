@@ -81,6 +81,15 @@ function(amp_e2e_programs before_dir migrated_dir programs)
                COMMAND ${Python3_EXECUTABLE} ${compare} --before $<TARGET_FILE:${before_exe}>
                        --after $<TARGET_FILE:${after_exe}> --level ${level})
       set_tests_properties(e2e.${program}.${level} PROPERTIES LABELS e2e)
+      if(AMP_E2E_FP32_ENV_${program} AND level STREQUAL "O1")
+        # The program's fp32 mode (its run-time AMP flag off): the migrated program converts at O0
+        # and must compute what the original computed, to 1e-6.
+        add_test(NAME e2e.${program}.fp32
+                 COMMAND ${Python3_EXECUTABLE} ${compare} --before $<TARGET_FILE:${before_exe}>
+                         --after $<TARGET_FILE:${after_exe}> --level O0 --rtol 1e-6
+                         --env ${AMP_E2E_FP32_ENV_${program}})
+        set_tests_properties(e2e.${program}.fp32 PROPERTIES LABELS e2e)
+      endif()
     endforeach()
   endforeach()
 endfunction()

@@ -25,7 +25,14 @@ cl::OptionCategory Cat("amp-migrate options");
 cl::list<std::string> Files(cl::Positional, cl::desc("<files...>"), cl::cat(Cat));
 cl::opt<std::string> BuildPath("p", cl::desc("Build directory holding compile_commands.json"), cl::cat(Cat));
 cl::opt<std::string> Checks("checks", cl::desc("Check globs, e.g. '-*,amp-*,-amp-zero-grad'"), cl::init(""), cl::cat(Cat));
-cl::opt<std::string> Format("format", cl::desc("Output: text|json|sarif|github|fixits"), cl::init("text"), cl::cat(Cat));
+enum class OutputFormat { Text, Json, Sarif, Github, Fixits };
+cl::opt<OutputFormat> Format("format", cl::desc("Output format"), cl::init(OutputFormat::Text),
+                             cl::values(clEnumValN(OutputFormat::Text, "text", "clang-style diagnostics"),
+                                        clEnumValN(OutputFormat::Json, "json", "one JSON document"),
+                                        clEnumValN(OutputFormat::Sarif, "sarif", "SARIF 2.1.0 (code scanning)"),
+                                        clEnumValN(OutputFormat::Github, "github", "GitHub Actions annotations"),
+                                        clEnumValN(OutputFormat::Fixits, "fixits", "text plus clang's parseable fix-its")),
+                             cl::cat(Cat));
 cl::opt<std::string> Output("output", cl::desc("Write the report to this file"), cl::cat(Cat));
 cl::opt<bool> WarningsAsErrors("warnings-as-errors", cl::desc("Exit 1 when there are findings"), cl::cat(Cat));
 cl::opt<std::string> HeaderFilter("header-filter", cl::desc("Regex of headers to analyse and fix"), cl::init(""), cl::cat(Cat));
@@ -44,8 +51,17 @@ cl::opt<std::string> FormatStyle("format-style", cl::desc("Format the changed li
 cl::opt<bool> ShowFixes("show-fixes", cl::desc("Text output: print the fixed lines"), cl::cat(Cat));
 cl::opt<bool> NoPrefilter("no-prefilter", cl::desc("Parse every file, even those with no AMP token"), cl::Hidden, cl::cat(Cat));
 cl::opt<bool> FullParse("full-parse", cl::desc("Parse every function body"), cl::Hidden, cl::cat(Cat));
+cl::opt<bool> VerifyFixes("verify-fixes",
+                          cl::desc("Re-parse each fixed file in memory before offering its fixes; a "
+                                   "step whose rewrite would not compile is withdrawn (default on)"),
+                          cl::init(true), cl::cat(Cat));
 cl::opt<bool> Lsp("lsp", cl::desc("Serve the Language Server Protocol on stdin/stdout (docs/ide.md)"), cl::cat(Cat));
-cl::opt<std::string> Color("use-color", cl::desc("Colours in text output: auto|always|never"), cl::init("auto"), cl::cat(Cat));
+enum class ColorMode { Auto, Always, Never };
+cl::opt<ColorMode> Color("use-color", cl::desc("Colours in text output"), cl::init(ColorMode::Auto),
+                         cl::values(clEnumValN(ColorMode::Auto, "auto", "when writing to a terminal"),
+                                    clEnumValN(ColorMode::Always, "always", "always"),
+                                    clEnumValN(ColorMode::Never, "never", "never")),
+                         cl::cat(Cat));
 
 } // namespace
 
@@ -139,8 +155,6 @@ int main(int argc, const char **argv) {
     return fail(2, "no input files (usage: amp-migrate [options] <files...> [-- <compiler args>])");
   if (Fix + Diff > 1)
     return fail(2, "--fix and --diff are exclusive");
-  if (Format != "text" && Format != "json" && Format != "sarif" && Format != "github" && Format != "fixits")
-    return fail(2, "unknown --format '" + Format + "' (text, json, sarif, github, fixits)");
 
   // Configuration: command line over the config file. Without --config-file, each file takes the
   // .amp-migrate.yaml found upward from it; files that share a configuration run together.
@@ -188,6 +202,7 @@ int main(int argc, const char **argv) {
     Opts.Jobs = Jobs;
     Opts.Prefilter = !NoPrefilter;
     Opts.SkipBodies = !FullParse;
+    Opts.VerifyFixes = VerifyFixes;
     Opts.Progress = Files.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
     Opts.Engine.Planner.Level = L;
     Opts.Engine.CheckEnabled = [ChecksGlob](llvm::StringRef Id) { return checkEnabledByGlobs(ChecksGlob, Id); };
@@ -219,19 +234,17 @@ int main(int argc, const char **argv) {
   EmitOptions EO;
   EO.ToolVersion = AMP_MIGRATE_VERSION;
   EO.ShowFixes = ShowFixes;
-  EO.Color = Color == "always" || (Color == "auto" && Output.empty() && llvm::sys::Process::StandardOutIsDisplayed());
+  EO.Color = Color == ColorMode::Always ||
+             (Color == ColorMode::Auto && Output.empty() && llvm::sys::Process::StandardOutIsDisplayed());
   // With --diff the diff owns stdout; the findings go to stderr.
   llvm::raw_ostream &ReportOS = Diff && Output.empty() ? llvm::errs() : *OS;
-  if (Format == "text")
-    emitText(R, Texts, ReportOS, EO);
-  else if (Format == "json")
-    emitJson(R, Texts, ReportOS, EO);
-  else if (Format == "sarif")
-    emitSarif(R, Texts, ReportOS, EO);
-  else if (Format == "github")
-    emitGithub(R, ReportOS);
-  else
-    emitFixits(R, Texts, ReportOS, EO);
+  switch (Format) {
+  case OutputFormat::Text: emitText(R, Texts, ReportOS, EO); break;
+  case OutputFormat::Json: emitJson(R, Texts, ReportOS, EO); break;
+  case OutputFormat::Sarif: emitSarif(R, Texts, ReportOS, EO); break;
+  case OutputFormat::Github: emitGithub(R, ReportOS); break;
+  case OutputFormat::Fixits: emitFixits(R, Texts, ReportOS, EO); break;
+  }
 
   if (!ExportFixes.empty()) {
     std::error_code EC;

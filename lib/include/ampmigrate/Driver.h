@@ -20,6 +20,9 @@ struct DriverOptions {
   bool Prefilter = true;      ///< skip TUs whose sources hold no AMP token, without parsing
   bool SkipBodies = true;     ///< skip bodies of functions in headers with no AMP token
   bool Progress = false;      ///< progress lines on stderr
+  /// Re-parse each fixed translation unit in memory before offering its fixes; a step whose
+  /// rewrite does not compile is withdrawn and reported (amp-manual-migration).
+  bool VerifyFixes = true;
   /// Unsaved editor buffers: path -> contents (the language server).
   std::map<std::string, std::string> Overlays;
   EngineOptions Engine;
@@ -39,13 +42,9 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
 void mergeReport(Report &Into, Report &&Part);
 
 /// Drops findings suppressed by NOLINT, NOLINT(id), NOLINTNEXTLINE(id), NOLINTBEGIN/END(id).
-/// First hands the edits of a suppressed lead finding to the next unsuppressed finding of its
-/// step (NOLINT silences one diagnostic; it does not veto the whole step's rewrite).
+/// Fixes are attached afterwards (attachFixes), so NOLINT on one finding of a step silences that
+/// diagnostic without vetoing the step's rewrite.
 void applyNoLint(std::vector<Finding> &Findings, SourceTexts &Texts);
-/// The filtering alone.
-void applyNoLintOnly(std::vector<Finding> &Findings, SourceTexts &Texts);
-/// The hand-over alone (the clang-tidy plugin, where clang-tidy applies NOLINT itself).
-void relocateSuppressedFixes(std::vector<Finding> &Findings, SourceTexts &Texts);
 
 /// True when the text mentions none of the tokens (the lexical prefilter's test of one file).
 bool mentionsAnyToken(llvm::StringRef Text, const std::vector<std::string> &Tokens);
