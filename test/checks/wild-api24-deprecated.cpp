@@ -53,6 +53,16 @@ torch::Tensor other_device(Net &model, const torch::Tensor &x) {
   return y;
 }
 
+// A flag parameter in a function that does more than forward it: a scope.
+torch::Tensor flag_parameter(Net &model, const torch::Tensor &x, bool use_amp) {
+  at::autocast::set_autocast_enabled(at::kCUDA, use_amp);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_autocast_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  torch::Tensor y = model.forward(x);
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  return y;
+}
+
 // Bindings of the 2.4+ API forward their caller's device and value: no scope, no finding.
 void set_autocast_enabled_binding(c10::DeviceType device, bool enabled) {
   at::autocast::set_autocast_enabled(device, enabled);
