@@ -120,6 +120,7 @@ public:
         learnClass(Ctor->getParent());
     return true;
   }
+
   void HandleTranslationUnit(ASTContext &Ctx) override {
     if (CI.getDiagnostics().hasErrorOccurred())
       return; // never report or rewrite from a broken parse
