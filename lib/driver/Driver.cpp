@@ -1,5 +1,6 @@
 // The driver: one frontend action per translation unit, run in parallel, merged into one report.
 #include "ampmigrate/Driver.h"
+#include "ampmigrate/StepFinder.h"
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/ASTContext.h"
@@ -85,7 +86,9 @@ public:
       Filter.HeaderRe.emplace(Opts.HeaderFilter);
   }
 
-  /// A function body in a file that names no AMP token cannot hold a finding.
+  /// A function body in a file that names no AMP token cannot hold a finding. The tokens are the
+  /// rules' names and the guard and scaler classes learned so far in this translation unit: a
+  /// guard defined in one header and used in another makes the user's body worth parsing.
   bool shouldSkipFunctionBody(Decl *D) override {
     if (!Opts.SkipBodies)
       return false;
@@ -93,14 +96,27 @@ public:
     SourceLocation L = SM.getExpansionLoc(D->getLocation());
     if (SM.isInMainFile(L))
       return false;
-    FileID F = SM.getFileID(L);
-    auto It = FileHasTokens.find(F);
-    if (It == FileHasTokens.end()) {
-      bool Invalid = false;
-      StringRef Text = SM.getBufferData(F, &Invalid);
-      It = FileHasTokens.try_emplace(F, Invalid || mentionsAnyToken(Text, Tokens)).first;
-    }
-    return !It->second;
+    return !mentionsAmp(SM.getFileID(L));
+  }
+
+  /// Learns the user's guard and scaler classes as they are completed (their inline bodies are
+  /// parsed by then). Only classes of files that mention a rule's token can be one.
+  void HandleTagDeclDefinition(TagDecl *D) override {
+    const auto *RD = dyn_cast<CXXRecordDecl>(D);
+    if (!Opts.SkipBodies || !RD || !RD->getIdentifier() || RD->isLambda() ||
+        isa<ClassTemplateSpecializationDecl>(RD))
+      return;
+    learnClass(RD);
+  }
+
+  /// An out-of-line constructor (`Guard::Guard(bool on) { set_enabled(on); }`) completes a guard.
+  bool HandleTopLevelDecl(DeclGroupRef DG) override {
+    if (!Opts.SkipBodies)
+      return true;
+    for (Decl *D : DG)
+      if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(D); Ctor && Ctor->isOutOfLine())
+        learnClass(Ctor->getParent());
+    return true;
   }
 
   void HandleTranslationUnit(ASTContext &Ctx) override {
@@ -124,7 +140,45 @@ private:
   TUResult &Out;
   ScopeFilter Filter;
   std::vector<std::string> Tokens;
-  llvm::DenseMap<FileID, bool> FileHasTokens;
+  std::vector<std::string> LearnedTokens;
+  struct FileTokens {
+    bool Mentions = false;
+    size_t LearnedChecked = 0; ///< LearnedTokens[0, LearnedChecked) are known to be absent
+  };
+  llvm::DenseMap<FileID, FileTokens> FileHasTokens;
+
+  bool mentionsAmp(FileID F) {
+    auto [It, New] = FileHasTokens.try_emplace(F);
+    FileTokens &T = It->second;
+    bool Invalid = false;
+    StringRef Text;
+    if (New) {
+      Text = CI.getSourceManager().getBufferData(F, &Invalid);
+      T.Mentions = Invalid || mentionsAnyToken(Text, Tokens);
+    }
+    if (T.Mentions || T.LearnedChecked == LearnedTokens.size())
+      return T.Mentions;
+    if (!New)
+      Text = CI.getSourceManager().getBufferData(F, &Invalid);
+    std::vector<std::string> Unchecked(LearnedTokens.begin() + T.LearnedChecked, LearnedTokens.end());
+    T.LearnedChecked = LearnedTokens.size();
+    T.Mentions = Invalid || mentionsAnyToken(Text, Unchecked);
+    return T.Mentions;
+  }
+
+  void learnClass(const CXXRecordDecl *RD) {
+    const SourceManager &SM = CI.getSourceManager();
+    SourceLocation L = SM.getExpansionLoc(RD->getLocation());
+    if (L.isInvalid() || SM.isInSystemHeader(L) || !RD->getIdentifier())
+      return;
+    if (!SM.isInMainFile(L) && !mentionsAmp(SM.getFileID(L)))
+      return;
+    std::string Name = RD->getName().str();
+    if (llvm::is_contained(Tokens, Name) || llvm::is_contained(LearnedTokens, Name))
+      return;
+    if (isAutocastGuardClass(RD, Rules, nullptr) || isScalerClass(RD, Rules))
+      LearnedTokens.push_back(std::move(Name));
+  }
 };
 
 class AmpAction : public ASTFrontendAction {

@@ -20,7 +20,9 @@ namespace ampmigrate {
 struct AutocastCall {
   const clang::CallExpr *Call = nullptr;
   const AutocastFunctionRule *Rule = nullptr;
-  enum class State { On, Off, Restore, Unknown } Turns = State::Unknown; ///< Enable role only
+  /// Enable role only. Forwarded: sets a value its caller passes in (a binding's setter), which
+  /// opens no scope of its own.
+  enum class State { On, Off, Restore, Unknown, Forwarded } Turns = State::Unknown;
   std::string Device; ///< "cuda", "cpu" or "" (unknown / variable)
   /// The statement that exists only for this call (`f();`, `if (c) f();`), or nullptr when the
   /// call is part of a larger statement and cannot be removed alone.
@@ -45,6 +47,7 @@ struct AutocastScope {
   /// Set when autocast stays on past this point on some path (no disable; or a return first).
   clang::SourceLocation LeaksAt;
   std::string LeakReason;
+  std::string LeakNote; ///< said at LeaksAt when a disable exists (the path that skips it)
   unsigned Begin = 0, End = 0; ///< file offsets of the scope (enable .. disable or block end)
 };
 
