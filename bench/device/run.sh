@@ -97,13 +97,16 @@ ctest --test-dir "$BUILD" -R runtime -j 8 --output-on-failure \
 tail -3 "$OUT/cuda-gtest.txt"
 # A skipped CUDA test is a failure of this run, except the GEMM without cuBLASLt (said above).
 skipped=$(grep '^\[  SKIPPED \] [A-Za-z]' "$OUT/cuda-gtest.txt" | sed 's/^\[  SKIPPED \] //; s/ (.*//' || true)
+unexpected=0
 for t in $skipped; do
   if [ "$HAVE_CUBLASLT" = 0 ] && [ "$t" = "CudaScalars.GemmMatchesCpuReference" ]; then
     echo "skipped as expected without cuBLASLt: $t"
   else
-    fail "CUDA test SKIPPED: $t (no GPU visible? not enough memory?)"
+    unexpected=$((unexpected + 1))
+    [ "$unexpected" -le 5 ] && echo "SKIPPED: $t"
   fi
 done
+[ "$unexpected" = 0 ] || fail "$unexpected CUDA tests SKIPPED (reasons in cuda-gtest.txt: no GPU visible? not enough memory?)"
 
 step "scaler checkpoint fixture vs this PyTorch's torch.save"
 python3 "$ROOT/test/torch/data/make_scaler_state.py" --check "$ROOT/test/torch/data/scaler_state.pt" \
