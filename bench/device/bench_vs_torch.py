@@ -432,7 +432,7 @@ def chain_rows(amp, shape, dtype, sizes, grads_in, copy_gbps, reps, row, check):
         opt = torch.optim.AdamW(params_t, lr=1e-6, weight_decay=0.01, **kwargs)
         scaler = torch.amp.GradScaler("cuda", init_scale=1024.0, growth_interval=1 << 30)
 
-        def torch_chain():
+        def torch_chain(opt=opt, scaler=scaler):  # bound now: timed after the loop
             if lowp:
                 torch._foreach_copy_(grads_t, scaled)  # fp16/bf16 grads into the fp32 .grad
             scaler.unscale_(opt)
@@ -444,7 +444,17 @@ def chain_rows(amp, shape, dtype, sizes, grads_in, copy_gbps, reps, row, check):
                 # below and subtracted)
                 torch._foreach_mul_(grads_t, 1024.0)
 
-        restore_ms = 0.0 if lowp else time_ms(lambda: torch._foreach_mul_(grads_t, 1024.0), reps=reps)
+        # The restore's cost alone: the same multiply, alternating x1024 and /1024 (exact powers of
+        # two) so that thousands of timed calls leave the grads as they were instead of overflowing.
+        flip = [1024.0]
+
+        def restore_alone():
+            torch._foreach_mul_(grads_t, flip[0])
+            flip[0] = 1.0 / flip[0]
+
+        restore_ms = 0.0 if lowp else time_ms(restore_alone, reps=reps)
+        if flip[0] != 1024.0:
+            torch._foreach_mul_(grads_t, flip[0])  # an odd number of calls: undo the last one
         results[label] = (torch_chain, restore_ms)
 
     p = [t.detach().clone() for t in params_t]
