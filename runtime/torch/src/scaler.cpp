@@ -4,8 +4,13 @@
 
 #include "core_dispatch.h"
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/serialize.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <iterator>
 #include <sstream>
 
@@ -336,6 +341,112 @@ void GradScaler::load_state_dict(const std::map<std::string, double> &state) {
     scale_.fill_(loaded_scale_);
     growth_tracker_.fill_(loaded_tracker_);
   }
+}
+
+// ---- checkpoints shared with Python (torch.save / torch.load of state_dict()) -----------------
+namespace {
+
+/// Python's GradScaler.state_dict() holds these two as ints, the other three as floats.
+bool is_int_key(const std::string &key) {
+  return key == "growth_interval" || key == "_growth_tracker";
+}
+
+/// The dict as pickle protocol 2 with plain opcodes only (no torch globals, unlike libtorch's
+/// pickle_save, which tags dicts with torch.jit._pickle.restore_type_tag): Python's torch.load
+/// with weights_only=True accepts exactly this.
+std::vector<char> pickle_plain_dict(const std::map<std::string, double> &state) {
+  std::vector<char> out{'\x80', '\x02', '}', '('}; // PROTO 2, EMPTY_DICT, MARK
+  auto put_u32 = [&out](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i)
+      out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
+  };
+  for (const auto &[key, value] : state) {
+    out.push_back('X'); // BINUNICODE: u32 little-endian length, UTF-8
+    put_u32(static_cast<std::uint32_t>(key.size()));
+    out.insert(out.end(), key.begin(), key.end());
+    if (is_int_key(key)) {
+      out.push_back('J'); // BININT: i32 little-endian
+      put_u32(static_cast<std::uint32_t>(static_cast<std::int32_t>(value)));
+      continue;
+    }
+    out.push_back('G'); // BINFLOAT: IEEE double, big-endian
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    for (int i = 7; i >= 0; --i)
+      out.push_back(static_cast<char>((bits >> (8 * i)) & 0xffu));
+  }
+  out.push_back('u'); // SETITEMS
+  out.push_back('.'); // STOP
+  return out;
+}
+
+[[noreturn]] void checkpoint_fail(const std::string &source, const std::string &problem) {
+  throw Error("amp::load_scaler_state: " + source + ": " + problem);
+}
+
+} // namespace
+
+std::vector<char> scaler_state_bytes(const GradScaler &scaler) {
+  const std::vector<char> data = pickle_plain_dict(scaler.state_dict());
+  std::vector<char> bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&bytes](const void *p, std::size_t n) {
+    const char *c = static_cast<const char *>(p);
+    bytes.insert(bytes.end(), c, c + n);
+    return n;
+  });
+  writer.writeRecord("data.pkl", data.data(), data.size());
+  writer.writeRecord("byteorder", "little", 6);
+  writer.writeEndOfFile(); // adds the version record, as torch.save's writer does
+  return bytes;
+}
+
+void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
+                             const std::string &source) {
+  torch::IValue loaded;
+  try {
+    loaded = torch::pickle_load(bytes);
+  } catch (const c10::Error &e) {
+    checkpoint_fail(source, std::string("not a file written by torch.save: ") +
+                                e.what_without_backtrace());
+  }
+  if (!loaded.isGenericDict())
+    checkpoint_fail(source, "holds a " + loaded.tagKind() + ", not a GradScaler state dict");
+  std::map<std::string, double> state;
+  for (const auto &entry : loaded.toGenericDict()) {
+    if (!entry.key().isString())
+      checkpoint_fail(source, "has a key that is not a string");
+    const std::string key = entry.key().toStringRef();
+    const torch::IValue &value = entry.value();
+    if (value.isDouble())
+      state[key] = value.toDouble();
+    else if (value.isInt())
+      state[key] = static_cast<double>(value.toInt());
+    else
+      checkpoint_fail(source, "key '" + key + "' holds a " + value.tagKind() + ", not a number");
+  }
+  try {
+    scaler.load_state_dict(state);
+  } catch (const Error &e) {
+    checkpoint_fail(source, e.what());
+  }
+}
+
+void save_scaler_state(const GradScaler &scaler, const std::string &path) {
+  const std::vector<char> bytes = scaler_state_bytes(scaler);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out)
+    throw Error("amp::save_scaler_state: cannot write " + path);
+}
+
+void load_scaler_state(GradScaler &scaler, const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error("amp::load_scaler_state: cannot open " + path);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+  load_scaler_state_bytes(scaler, bytes, path);
 }
 
 } // namespace amp

@@ -401,4 +401,15 @@ private:
   std::unordered_map<const torch::optim::Optimizer *, OptimizerState> per_optimizer_;
 };
 
+/// Scaler checkpoints shared with Python PyTorch. The bytes are those of
+/// `torch.save(scaler.state_dict(), f)`: a zip archive whose data.pkl is a plain dict (floats for
+/// scale and the factors, ints for growth_interval and _growth_tracker), so Python's torch.load
+/// reads what save_scaler_state writes (weights_only too), and load_scaler_state reads a file that
+/// Python saved (through libtorch's pickle loader). Errors name the file and the key.
+std::vector<char> scaler_state_bytes(const GradScaler &scaler);
+void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
+                             const std::string &source = "<bytes>");
+void save_scaler_state(const GradScaler &scaler, const std::string &path);
+void load_scaler_state(GradScaler &scaler, const std::string &path);
+
 } // namespace amp
