@@ -15,7 +15,9 @@ namespace {
 
 using torch::Tensor;
 
-amp::ProcessGroupPtr group_for(const std::string &test) { return e2e::gloo_group_from_env(test); }
+c10::intrusive_ptr<c10d::ProcessGroupGloo> group_for(const std::string &test) {
+  return e2e::gloo_group_from_env(test);
+}
 
 int rank() { return e2e::rank_from_env(); }
 int world() { return e2e::world_size_from_env(); }
@@ -91,7 +93,8 @@ TEST(Distributed, CollectiveErrorNamesOpAndRank) {
   }
   std::vector<Tensor> undefined{Tensor()};
   EXPECT_THROW(amp::all_reduce_grads(undefined, pg), amp::Error);
-  EXPECT_THROW(amp::all_reduce_grads(grads, amp::ProcessGroupPtr()), amp::Error);
+  EXPECT_THROW(amp::all_reduce_grads(grads, c10::intrusive_ptr<c10d::ProcessGroup>()), amp::Error);
+  EXPECT_THROW(amp::GradScalerOptions().process_group(amp::ProcessGroupRef()), amp::Error);
 }
 
 /// One step of a scaler on per-rank grads (not reduced: as with sharded grads) where only the

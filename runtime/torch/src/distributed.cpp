@@ -12,19 +12,20 @@ namespace amp {
 
 namespace detail {
 struct Collective {
-  ProcessGroupPtr process_group;
+  ProcessGroupRef process_group;
 };
 } // namespace detail
 
 namespace {
 
-std::string where(const c10d::ProcessGroup &pg) {
-  return "rank " + std::to_string(pg.getRank()) + " of " + std::to_string(pg.getSize());
+std::string where(const ProcessGroupRef &pg) {
+  return "rank " + std::to_string(pg.rank()) + " of " + std::to_string(pg.size());
 }
 
 /// Starts one all-reduce; an exception from the backend becomes amp::Error naming op and rank.
-c10::intrusive_ptr<c10d::Work> start_allreduce(c10d::ProcessGroup &pg, std::vector<torch::Tensor> &ts,
-                                               c10d::ReduceOp op, const std::string &what) {
+c10::intrusive_ptr<c10d::Work> start_allreduce(const ProcessGroupRef &pg,
+                                               std::vector<torch::Tensor> &ts, c10d::ReduceOp op,
+                                               const std::string &what) {
   c10d::AllreduceOptions opts;
   opts.reduceOp = op;
   try {
@@ -34,7 +35,7 @@ c10::intrusive_ptr<c10d::Work> start_allreduce(c10d::ProcessGroup &pg, std::vect
   }
 }
 
-void wait_for(c10d::Work &work, const c10d::ProcessGroup &pg, const std::string &what) {
+void wait_for(c10d::Work &work, const ProcessGroupRef &pg, const std::string &what) {
   try {
     work.wait();
   } catch (const std::exception &e) {
@@ -42,7 +43,7 @@ void wait_for(c10d::Work &work, const c10d::ProcessGroup &pg, const std::string 
   }
 }
 
-void check_group(const ProcessGroupPtr &pg, const char *what) {
+void check_group(const ProcessGroupRef &pg, const char *what) {
   if (!pg)
     throw Error(std::string(what) + ": the process group is null");
 }
@@ -77,7 +78,40 @@ std::vector<Bucket> pack(const std::vector<torch::Tensor> &grads, std::size_t bu
 
 } // namespace
 
-void all_reduce_grads(const std::vector<torch::Tensor> &grads, const ProcessGroupPtr &process_group,
+ProcessGroupRef::operator bool() const {
+#if AMP_TORCH_C10D_BACKEND
+  if (backend_)
+    return true;
+#endif
+  return static_cast<bool>(group_);
+}
+
+int ProcessGroupRef::rank() const {
+#if AMP_TORCH_C10D_BACKEND
+  if (backend_)
+    return backend_->getRank();
+#endif
+  return group_->getRank();
+}
+
+int ProcessGroupRef::size() const {
+#if AMP_TORCH_C10D_BACKEND
+  if (backend_)
+    return backend_->getSize();
+#endif
+  return group_->getSize();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRef::allreduce(std::vector<torch::Tensor> &tensors,
+                                                          const c10d::AllreduceOptions &options) const {
+#if AMP_TORCH_C10D_BACKEND
+  if (backend_)
+    return backend_->allreduce(tensors, options);
+#endif
+  return group_->allreduce(tensors, options);
+}
+
+void all_reduce_grads(const std::vector<torch::Tensor> &grads, const ProcessGroupRef &process_group,
                       bool average, std::size_t bucket_bytes) {
   check_group(process_group, "amp::all_reduce_grads");
   if (bucket_bytes == 0)
@@ -99,13 +133,13 @@ void all_reduce_grads(const std::vector<torch::Tensor> &grads, const ProcessGrou
       bucket.flat = torch::cat(flat_views);
     }
     std::vector<torch::Tensor> io{bucket.flat};
-    works.push_back(start_allreduce(*process_group, io, c10d::ReduceOp::SUM,
+    works.push_back(start_allreduce(process_group, io, c10d::ReduceOp::SUM,
                                     "amp::all_reduce_grads (bucket " + std::to_string(b + 1) +
                                         " of " + std::to_string(buckets.size()) + ")"));
   }
-  const int world = process_group->getSize();
+  const int world = process_group.size();
   for (std::size_t b = 0; b < buckets.size(); ++b) {
-    wait_for(*works[b], *process_group, "amp::all_reduce_grads");
+    wait_for(*works[b], process_group, "amp::all_reduce_grads");
     Bucket &bucket = buckets[b];
     if (average && world > 1)
       bucket.flat.div_(world);
@@ -119,25 +153,25 @@ void all_reduce_grads(const std::vector<torch::Tensor> &grads, const ProcessGrou
   }
 }
 
-torch::Tensor global_norm(const std::vector<torch::Tensor> &xs, const ProcessGroupPtr &process_group) {
+torch::Tensor global_norm(const std::vector<torch::Tensor> &xs, const ProcessGroupRef &process_group) {
   check_group(process_group, "amp::global_norm");
   torch::NoGradGuard no_grad;
   auto local = global_norm(xs);
   std::vector<torch::Tensor> io{local.pow(2).reshape({1})};
-  auto work = start_allreduce(*process_group, io, c10d::ReduceOp::SUM, "amp::global_norm");
-  wait_for(*work, *process_group, "amp::global_norm");
+  auto work = start_allreduce(process_group, io, c10d::ReduceOp::SUM, "amp::global_norm");
+  wait_for(*work, process_group, "amp::global_norm");
   return io.front().reshape({}).sqrt();
 }
 
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm,
-                                               const ProcessGroupPtr &process_group) {
+                                               const ProcessGroupRef &process_group) {
   if (!(clip_norm > 0))
     throw Error("amp::clip_by_global_norm: clip_norm must be > 0, got " + std::to_string(clip_norm));
   return detail::clip_to_norm(xs, clip_norm, global_norm(xs, process_group));
 }
 
-GradScalerOptions &GradScalerOptions::process_group(ProcessGroupPtr process_group) {
+GradScalerOptions &GradScalerOptions::process_group(ProcessGroupRef process_group) {
   check_group(process_group, "amp::GradScalerOptions::process_group");
   collective_ = std::make_shared<const detail::Collective>(detail::Collective{std::move(process_group)});
   return *this;
@@ -150,7 +184,7 @@ void detail::reduce_found_inf(const Collective &collective,
   for (std::size_t i = 1; i < found_inf_per_device.size(); ++i)
     combined += found_inf_per_device[i].to(combined.device()).reshape({1});
   std::vector<torch::Tensor> io{combined};
-  auto &pg = *collective.process_group;
+  const auto &pg = collective.process_group;
   auto work = start_allreduce(pg, io, c10d::ReduceOp::MAX, "amp::GradScaler (found_inf, MAX)");
   wait_for(*work, pg, "amp::GradScaler (found_inf, MAX)");
   found_inf_per_device.assign(1, io.front().reshape({}));
