@@ -85,7 +85,7 @@ TEST(Distributed, CollectiveErrorNamesOpAndRank) {
     FAIL() << "expected amp::Error";
   } catch (const amp::Error &e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("amp::all_reduce_grads"), std::string::npos) << what;
+    EXPECT_NE(what.find("amp::all_reduce_grads (bucket 1 of 1)"), std::string::npos) << what;
     EXPECT_NE(what.find("allreduce failed on rank " + std::to_string(rank()) + " of " +
                         std::to_string(world())),
               std::string::npos)

@@ -76,6 +76,11 @@ std::vector<Bucket> pack(const std::vector<torch::Tensor> &grads, std::size_t bu
   return buckets;
 }
 
+std::string label(std::size_t bucket, std::size_t buckets) {
+  return "amp::all_reduce_grads (bucket " + std::to_string(bucket + 1) + " of " +
+         std::to_string(buckets) + ")";
+}
+
 } // namespace
 
 ProcessGroupRef::operator bool() const {
@@ -133,13 +138,12 @@ void all_reduce_grads(const std::vector<torch::Tensor> &grads, const ProcessGrou
       bucket.flat = torch::cat(flat_views);
     }
     std::vector<torch::Tensor> io{bucket.flat};
-    works.push_back(start_allreduce(process_group, io, c10d::ReduceOp::SUM,
-                                    "amp::all_reduce_grads (bucket " + std::to_string(b + 1) +
-                                        " of " + std::to_string(buckets.size()) + ")"));
+    works.push_back(
+        start_allreduce(process_group, io, c10d::ReduceOp::SUM, label(b, buckets.size())));
   }
   const int world = process_group.size();
   for (std::size_t b = 0; b < buckets.size(); ++b) {
-    wait_for(*works[b], process_group, "amp::all_reduce_grads");
+    wait_for(*works[b], process_group, label(b, buckets.size()));
     Bucket &bucket = buckets[b];
     if (average && world > 1)
       bucket.flat.div_(world);
