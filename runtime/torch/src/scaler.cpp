@@ -3,6 +3,7 @@
 #include <amp/torch.h>
 
 #include "core_dispatch.h"
+#include "distributed.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/serialize.h>
@@ -127,7 +128,11 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
                                                double clip_norm) {
   if (!(clip_norm > 0))
     throw Error("amp::clip_by_global_norm: clip_norm must be > 0, got " + number(clip_norm));
-  auto norm = global_norm(xs);
+  return detail::clip_to_norm(xs, clip_norm, global_norm(xs));
+}
+
+std::vector<torch::Tensor> detail::clip_to_norm(const std::vector<torch::Tensor> &xs,
+                                                double clip_norm, const torch::Tensor &norm) {
   std::vector<torch::Tensor> out(xs.size());
   for (const auto &g : by_device(xs)) {
     std::vector<torch::Tensor> outs;
@@ -211,6 +216,10 @@ void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::T
   }
   if (state.found_inf_per_device.empty())
     state.found_inf_per_device.push_back(torch::zeros({}, scale_.options()));
+#if AMP_TORCH_DISTRIBUTED
+  if (options_.collective())
+    detail::reduce_found_inf(*options_.collective(), state.found_inf_per_device);
+#endif
 }
 
 void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
