@@ -1,4 +1,6 @@
 # Configures and builds into build/ (sourced by demo.sh and test.sh).
+# Paths under the checkout are hashed relative to it, so another clone (CI's) reuses the cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 AMP_DEPS=${AMP_DEPS:-/opt/amp-deps}
 AMP_TORCH_WHEEL_VERSION=${AMP_TORCH_WHEEL_VERSION:-2.11.0}
 torch2="$AMP_DEPS/torch-$AMP_TORCH_WHEEL_VERSION/torch"

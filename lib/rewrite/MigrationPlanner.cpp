@@ -11,6 +11,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -1306,10 +1307,34 @@ private:
     Edits.push_back({off(RP), 0, ", " + gradsFor(C->Optimizer)});
   }
 
+  /// Whether a call's value is used (it is not a statement of its own).
+  bool resultUsed(const Expr *Call) const {
+    const Stmt *Cur = Call;
+    for (const Stmt *P = PM.getParent(Cur); P; Cur = P, P = PM.getParent(P)) {
+      if (isa<CompoundStmt>(P))
+        return false;
+      if (const auto *E = dyn_cast<Expr>(P); E && E->IgnoreImplicit() == Call->IgnoreImplicit())
+        continue; // implicit wrappers around the call itself
+      if (isa<ExprWithCleanups, ImplicitCastExpr>(P))
+        continue;
+      if (const auto *If = dyn_cast<IfStmt>(P); If && If->getCond() != Cur)
+        return false; // `if (c) scaler.unscale_(opt);`
+      return true;
+    }
+    return false;
+  }
+
   void planScalerCalls() {
     for (const ScalerCall *U : T.Unscales) {
       if (U->HasExplicitGrads)
         continue;
+      if (resultUsed(U->Call)) {
+        block(U->Call->getBeginLoc(),
+              "the result of `" + firstLine(text(U->Call->getSourceRange())) +
+                  "` is used (a checked unscale); the explicit-grad unscale_ returns nothing: "
+                  "test the grads yourself (all finite) or migrate this step by hand");
+        continue;
+      }
       renameMethod(U);
       addGradsArgument(U);
     }
@@ -1441,6 +1466,27 @@ private:
   void planGradAccesses() {
     for (const GradAccess &A : T.GradAccesses) {
       std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
+      if (std::optional<GradAllReduce> AR = matchGradAllReduce(A.Statement)) {
+        if (!PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty()) {
+          block(A.Access->getBeginLoc(),
+                "`" + Stmt + "` all-reduces .grad across ranks; with " +
+                    (Tgt.AllReduceGrads.empty() ? std::string("no target.all-reduce-grads in the rules")
+                                                : std::string("several optimizers or a gradient accumulation")) +
+                    " it is not rewritten yet: migrate this step by hand");
+          continue;
+        }
+        CharSourceRange R = stmtRange(A.Statement);
+        unsigned B, E;
+        if (R.isInvalid() || !fileRange(SourceRange(R.getBegin(), R.getBegin()), B, E)) {
+          block(A.Access->getBeginLoc(), "the gradient all-reduce is inside a macro");
+          continue;
+        }
+        B = SM.getFileOffset(R.getBegin());
+        E = SM.getFileOffset(R.getEnd());
+        Edits.push_back({B, E - B, Tgt.AllReduceGrads + "(" + GradsName + ", " + AR->Group +
+                                       (AR->Average ? "" : ", /*average=*/false") + ");"});
+        continue;
+      }
       if (A.How == GradAccess::Kind::GradAccessor)
         block(A.Access->getBeginLoc(),
               "`" + Stmt + "` reads or writes .grad between the scaled backward and step(); the "
@@ -1453,6 +1499,172 @@ private:
               Tgt.ValueAndGrad + " never reach .grad: rewrite it onto the grads or migrate this "
               "step by hand");
     }
+  }
+
+  /// A data-parallel gradient all-reduce over the step's parameters, as libtorch projects write
+  /// it (there is no DDP in C++):
+  ///   for (auto &p : model->parameters()) {
+  ///     std::vector<torch::Tensor> bufs{p.grad()};   // or allreduce on {p.grad()} directly
+  ///     pg->allreduce(bufs)->wait();                  // default options: SUM
+  ///     p.grad().div_(world);                         // optional; world = pg->getSize()
+  ///   }
+  /// becomes `amp::all_reduce_grads(grads, pg)` (average when it divides by the group's size).
+  /// Anything else in the loop, other options, or another divisor: no match (reported).
+  struct GradAllReduce {
+    std::string Group;
+    bool Average = false;
+  };
+
+  static const CXXMemberCallExpr *memberCall(const Expr *E, StringRef Name) {
+    const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E ? E->IgnoreImplicit()->IgnoreParenImpCasts() : nullptr);
+    const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+    return MD && MD->getIdentifier() && MD->getName() == Name ? MC : nullptr;
+  }
+
+  /// `p.grad()` / `p.mutable_grad()` of the loop variable.
+  static bool isGradOf(const Expr *E, const VarDecl *P) {
+    const CXXMemberCallExpr *MC = memberCall(E, "grad");
+    if (!MC)
+      MC = memberCall(E, "mutable_grad");
+    if (!MC)
+      return false;
+    const auto *DRE = dyn_cast<DeclRefExpr>(MC->getImplicitObjectArgument()->IgnoreParenImpCasts());
+    return DRE && DRE->getDecl() == P;
+  }
+
+  /// Whether an expression holds exactly one `p.grad()` and nothing else that computes.
+  class GradOnly : public RecursiveASTVisitor<GradOnly> {
+  public:
+    const VarDecl *P;
+    int Grads = 0, Other = 0;
+    explicit GradOnly(const VarDecl *P) : P(P) {}
+    bool TraverseCXXMemberCallExpr(CXXMemberCallExpr *MC) {
+      if (isGradOf(MC, P)) {
+        ++Grads;
+        return true;
+      }
+      ++Other;
+      return true;
+    }
+    bool VisitCallExpr(CallExpr *CE) {
+      if (!isa<CXXMemberCallExpr>(CE))
+        ++Other;
+      return true;
+    }
+  };
+
+  /// The process group an `allreduce` is called on, as written, when it is an intrusive_ptr
+  /// (what amp::ProcessGroupRef takes); "" otherwise.
+  std::string groupOf(const CXXMemberCallExpr *Call) const {
+    const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Call->getImplicitObjectArgument()->IgnoreParenImpCasts());
+    if (!Arrow || Arrow->getOperator() != OO_Arrow || Arrow->getNumArgs() != 1)
+      return "";
+    const Expr *G = Arrow->getArg(0)->IgnoreParenImpCasts();
+    const CXXRecordDecl *RD = G->getType().getNonReferenceType()->getAsCXXRecordDecl();
+    if (!RD || qualifiedName(RD) != "c10::intrusive_ptr" || !isa<DeclRefExpr, MemberExpr>(G))
+      return "";
+    return text(G->getSourceRange());
+  }
+
+  /// `X` is the group's size: `<group>->getSize()`, or a variable initialised from it.
+  bool isGroupSize(const Expr *X, StringRef Group) const {
+    // Through implicit conversions, a converting constructor included (int -> c10::Scalar).
+    for (int I = 0; I < 4; ++I) {
+      X = X->IgnoreImplicit()->IgnoreParenImpCasts();
+      if (const auto *CE = dyn_cast<CXXConstructExpr>(X); CE && CE->getNumArgs() == 1)
+        X = CE->getArg(0);
+      else
+        break;
+    }
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(X))
+      if (const auto *V = dyn_cast<VarDecl>(DRE->getDecl()); V && V->getInit())
+        X = V->getInit()->IgnoreImplicit()->IgnoreParenImpCasts();
+    const CXXMemberCallExpr *Size = memberCall(X, "getSize");
+    return Size && groupOf(Size) == Group;
+  }
+
+  std::optional<GradAllReduce> matchGradAllReduce(const Stmt *S) const {
+    const auto *FR = dyn_cast<CXXForRangeStmt>(S);
+    if (!FR)
+      return std::nullopt;
+    const CXXMemberCallExpr *Params = memberCall(FR->getRangeInit(), "parameters");
+    if (!Params)
+      return std::nullopt;
+    const Expr *Owner = Params->getImplicitObjectArgument()->IgnoreParenImpCasts();
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Owner); OC && OC->getNumArgs())
+      Owner = OC->getArg(0)->IgnoreParenImpCasts();
+    const auto *OwnerRef = dyn_cast<DeclRefExpr>(Owner);
+    const ValueDecl *OwnerDecl = OwnerRef ? OwnerRef->getDecl() : nullptr;
+    if (!OwnerDecl || !(llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == OwnerDecl; }) ||
+                        llvm::any_of(T.Steps, [&](const ScalerCall *C) { return C->Optimizer.Decl == OwnerDecl; })))
+      return std::nullopt;
+    const VarDecl *P = FR->getLoopVariable();
+    std::vector<const Stmt *> Body;
+    if (const auto *CS = dyn_cast<CompoundStmt>(FR->getBody()))
+      Body.assign(CS->body_begin(), CS->body_end());
+    else
+      Body.push_back(FR->getBody());
+    const VarDecl *Buffer = nullptr;
+    GradAllReduce Out;
+    bool Reduced = false;
+    for (const Stmt *St : Body) {
+      if (const auto *DS = dyn_cast<DeclStmt>(St)) { // std::vector<torch::Tensor> bufs{p.grad()};
+        const auto *V = DS->isSingleDecl() ? dyn_cast<VarDecl>(DS->getSingleDecl()) : nullptr;
+        if (Buffer || Reduced || !V || !V->getInit())
+          return std::nullopt;
+        GradOnly G(P);
+        G.TraverseStmt(const_cast<Expr *>(V->getInit()));
+        if (G.Grads != 1 || G.Other != 0)
+          return std::nullopt;
+        Buffer = V;
+        continue;
+      }
+      const auto *E = dyn_cast<Expr>(St);
+      if (!E)
+        return std::nullopt;
+      E = E->IgnoreImplicit();
+      // pg->allreduce(bufs)->wait();  or  pg->allreduce(bufs);
+      const CXXMemberCallExpr *Reduce = memberCall(E, "allreduce");
+      if (const CXXMemberCallExpr *Wait = memberCall(E, "wait")) {
+        const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Wait->getImplicitObjectArgument()->IgnoreParenImpCasts());
+        if (Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1)
+          Reduce = memberCall(Arrow->getArg(0), "allreduce");
+      }
+      if (Reduce) {
+        if (Reduced || Reduce->getNumArgs() < 1)
+          return std::nullopt;
+        for (unsigned I = 1; I < Reduce->getNumArgs(); ++I)
+          if (!isa<CXXDefaultArgExpr>(Reduce->getArg(I)))
+            return std::nullopt; // explicit options: maybe not a SUM
+        const Expr *Arg = Reduce->getArg(0)->IgnoreImplicit()->IgnoreParenImpCasts();
+        const auto *ArgRef = dyn_cast<DeclRefExpr>(Arg);
+        if (!(Buffer && ArgRef && ArgRef->getDecl() == Buffer)) {
+          GradOnly G(P);
+          G.TraverseStmt(const_cast<Expr *>(Arg));
+          if (G.Grads != 1 || G.Other != 0)
+            return std::nullopt;
+        }
+        Out.Group = groupOf(Reduce);
+        if (Out.Group.empty())
+          return std::nullopt;
+        Reduced = true;
+        continue;
+      }
+      // p.grad().div_(world);  or  p.grad() /= world;
+      const Expr *Divisor = nullptr;
+      if (const CXXMemberCallExpr *Div = memberCall(E, "div_");
+          Div && Div->getNumArgs() == 1 && isGradOf(Div->getImplicitObjectArgument(), P))
+        Divisor = Div->getArg(0);
+      if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E);
+          OC && OC->getOperator() == OO_SlashEqual && OC->getNumArgs() == 2 && isGradOf(OC->getArg(0), P))
+        Divisor = OC->getArg(1);
+      if (!Divisor || !Reduced || Out.Average || !isGroupSize(Divisor, Out.Group))
+        return std::nullopt;
+      Out.Average = true;
+    }
+    if (!Reduced)
+      return std::nullopt;
+    return Out;
   }
 
   static std::string firstLine(StringRef S) {
@@ -1829,7 +2041,7 @@ static TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const Functi
   TargetApi R = T;
   for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.ScalerClass,
                          &R.ScalerOptions, &R.Clip, &R.GlobalNorm, &R.Accumulate, &R.ParametersOf,
-                         &R.SplitGrads})
+                         &R.SplitGrads, &R.AllReduceGrads})
     if (StringRef(*S).contains("::") && !StringRef(*S).starts_with("::"))
       *S = "::" + *S;
   return R;

@@ -11,7 +11,14 @@
 
 #include <amp/runtime.h>
 
-// AMP_TORCH_DISTRIBUTED (set by amp::torch's CMake when libtorch has c10d): the collectives below.
+// AMP_TORCH_DISTRIBUTED (set to 1 or 0 by amp::torch's CMake, by whether the library was built with
+// c10d): the collectives below. Compiled without that definition (amp-migrate's verification parse
+// of migrated code, or the headers used alone), they are declared when libtorch has c10d.
+#ifndef AMP_TORCH_DISTRIBUTED
+#if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
+#define AMP_TORCH_DISTRIBUTED 1
+#endif
+#endif
 #if AMP_TORCH_DISTRIBUTED
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #if __has_include(<torch/csrc/distributed/c10d/Backend.hpp>)

@@ -72,6 +72,10 @@ std::array<std::vector<torch::Tensor>, sizeof...(Opts)> split_grads(const std::v
                                                                      Opts &...optimizers);
 
 torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
+// The binding takes an amp::ProcessGroupRef made from the caller's c10::intrusive_ptr group.
+template <class Group>
+void all_reduce_grads(const std::vector<torch::Tensor> &grads, const Group &process_group,
+                      bool average = true);
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm);
 
