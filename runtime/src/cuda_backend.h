@@ -59,7 +59,9 @@ inline void cuda_apply(const ClipByNorm &fn, const ApplyArgs &a) {
 inline void cuda_apply(const CastCopy &fn, const ApplyArgs &a) {
   cuda_backend(a.op).cast_copy(fn, a);
 }
-inline void cuda_apply(const SgdStep &fn, const ApplyArgs &a) { cuda_backend(a.op).sgd_step(fn, a); }
+inline void cuda_apply(const SgdStep &fn, const ApplyArgs &a) {
+  cuda_backend(a.op).sgd_step(fn, a);
+}
 inline void cuda_apply(const AdamStep &fn, const ApplyArgs &a) {
   cuda_backend(a.op).adam_step(fn, a);
 }

@@ -84,7 +84,8 @@ void check_list(const char *op, const char *what, const std::vector<TensorView> 
 void check_pairs(const char *op, const char *a_name, const std::vector<TensorView> &a,
                  const char *b_name, const std::vector<TensorView> &b) {
   if (a.size() != b.size())
-    fail(op, -1, fmt::format("{} has {} tensors but {} has {}", a_name, a.size(), b_name, b.size()));
+    fail(op, -1,
+         fmt::format("{} has {} tensors but {} has {}", a_name, a.size(), b_name, b.size()));
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].numel != b[i].numel)
       fail(op, static_cast<std::int64_t>(i),
@@ -102,7 +103,8 @@ void check_context(const char *op, const ExecContext &ctx) {
   if (ctx.device.index < 0)
     fail(op, -1, fmt::format("invalid CUDA device index {}", ctx.device.index));
   if (!backend->available())
-    fail(op, -1, fmt::format("no CUDA device or driver is available for {}", device_name(ctx.device)));
+    fail(op, -1,
+         fmt::format("no CUDA device or driver is available for {}", device_name(ctx.device)));
 }
 
 /// A scalar the op reads or writes: required unless `optional`; on CUDA it must be device memory.

@@ -8,7 +8,7 @@ build=$1 program=$2
 shift 2
 work=$(mktemp -d "${TMPDIR:-/tmp}/amp-cuda-hidden.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-cmake --install "$build" --prefix "$work" --component amp_runtime_libs >/dev/null
+cmake --install "$build" --prefix "$work" --component amp_runtime >/dev/null
 lib=$(find "$work" -name 'libamp_runtime.so*' -type f -printf '%h\n' | head -n1)
 [[ -n $lib ]] || { echo "FAIL: no libamp_runtime.so installed under $work"; exit 1; }
 

@@ -23,7 +23,9 @@ std::string mapped_files() {
   return os.str();
 }
 
-bool mapped(const std::string &maps, const char *name) { return maps.find(name) != std::string::npos; }
+bool mapped(const std::string &maps, const char *name) {
+  return maps.find(name) != std::string::npos;
+}
 
 /// Set by cuda_hidden.sh, which runs this test with the CUDA libraries hidden from the loader.
 bool cuda_hidden() {

@@ -446,8 +446,9 @@ void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::
     return;
   }
   if (acc.size() != micro.size())
-    throw Error(fmt::format("amp::accumulate_grads: {} grads do not pair up with {} accumulated ones",
-                            micro.size(), acc.size()));
+    throw Error(fmt::format(
+        "amp::accumulate_grads: {} grads do not pair up with {} accumulated ones", micro.size(),
+        acc.size()));
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < acc.size(); ++i) {
     if (!micro[i].defined())

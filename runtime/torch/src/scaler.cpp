@@ -118,7 +118,8 @@ torch::Tensor global_norm(const std::vector<torch::Tensor> &xs) {
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm) {
   if (!(clip_norm > 0))
-    throw Error(fmt::format("amp::clip_by_global_norm: clip_norm must be > 0, got {:g}", clip_norm));
+    throw Error(
+        fmt::format("amp::clip_by_global_norm: clip_norm must be > 0, got {:g}", clip_norm));
   auto norm = global_norm(xs);
   std::vector<torch::Tensor> out(xs.size());
   for (const auto &g : by_device(xs)) {
