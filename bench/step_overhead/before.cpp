@@ -1,66 +1,23 @@
 // The step-overhead benchmark's original program: autocast around forward and loss, a loss scaler
 // of the project's own, clip_grad_norm_ after unscale_, step, update (the form amp-migrate
-// rewrites; as examples/train_mlp). --mode=hand: a hand-rolled scaler (one host-synchronising
-// isfinite check per parameter); --mode=aten: one built on ATen's fused
-// _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_. --autocast=0 for the O0
-// comparison.
+// rewrites; as examples/train_mlp). --mode=hand: the e2e programs' hand-rolled scaler
+// (test/e2e/programs/loss_scaler.h: one host-synchronising isfinite check per parameter);
+// --mode=aten: one built on ATen's fused _amp_foreach_non_finite_check_and_unscale_ and
+// _amp_update_scale_. --autocast=0 for the O0 comparison.
 #include "common.h"
+#include "loss_scaler.h"
 
 #include <ATen/autocast_mode.h>
 
 namespace train {
 
-/// A port of Python's GradScaler as projects write it without ATen's fused ops.
-class HandScaler {
-public:
-  HandScaler(double init_scale, int growth_interval)
-      : scale_(init_scale), growth_interval_(growth_interval) {}
-
-  torch::Tensor scale(const torch::Tensor &loss) const { return loss * scale_; }
-
-  void unscale_(torch::optim::Optimizer &optimizer) {
-    torch::NoGradGuard no_grad;
-    for (auto &group : optimizer.param_groups())
-      for (auto &p : group.params()) {
-        if (!p.grad().defined())
-          continue;
-        if (!torch::isfinite(p.grad()).all().item<bool>())
-          found_inf_ = true;
-        p.mutable_grad().mul_(1.0 / scale_);
-      }
-    unscaled_ = true;
-  }
-
-  void step(torch::optim::Optimizer &optimizer) {
-    if (!unscaled_)
-      unscale_(optimizer);
-    if (!found_inf_)
-      optimizer.step();
-  }
-
-  void update() {
-    if (found_inf_) {
-      scale_ *= 0.5;
-      tracker_ = 0;
-    } else if (++tracker_ == growth_interval_) {
-      scale_ *= 2.0;
-      tracker_ = 0;
-    }
-    found_inf_ = unscaled_ = false;
-  }
-
-private:
-  double scale_;
-  int growth_interval_, tracker_ = 0;
-  bool found_inf_ = false, unscaled_ = false;
-};
-
 /// The same scaler on ATen's own fused AMP ops (what torch.amp.GradScaler calls).
 class AtenScaler {
 public:
-  AtenScaler(double init_scale, int growth_interval)
+  AtenScaler(double init_scale, double growth_factor, double backoff_factor, int growth_interval)
       : scale_(torch::full({}, init_scale)), tracker_(torch::zeros({}, torch::kInt)),
-        found_inf_(torch::zeros({})), growth_interval_(growth_interval) {}
+        found_inf_(torch::zeros({})), growth_factor_(growth_factor),
+        backoff_factor_(backoff_factor), growth_interval_(growth_interval) {}
 
   torch::Tensor scale(const torch::Tensor &loss) const { return loss * scale_; }
 
@@ -84,12 +41,14 @@ public:
   }
 
   void update() {
-    at::_amp_update_scale_(scale_, tracker_, found_inf_, 2.0, 0.5, growth_interval_);
+    at::_amp_update_scale_(scale_, tracker_, found_inf_, growth_factor_, backoff_factor_,
+                           growth_interval_);
     unscaled_ = false;
   }
 
 private:
   torch::Tensor scale_, tracker_, found_inf_;
+  double growth_factor_, backoff_factor_;
   int growth_interval_;
   bool unscaled_ = false;
 };
@@ -100,7 +59,7 @@ template <class Scaler> int train_with(const bench::Args &args, const char *what
   const bench::Data d = bench::make_data(args);
   bench::Mlp model(args);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-  Scaler scaler(1024.0, 100);
+  Scaler scaler(1024.0, 2.0, 0.5, 100);
   const double max_norm = 1.0;
   const int rows = static_cast<int>(d.inputs.size(0));
   model->train();
@@ -126,7 +85,7 @@ int main(int argc, char **argv) {
   const bench::Args args = bench::parse(argc, argv);
   try {
     if (args.mode == "hand")
-      return train_with<train::HandScaler>(args, "before-hand");
+      return train_with<train::GradScaler>(args, "before-hand");
     if (args.mode == "aten")
       return train_with<train::AtenScaler>(args, "before-aten");
   } catch (const std::exception &e) {

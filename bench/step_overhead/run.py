@@ -8,6 +8,11 @@ interleaved for --rounds rounds, and prints the median step time and peak reside
 and the migrated/original ratios as a Markdown table (docs/performance.md).
 
   bench/step_overhead/run.py [--build build] [--rounds 3] [--steps 60] [--sizes 256x512x2,...]
+      [--torch-dir <wheel>/torch/share/cmake/Torch]
+
+By default the programs of the main build (Debian's libtorch 1.13, which has no CPU kernels for
+ATen's fused AMP ops: that column is then n/a). --torch-dir builds them, with the runtime and the
+binding, in a nested project (project/) under <build>/step_overhead-<libtorch version>.
 """
 import argparse
 import json
@@ -34,15 +39,31 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--sizes", default="256x512x2,512x1024x2,1024x2048x2",
                     help="input x hidden x layers, comma-separated")
+    ap.add_argument("--torch-dir", help="Torch_DIR of another libtorch (nested build)")
     ap.add_argument("--no-build", action="store_true")
     opt = ap.parse_args()
 
+    targets = ["step_overhead_before", "step_overhead_after"]
+    if opt.torch_dir:
+        here = os.path.dirname(os.path.abspath(__file__))
+        build = os.path.join(opt.build, "step_overhead-" + os.path.basename(
+            os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+                os.path.abspath(opt.torch_dir)))))))
+        programs = os.path.join(build, "step_overhead")
+        if not opt.no_build:
+            subprocess.run(["cmake", "-S", os.path.join(here, "project"), "-B", build, "-G",
+                            "Ninja", "-DCMAKE_BUILD_TYPE=Release", f"-DTorch_DIR={opt.torch_dir}"],
+                           check=True, stdout=subprocess.DEVNULL)
+    else:
+        build = opt.build
+        programs = os.path.join(build, "bench", "step_overhead")
     if not opt.no_build:
-        subprocess.run(["cmake", "--build", opt.build, "--target", "step_overhead_before",
-                        "step_overhead_after"], check=True, stdout=subprocess.DEVNULL)
-    before = os.path.join(opt.build, "bench", "step_overhead", "step_overhead_before")
-    after = os.path.join(opt.build, "bench", "step_overhead", "step_overhead_after")
+        subprocess.run(["cmake", "--build", build, "--target"] + targets, check=True,
+                       stdout=subprocess.DEVNULL)
+    before = os.path.join(programs, "step_overhead_before")
+    after = os.path.join(programs, "step_overhead_after")
 
+    print(f"libtorch: {opt.torch_dir or 'the main build (Debian 1.13)'}")
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.1f}, "
           f"rounds: {opt.rounds}, steps: {opt.steps} (+{opt.warmup} warm-up), batch 64, SGD")
     print()
