@@ -7,7 +7,7 @@ on ATen's fused AMP ops (when this libtorch has CPU kernels for them) and the mi
 interleaved for --rounds rounds, and prints the median step time and peak resident memory of each
 and the migrated/original ratios as a Markdown table (docs/performance.md).
 
-  bench/step_overhead/run.py [--build build] [--rounds 3] [--steps 60] [--sizes 256x512x2,...]
+  bench/step_overhead/run.py [--build build] [--rounds 3] [--steps 30] [--threads 1] [--sizes 256x512x2,...]
       [--torch-dir <wheel>/torch/share/cmake/Torch]
 
 By default the programs of the main build (Debian's libtorch 1.13, which has no CPU kernels for
@@ -22,8 +22,9 @@ import subprocess
 import sys
 
 
-def run(binary, args):
-    out = subprocess.run([binary] + args, capture_output=True, text=True)
+def run(binary, args, threads):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([binary] + args, capture_output=True, text=True, env=env)
     if out.returncode == 3:  # the fused ATen ops have no kernel for this device in this libtorch
         return None
     if out.returncode != 0:
@@ -35,10 +36,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--sizes", default="256x512x2,512x1024x2,1024x2048x2",
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--sizes", default="256x512x2,512x1024x2",
                     help="input x hidden x layers, comma-separated")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="OMP_NUM_THREADS of every program (libtorch's and the runtime's)")
     ap.add_argument("--torch-dir", help="Torch_DIR of another libtorch (nested build)")
     ap.add_argument("--no-build", action="store_true")
     opt = ap.parse_args()
@@ -65,7 +68,7 @@ def main():
 
     print(f"libtorch: {opt.torch_dir or 'the main build (Debian 1.13)'}")
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.1f}, "
-          f"rounds: {opt.rounds}, steps: {opt.steps} (+{opt.warmup} warm-up), batch 64, SGD")
+          f"threads: {opt.threads}, rounds: {opt.rounds}, steps: {opt.steps} (+{opt.warmup} warm-up), batch 64, SGD")
     print()
     print("| model (in-hidden x layers-10) | level | original, hand scaler: ms / MB "
           "| original, ATen scaler: ms / MB | migrated: ms / MB "
@@ -79,9 +82,11 @@ def main():
             autocast = "0" if level == "O0" else "1"
             runs = {"hand": [], "aten": [], "after": []}
             for _ in range(opt.rounds):  # interleaved: load changes hit all three alike
-                runs["hand"].append(run(before, common + ["--mode=hand", f"--autocast={autocast}"]))
-                runs["aten"].append(run(before, common + ["--mode=aten", f"--autocast={autocast}"]))
-                runs["after"].append(run(after, common + [f"--mode={level}"]))
+                runs["hand"].append(run(before, common + ["--mode=hand", f"--autocast={autocast}"],
+                                        opt.threads))
+                runs["aten"].append(run(before, common + ["--mode=aten", f"--autocast={autocast}"],
+                                        opt.threads))
+                runs["after"].append(run(after, common + [f"--mode={level}"], opt.threads))
 
             def med(key, what):
                 vals = [r[what] for r in runs[key] if r is not None]
