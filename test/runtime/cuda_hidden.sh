@@ -14,7 +14,9 @@ lib=$(find "$work" -name 'libamp_runtime.so*' -type f -printf '%h\n' | head -n1)
 
 cuda_needed() { readelf -d "$1" | grep -E 'NEEDED.*(libcuda|libcudart|libcublas|libnv)' || true; }
 status=0
-for f in "$lib"/libamp_runtime.so.*.* "$program"; do
+# libamp_torch too when it is shared (by default it is a static archive, inside the program).
+for f in "$lib"/libamp_runtime.so.*.* "$lib"/libamp_torch.so* "$program"; do
+  [[ -f $f ]] || continue
   found=$(cuda_needed "$f")
   if [[ -n $found ]]; then
     echo "FAIL: $f needs CUDA at load time:"; echo "$found"; status=1
