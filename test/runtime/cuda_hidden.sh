@@ -39,6 +39,17 @@ for d in /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib64 /usr/lib64 /lib 
     exit $status
   fi
 done
+# A libtorch built with CUDA (PyPI's wheel) needs CUDA libraries of its own (libcupti, libcudart):
+# hiding them would test libtorch, not the runtime.
+cuda_libs='lib(cuda|cudart|cupti|cublas|cublasLt|cudnn|nvrtc|nccl|cufft|curand|cusparse|cusolver'
+cuda_libs+='|nvJitLink|nvToolsExt)[^ ]*'
+theirs=$(ldd "$program" | grep -v 'libamp_' | grep -oE "$cuda_libs" | sort -u | tr '\n' ' ' || true)
+if [[ -n $theirs ]]; then
+  echo "SKIP (after the readelf checks): $(basename "$program")'s other libraries need CUDA:" \
+       "$theirs"
+  [[ $status == 0 ]] && exit 77
+  exit $status
+fi
 interp=$(readelf -l "$program" | sed -n 's/.*interpreter: \(.*\)\]/\1/p')
 hidden=(env LD_LIBRARY_PATH= AMP_TEST_CUDA_HIDDEN=1 "$interp" --inhibit-cache --library-path "$lib")
 echo "== $(basename "$program") $* with the CUDA libraries hidden"
