@@ -3,6 +3,8 @@
 
 #include <amp/runtime.h>
 
+#include <fmt/format.h>
+
 #if defined(AMP_TORCH_CUDA)
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -81,8 +83,8 @@ ExecContext context_of(const at::Device &d) {
 
 void check_scalar(const char *op, const char *what, const at::Tensor &s, at::ScalarType dtype) {
   if (!s.defined() || s.numel() != 1 || s.scalar_type() != dtype || !s.is_contiguous())
-    throw Error(std::string("amp::torch ") + op + ": " + what +
-                " must be a contiguous one-element tensor of " + c10::toString(dtype));
+    throw Error(fmt::format("amp::torch {}: {} must be a contiguous one-element tensor of {}", op,
+                            what, c10::toString(dtype)));
 }
 
 } // namespace

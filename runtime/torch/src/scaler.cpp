@@ -8,12 +8,13 @@
 #include <caffe2/serialize/inline_container.h>
 #include <torch/serialize.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 
 namespace amp {
 namespace {
@@ -42,22 +43,18 @@ std::vector<DeviceGroup> by_device(const std::vector<torch::Tensor> &ts) {
   return groups;
 }
 
-std::string number(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 void validate(const GradScalerOptions &o) {
   if (!(o.init_scale() > 0))
-    throw Error("amp::GradScaler: init_scale must be > 0, got " + number(o.init_scale()));
+    throw Error(fmt::format("amp::GradScaler: init_scale must be > 0, got {:g}", o.init_scale()));
   if (!(o.growth_factor() > 1))
-    throw Error("amp::GradScaler: growth_factor must be > 1, got " + number(o.growth_factor()));
+    throw Error(
+        fmt::format("amp::GradScaler: growth_factor must be > 1, got {:g}", o.growth_factor()));
   if (!(o.backoff_factor() < 1))
-    throw Error("amp::GradScaler: backoff_factor must be < 1, got " + number(o.backoff_factor()));
+    throw Error(
+        fmt::format("amp::GradScaler: backoff_factor must be < 1, got {:g}", o.backoff_factor()));
   if (o.growth_interval() < 1 || o.growth_interval() > INT32_MAX)
-    throw Error("amp::GradScaler: growth_interval must be in [1, 2^31), got " +
-                std::to_string(o.growth_interval()));
+    throw Error(fmt::format("amp::GradScaler: growth_interval must be in [1, 2^31), got {}",
+                            o.growth_interval()));
 }
 
 /// The optimizer's parameters that `grads` pair up with: all groups, or the first group
@@ -73,9 +70,9 @@ std::vector<torch::Tensor *> paired_params(torch::optim::Optimizer &opt, std::si
     all.resize(n_grads);
     return all;
   }
-  throw Error("amp::GradScaler::step: " + std::to_string(n_grads) +
-              " grads do not pair up with the optimizer's " + std::to_string(all.size()) +
-              " parameters");
+  throw Error(fmt::format(
+      "amp::GradScaler::step: {} grads do not pair up with the optimizer's {} parameters", n_grads,
+      all.size()));
 }
 
 /// Runs the optimizer on `grads` through the parameters' `.grad`, then puts the old `.grad` back.
@@ -127,7 +124,8 @@ torch::Tensor global_norm(const std::vector<torch::Tensor> &xs) {
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm) {
   if (!(clip_norm > 0))
-    throw Error("amp::clip_by_global_norm: clip_norm must be > 0, got " + number(clip_norm));
+    throw Error(
+        fmt::format("amp::clip_by_global_norm: clip_norm must be > 0, got {:g}", clip_norm));
   return detail::clip_to_norm(xs, clip_norm, global_norm(xs));
 }
 
@@ -168,8 +166,9 @@ void GradScaler::ensure_scale(const torch::Device &device) {
 
 void GradScaler::check_scale_exists(const char *what) const {
   if (!scale_.defined())
-    throw Error(std::string("amp::GradScaler: attempted ") + what +
-                "() but the scale does not exist yet: call scale(loss) earlier in the iteration");
+    throw Error(fmt::format("amp::GradScaler: attempted {}() but the scale does not exist yet: "
+                            "call scale(loss) earlier in the iteration",
+                            what));
 }
 
 torch::Tensor GradScaler::scale(const torch::Tensor &t) {
@@ -330,7 +329,7 @@ void GradScaler::load_state_dict(const std::map<std::string, double> &state) {
   auto get = [&](const char *key) {
     auto it = state.find(key);
     if (it == state.end())
-      throw Error(std::string("amp::GradScaler::load_state_dict: missing key '") + key + "'");
+      throw Error(fmt::format("amp::GradScaler::load_state_dict: missing key '{}'", key));
     return it->second;
   };
   GradScalerOptions next = options_;
