@@ -6,7 +6,7 @@ need_pkgs=()
 want() { dpkg -s "$1" >/dev/null 2>&1 || need_pkgs+=("$1"); }
 for p in cmake ninja-build g++ ccache libclang-19-dev llvm-19-dev llvm-19-tools clang-19 \
          clang-tidy-19 libclang-cpp19-dev libtorch-dev libfmt-dev libgtest-dev libgmock-dev \
-         libbenchmark-dev python3 python3-yaml; do
+         libbenchmark-dev python3 python3-yaml libgloo-dev; do
   want "$p"
 done
 if ((${#need_pkgs[@]})); then

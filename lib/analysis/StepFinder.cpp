@@ -95,6 +95,32 @@ static bool methodNamed(const CXXMethodDecl *M, const std::vector<std::string> &
   return M && M->getIdentifier() && llvm::is_contained(Names, M->getName().str());
 }
 
+/// `scale(Tensor) -> Tensor`, also its overload for a list of tensors.
+static bool scalesTensors(const FunctionDecl *M, const RuleSet &Rules) {
+  return M->getNumParams() >= 1 && returnsTensors(M->getReturnType(), Rules) &&
+         returnsTensors(M->getParamDecl(0)->getType(), Rules);
+}
+
+/// `template <typename T> T scale(T const&)` or `auto scale(T const&)`: what the pattern returns
+/// for a tensor is known only from an instantiation; without one, the pattern's shape (it returns
+/// its argument's type, or a type deduced from its body) is a candidate for the class's other
+/// methods to confirm.
+enum class TemplateScale { No, Candidate, Yes };
+static TemplateScale templateScale(const FunctionTemplateDecl *FT, const RuleSet &Rules) {
+  const FunctionDecl *Pattern = FT->getTemplatedDecl();
+  if (Pattern->getNumParams() < 1)
+    return TemplateScale::No;
+  for (const FunctionDecl *Spec : FT->specializations())
+    if (scalesTensors(Spec, Rules))
+      return TemplateScale::Yes;
+  QualType Param = Pattern->getParamDecl(0)->getType().getNonReferenceType().getUnqualifiedType();
+  QualType Ret = Pattern->getReturnType().getNonReferenceType().getUnqualifiedType();
+  if (!Param->isTemplateTypeParmType())
+    return TemplateScale::No;
+  bool ReturnsItsType = Ret.getCanonicalType() == Param.getCanonicalType();
+  return ReturnsItsType || Ret->getContainedAutoType() ? TemplateScale::Candidate : TemplateScale::No;
+}
+
 bool isScalerClass(const CXXRecordDecl *RD, const RuleSet &Rules) {
   if (!RD)
     return false;
@@ -105,20 +131,39 @@ bool isScalerClass(const CXXRecordDecl *RD, const RuleSet &Rules) {
   if (isDerivedFromAny(RD, Rules.ScalerClasses))
     return true;
   // Shape: a scale(Tensor) -> Tensor method and a step method taking an argument.
-  bool HasScale = false, HasStep = false;
+  bool HasScale = false, HasScaleCandidate = false, HasStep = false, HasUnscale = false,
+       HasUpdate = false;
   for (const CXXMethodDecl *M : RD->methods()) {
-    if (methodNamed(M, Rules.ScalerMethods.Scale) && M->getNumParams() >= 1 &&
-        isTensorType(M->getReturnType(), Rules) && isTensorType(M->getParamDecl(0)->getType(), Rules))
+    if (methodNamed(M, Rules.ScalerMethods.Scale) && scalesTensors(M, Rules))
       HasScale = true;
     if (methodNamed(M, Rules.ScalerMethods.Step) && M->getNumParams() >= 1)
       HasStep = true;
+    if (methodNamed(M, Rules.ScalerMethods.Unscale) && M->getNumParams() >= 1)
+      HasUnscale = true;
+    if (methodNamed(M, Rules.ScalerMethods.Update))
+      HasUpdate = true;
   }
-  // Templated methods (step(OptimizerT&)) count too.
-  for (const Decl *D : RD->decls())
-    if (const auto *FT = dyn_cast<FunctionTemplateDecl>(D))
-      if (const auto *M = dyn_cast<CXXMethodDecl>(FT->getTemplatedDecl()))
-        if (methodNamed(M, Rules.ScalerMethods.Step) && M->getNumParams() >= 1)
-          HasStep = true;
+  // Templated methods (step(OptimizerT&), the common port's `template <typename T> auto
+  // scale(T const&)`) count too.
+  for (const Decl *D : RD->decls()) {
+    const auto *FT = dyn_cast<FunctionTemplateDecl>(D);
+    const auto *M = FT ? dyn_cast<CXXMethodDecl>(FT->getTemplatedDecl()) : nullptr;
+    if (!M)
+      continue;
+    if (methodNamed(M, Rules.ScalerMethods.Step) && M->getNumParams() >= 1)
+      HasStep = true;
+    if (methodNamed(M, Rules.ScalerMethods.Unscale) && M->getNumParams() >= 1)
+      HasUnscale = true;
+    if (methodNamed(M, Rules.ScalerMethods.Scale)) {
+      TemplateScale T = templateScale(FT, Rules);
+      HasScale |= T == TemplateScale::Yes;
+      HasScaleCandidate |= T == TemplateScale::Candidate;
+    }
+  }
+  // A template scale() never instantiated with a tensor in this translation unit: the rest of
+  // GradScaler's interface (unscale_ and update beside step) decides.
+  if (!HasScale && HasScaleCandidate)
+    HasScale = HasUnscale && HasUpdate;
   return HasScale && HasStep;
 }
 
@@ -261,12 +306,31 @@ ObjectRef resolveObject(const Expr *E) {
   return R;
 }
 
+/// The `parameters()` call a parameter-list expression names (`model->parameters()`,
+/// `opt.parameters()`), through temporaries and copies; null for anything else.
+const CXXMemberCallExpr *parametersCall(const Expr *E) {
+  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(strip(E));
+  if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier())
+    return nullptr;
+  StringRef N = MC->getMethodDecl()->getName();
+  return N == "parameters" || N == "named_parameters" ? MC : nullptr;
+}
+
+/// Whose parameters a parameter-list expression names: the model or optimizer of `x.parameters()`.
+ObjectRef parametersOwner(const Expr *E) {
+  const CXXMemberCallExpr *MC = parametersCall(E);
+  if (!MC)
+    return {};
+  return resolveObject(MC->getImplicitObjectArgument());
+}
+
 class BodyCollector : public RecursiveASTVisitor<BodyCollector> {
 public:
   std::vector<const CallExpr *> Calls;
   std::vector<const DeclStmt *> Decls;
   std::vector<const ReturnStmt *> Returns;
   std::vector<const LambdaExpr *> Lambdas;
+  std::vector<const CXXThrowExpr *> Throws;
   bool VisitCallExpr(CallExpr *CE) {
     Calls.push_back(CE);
     return true;
@@ -281,6 +345,10 @@ public:
   }
   bool VisitLambdaExpr(LambdaExpr *LE) {
     Lambdas.push_back(LE);
+    return true;
+  }
+  bool VisitCXXThrowExpr(CXXThrowExpr *TE) {
+    Throws.push_back(TE);
     return true;
   }
 };
@@ -299,6 +367,7 @@ public:
     BC.TraverseStmt(FD->getBody());
     Lambdas = BC.Lambdas;
     Returns = BC.Returns;
+    AllCalls = BC.Calls;
     // Reserve so that pointers between elements stay valid while we fill the vectors.
     FA.AutocastCalls.reserve(BC.Calls.size());
     FA.ScalerCalls.reserve(BC.Calls.size());
@@ -327,6 +396,7 @@ private:
   FunctionAnalysis FA;
   std::vector<const LambdaExpr *> Lambdas;
   std::vector<const ReturnStmt *> Returns;
+  std::vector<const CallExpr *> AllCalls;
   struct PendingGuard {
     const VarDecl *Var;
     const DeclStmt *DS;
@@ -401,6 +471,16 @@ private:
       classifyCallOperator(OC);
   }
 
+  /// c10::DeviceType's values as the rules name devices: the 2.4+ call with at::kCPU and the
+  /// deprecated set_cpu_enabled() are one device; other backends are devices of their own.
+  static std::string deviceName(int64_t DeviceType) {
+    if (DeviceType == 0)
+      return "cpu";
+    if (DeviceType == 1)
+      return "cuda";
+    return "device-type-" + std::to_string(DeviceType);
+  }
+
   void addAutocastCall(const CallExpr *CE, const AutocastFunctionRule *R) {
     AutocastCall A;
     A.Call = CE;
@@ -413,7 +493,7 @@ private:
       Expr::EvalResult Res;
       const Expr *Dev = CE->getArg(R->DeviceArg);
       if (!Dev->isValueDependent() && Dev->EvaluateAsRValue(Res, Ctx) && Res.Val.isInt())
-        A.Device = Res.Val.getInt().getExtValue() == 0 ? "cpu" : "cuda";
+        A.Device = deviceName(Res.Val.getInt().getExtValue());
       else
         A.Device = "";
     }
@@ -424,6 +504,8 @@ private:
         A.Turns = *V ? AutocastCall::State::On : AutocastCall::State::Off;
       else if (isRestoreArgument(Arg))
         A.Turns = AutocastCall::State::Restore;
+      else if (forwardsCallersValue(Arg))
+        A.Turns = AutocastCall::State::Forwarded;
       else
         A.Turns = AutocastCall::State::Unknown;
     }
@@ -478,6 +560,32 @@ private:
     return !C.Found.empty() && C.Found.size() == All.Calls.size();
   }
 
+  /// `void set_autocast(bool enabled) { at::autocast::set_enabled(enabled); }`: a binding layer
+  /// passes its caller's value on and does nothing else, so it opens no scope; the caller's
+  /// calls of it are where autocast changes. A function that also does other work with a flag
+  /// parameter (`set_enabled(use_amp); forward...`) is a scope.
+  bool forwardsCallersValue(const Expr *Arg) const {
+    const auto *DRE = dyn_cast<DeclRefExpr>(strip(Arg));
+    if (!DRE || !isa<ParmVarDecl>(DRE->getDecl()))
+      return false;
+    BodyCollector BC;
+    BC.TraverseStmt(FD->getBody());
+    if (!BC.Lambdas.empty())
+      return false;
+    auto IsAutocastCall = [&](const Stmt *S) {
+      const auto *CE = dyn_cast<CallExpr>(S);
+      const FunctionDecl *Callee = CE ? CE->getDirectCallee() : nullptr;
+      return Callee && Rules.autocastRule(qualifiedName(Callee));
+    };
+    // Every call is an autocast call or part of one's arguments (a device converted from a string).
+    return llvm::all_of(BC.Calls, [&](const CallExpr *CE) {
+      for (const Stmt *P = CE; P; P = PM.getParent(P))
+        if (IsAutocastCall(P))
+          return true;
+      return false;
+    });
+  }
+
   /// `set_enabled(prev)` where `prev` was read from the autocast state: a restore.
   bool isRestoreArgument(const Expr *Arg) const {
     const auto *DRE = dyn_cast<DeclRefExpr>(strip(Arg));
@@ -497,6 +605,8 @@ private:
     C.Rule = R;
     C.Statement = statementOf(CE);
     C.ResultUsed = !(C.Statement && isOnly(C.Statement, CE));
+    if (R->ParamsArg >= 0 && (unsigned)R->ParamsArg < CE->getNumArgs())
+      C.ParamsOwner = parametersOwner(CE->getArg(R->ParamsArg));
     if (R->NormTypeArg >= 0 && (unsigned)R->NormTypeArg < CE->getNumArgs()) {
       const Expr *N = CE->getArg(R->NormTypeArg);
       if (!isa<CXXDefaultArgExpr>(N)) {
@@ -708,7 +818,8 @@ private:
     std::vector<bool> Used(Enables.size(), false);
     for (size_t I = 0; I < Enables.size(); ++I) {
       const AutocastCall *E = Enables[I];
-      if (Used[I] || E->Turns == AutocastCall::State::Restore)
+      if (Used[I] || E->Turns == AutocastCall::State::Restore ||
+          E->Turns == AutocastCall::State::Forwarded)
         continue;
       bool TurnsOn = E->Turns != AutocastCall::State::Off;
       std::vector<const AutocastCall *> ExtraCloses;
@@ -760,16 +871,9 @@ private:
                        "every later step (braces do not end it)";
       } else {
         S.End = offsetOf(Close->Call->getEndLoc());
-        // A return between enable and disable leaves it on for that path.
-        for (const ReturnStmt *R : Returns) {
-          unsigned O = offsetOf(R->getBeginLoc());
-          if (O > S.Begin && O < S.End && enclosingLambda(R) == enclosingLambda(E->Call)) {
-            S.LeaksAt = R->getBeginLoc();
-            S.LeakReason = "autocast enabled here stays on past an early return that skips the "
-                           "disable";
-            break;
-          }
-        }
+        std::vector<const AutocastCall *> Closes(ExtraCloses.begin(), ExtraCloses.end());
+        Closes.push_back(Close);
+        findLeakingExit(S, *E, Closes);
       }
       FA.Scopes.push_back(S);
     }
@@ -804,6 +908,74 @@ private:
     if (!FA.Scopes.empty())
       findGuardEnds();
     llvm::sort(FA.Scopes, [](const AutocastScope &A, const AutocastScope &B) { return A.Begin < B.Begin; });
+  }
+
+  /// The block a call sits in: it runs before everything that follows it in that block.
+  const CompoundStmt *enclosingBlock(const Stmt *S) const {
+    for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
+      if (const auto *CS = dyn_cast<CompoundStmt>(P))
+        return CS;
+    return nullptr;
+  }
+
+  bool encloses(const Stmt *Outer, const Stmt *S) const {
+    for (const Stmt *P = S; P; P = PM.getParent(P))
+      if (P == Outer)
+        return true;
+    return false;
+  }
+
+  /// A `throw` in a `catch` handler (a rethrow), or one written outside any `try`: the exception
+  /// leaves the function. A throw from a macro (TORCH_CHECK) is an error report, not a path the
+  /// user wrote.
+  bool leavesFunction(const CXXThrowExpr *T) const {
+    if (T->getBeginLoc().isMacroID())
+      return false;
+    for (const Stmt *P = PM.getParent(T); P; P = PM.getParent(P)) {
+      if (isa<CXXCatchStmt>(P) || isa<LambdaExpr>(P))
+        return true;
+      if (isa<CXXTryStmt>(P))
+        return false; // thrown in a try block: its handlers decide
+    }
+    return true;
+  }
+
+  /// A return, or an exception leaving the function, between enable and disable leaves autocast
+  /// on for that path, unless one of the scope's disables runs before it on that path (a `catch`
+  /// that disables and then rethrows).
+  void findLeakingExit(AutocastScope &S, const AutocastCall &Enable,
+                       const std::vector<const AutocastCall *> &Closes) {
+    BodyCollector BC;
+    BC.TraverseStmt(FD->getBody());
+    std::vector<const Stmt *> Exits(Returns.begin(), Returns.end());
+    for (const CXXThrowExpr *T : BC.Throws)
+      if (leavesFunction(T))
+        Exits.push_back(T);
+    llvm::sort(Exits, [&](const Stmt *A, const Stmt *B) {
+      return offsetOf(A->getBeginLoc()) < offsetOf(B->getBeginLoc());
+    });
+    for (const Stmt *X : Exits) {
+      unsigned O = offsetOf(X->getBeginLoc());
+      if (O <= S.Begin || O >= S.End || enclosingLambda(X) != enclosingLambda(Enable.Call))
+        continue;
+      bool DisabledFirst = llvm::any_of(Closes, [&](const AutocastCall *C) {
+        const CompoundStmt *Block = enclosingBlock(C->Call);
+        return offsetOf(C->Call->getEndLoc()) < O && Block && encloses(Block, X);
+      });
+      if (DisabledFirst)
+        continue;
+      S.LeaksAt = X->getBeginLoc();
+      if (isa<ReturnStmt>(X)) {
+        S.LeakReason = "autocast enabled here stays on past an early return that skips the "
+                       "disable";
+        S.LeakNote = "autocast is still enabled when this returns";
+      } else {
+        S.LeakReason = "autocast enabled here stays on when an exception leaves the function "
+                       "before the disable";
+        S.LeakNote = "autocast is still enabled when this throws";
+      }
+      return;
+    }
   }
 
   void attachAdjacentAuxiliary() {
@@ -915,19 +1087,108 @@ private:
           T.Scope = &S;
       if (T.Scope)
         T.Begin = std::min(T.Begin, T.Scope->Begin);
-      for (const ClipCall &C : FA.Clips)
-        T.Clips.push_back(&C);
-      for (const ZeroGradCall &Z : FA.ZeroGrads)
-        T.ZeroGrads.push_back(&Z);
       if (T.Scope)
         for (const ForwardCall &F : FA.Forwards) {
           unsigned O = offsetOf(F.Call->getBeginLoc());
           if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, FirstBackward == ~0u ? 0 : FirstBackward))
             T.Forwards.push_back(&F);
         }
+      addMembers(T);
       FA.Steps.push_back(std::move(T));
     }
     llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
+  }
+
+  // ---- step membership: the one rule ----------------------------------------------------------
+
+  /// The gradient window, the clips in it, the zero_grad() calls of the step's optimizers and
+  /// models, and the other statements in the window that touch `.grad`.
+  void addMembers(TrainingStep &T) {
+    for (const ImplicitBackward *B : T.Backwards)
+      T.GradientBegin = std::min(T.GradientBegin, offsetOf(B->Backward->getBeginLoc()));
+    for (const ScalerCall *C : T.Unscales)
+      T.GradientBegin = std::min(T.GradientBegin, offsetOf(C->Call->getBeginLoc()));
+    for (const ScalerCall *C : T.Steps)
+      T.GradientEnd = std::max(T.GradientEnd, offsetOf(C->Call->getBeginLoc()));
+    for (const ClipCall &C : FA.Clips)
+      if (T.inGradientWindow(offsetOf(C.Call->getBeginLoc())))
+        T.Clips.push_back(&C);
+    for (const ZeroGradCall &Z : FA.ZeroGrads)
+      if (T.stepsOptimizer(Z.Owner) || T.forwardsModel(Z.Owner))
+        T.ZeroGrads.push_back(&Z);
+    addGradAccesses(T);
+  }
+
+  /// Is `E` (an argument) the parameters, a model or an optimizer of the step?
+  bool namesStepParameters(const TrainingStep &T, const Expr *E) const {
+    if (parametersCall(E))
+      return true;
+    ObjectRef O = resolveObject(E);
+    if (O && (T.stepsOptimizer(O) || T.forwardsModel(O)))
+      return true;
+    // A local holding a parameter list: `auto params = model->parameters(); f(params);`
+    if (const auto *VD = dyn_cast_or_null<VarDecl>(O.Decl))
+      return VD->getInit() && parametersCall(VD->getInit());
+    return false;
+  }
+
+  bool isStepElement(const TrainingStep &T, const CallExpr *CE) const {
+    auto Is = [&](const auto &List) {
+      return llvm::any_of(List, [&](const auto *X) { return X->Call == CE; });
+    };
+    if (Is(T.Unscales) || Is(T.Steps) || Is(T.Updates) || Is(T.Others) || Is(T.Clips) ||
+        Is(T.ZeroGrads) || Is(T.Forwards))
+      return true;
+    return llvm::any_of(T.Backwards, [&](const ImplicitBackward *B) {
+      return B->Backward == CE || B->Scale->Call == CE;
+    });
+  }
+
+  static bool isGradAccessor(const CallExpr *CE) {
+    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+    const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+    if (!MD || !MD->getIdentifier() || MC->getNumArgs() != 0)
+      return false;
+    StringRef N = MD->getName();
+    if (N != "grad" && N != "mutable_grad")
+      return false;
+    const CXXRecordDecl *RD = MD->getParent();
+    return RD && RD->getIdentifier() && RD->getName().contains("Tensor");
+  }
+
+  /// The statement of the step's block (the block of its first backward) that holds `S`; else the
+  /// nearest statement of any block.
+  const Stmt *stepStatementOf(const TrainingStep &T, const Stmt *S) const {
+    const Stmt *Block = nullptr;
+    if (!T.Backwards.empty() && T.Backwards.front()->BackwardStmt)
+      Block = PM.getParent(T.Backwards.front()->BackwardStmt);
+    for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
+      if (PM.getParent(Cur) == Block)
+        return Cur;
+    return statementOf(S);
+  }
+
+  void addGradAccesses(TrainingStep &T) {
+    if (T.GradientBegin > T.GradientEnd)
+      return;
+    for (const CallExpr *CE : AllCalls) {
+      if (!T.inGradientWindow(offsetOf(CE->getBeginLoc())) || isStepElement(T, CE))
+        continue;
+      GradAccess A;
+      A.Access = CE;
+      if (isGradAccessor(CE)) {
+        A.How = GradAccess::Kind::GradAccessor;
+      } else if (!isa<CXXOperatorCallExpr>(CE) && // `model->`, `*opt`: access, not a hand-over
+                 llvm::any_of(CE->arguments(), [&](const Expr *Arg) { return namesStepParameters(T, Arg); })) {
+        A.How = GradAccess::Kind::ParametersPassed;
+      } else {
+        continue;
+      }
+      A.Statement = stepStatementOf(T, CE);
+      if (!A.Statement || llvm::any_of(T.GradAccesses, [&](const GradAccess &O) { return O.Statement == A.Statement; }))
+        continue;
+      T.GradAccesses.push_back(A);
+    }
   }
 };
 
@@ -975,6 +1236,14 @@ TranslationUnitAnalysis StepFinder::run() {
   for (Decl *D : Ctx.getTraversalScope())
     V.TraverseDecl(D);
   return Out;
+}
+
+bool TrainingStep::unscaledBefore(unsigned Offset, const ObjectRef &Of,
+                                  const SourceManager &SM) const {
+  return llvm::any_of(Unscales, [&](const ScalerCall *U) {
+    return SM.getFileOffset(SM.getExpansionLoc(U->Call->getBeginLoc())) < Offset &&
+           (!Of || U->Optimizer == Of);
+  });
 }
 
 } // namespace ampmigrate

@@ -10,7 +10,7 @@ void checkAutocastLeak(const CheckInput &In, FindingSink &Out) {
       continue;
     Finding *F = Out.report("amp-autocast-leak", S.ReportLoc, S.LeakReason);
     if (F && S.Disable)
-      Out.note(F, S.LeaksAt, "autocast is still enabled when this returns");
+      Out.note(F, S.LeaksAt, S.LeakNote);
   }
 }
 

@@ -85,9 +85,9 @@ void markStep(Finding *F, const CheckInput &In, const TrainingStep *Step) {
   F->Fixable = P && P->ok();
 }
 
-std::vector<Finding> runChecks(ASTContext &Ctx, const RuleSet &Rules,
-                               std::function<bool(SourceLocation)> InScope,
-                               const std::vector<SourceRange> &Inactive, const EngineOptions &Opts) {
+EngineResult runChecks(ASTContext &Ctx, const RuleSet &Rules,
+                       std::function<bool(SourceLocation)> InScope,
+                       const std::vector<SourceRange> &Inactive, const EngineOptions &Opts) {
   StepFinder SF(Ctx, Rules, std::move(InScope), Inactive);
   TranslationUnitAnalysis TU = SF.run();
   std::vector<MigrationPlan> Plans = planMigrations(Ctx, Rules, TU, Opts.Planner);
@@ -110,20 +110,12 @@ std::vector<Finding> runChecks(ASTContext &Ctx, const RuleSet &Rules,
     checkClipBeforeUnscale(In, Sink);
     checkManualMigration(In, Sink);
   }
-  std::vector<Finding> Findings = Sink.take();
-  // The step's edits travel on its lead finding: the first enabled, fixable finding of the step.
-  for (const MigrationPlan &P : Plans) {
-    if (!P.ok())
-      continue;
-    std::string StepId = stepIdOf(Ctx, *P.Function, *P.Step);
-    Finding *Lead = nullptr;
-    for (Finding &F : Findings)
-      if (F.StepId == StepId && F.Fixable && (!Lead || F.Pos.Offset < Lead->Pos.Offset))
-        Lead = &F;
-    if (Lead)
-      Lead->Fixes = P.Edits;
-  }
-  return Findings;
+  EngineResult R;
+  R.Findings = Sink.take();
+  for (const MigrationPlan &P : Plans)
+    if (P.ok())
+      R.Fixes.push_back({stepIdOf(Ctx, *P.Function, *P.Step), P.Edits});
+  return R;
 }
 
 } // namespace ampmigrate

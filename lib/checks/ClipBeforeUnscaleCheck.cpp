@@ -1,6 +1,6 @@
 // amp-clip-before-unscale: clipping still-scaled gradients, an existing bug.
-#include "StepRange.h"
 #include "ampmigrate/Engine.h"
+#include "clang/Basic/SourceManager.h"
 
 using namespace clang;
 namespace ampmigrate {
@@ -10,15 +10,11 @@ void checkClipBeforeUnscale(const CheckInput &In, FindingSink &Out) {
   for (const TrainingStep &T : In.Function.Steps) {
     if (T.Backwards.empty() || T.Steps.empty())
       continue;
-    StepRange R = gradientRange(SM, T);
     for (const ClipCall *C : T.Clips) {
-      unsigned O = offsetOf(SM, C->Call->getBeginLoc());
-      if (!R.contains(O))
-        continue;
-      bool Unscaled = llvm::any_of(T.Unscales, [&](const ScalerCall *U) {
-        return offsetOf(SM, U->Call->getBeginLoc()) < O;
-      });
-      if (Unscaled)
+      // Clipping an optimizer's parameters needs that optimizer's unscale_(); a model's, any.
+      ObjectRef Of = T.stepsOptimizer(C->ParamsOwner) ? C->ParamsOwner : ObjectRef();
+      unsigned O = SM.getFileOffset(SM.getExpansionLoc(C->Call->getBeginLoc()));
+      if (T.unscaledBefore(O, Of, SM))
         continue;
       Finding *F = Out.report("amp-clip-before-unscale", C->Call->getBeginLoc(),
                               "clipping still-scaled gradients: no unscale_() before this clip, so "

@@ -1,24 +1,18 @@
 // amp-clip-grad-norm: clipping the parameters' .grad inside a scaled step.
-#include "StepRange.h"
 #include "ampmigrate/Engine.h"
 
 using namespace clang;
 namespace ampmigrate {
 
 void checkClipGradNorm(const CheckInput &In, FindingSink &Out) {
-  const SourceManager &SM = In.Ctx.getSourceManager();
-  for (const TrainingStep &T : In.Function.Steps) {
-    StepRange R = gradientRange(SM, T);
+  for (const TrainingStep &T : In.Function.Steps)
     for (const ClipCall *C : T.Clips) {
-      if (!R.contains(offsetOf(SM, C->Call->getBeginLoc())))
-        continue;
       Finding *F = Out.report("amp-clip-grad-norm", C->Call->getBeginLoc(),
                               "clipping the parameters' .grad inside a scaled step; clip the "
                               "explicit grads instead: grads = " + In.Rules.Target.Clip +
                                   "(grads, max_norm)");
       markStep(F, In, &T);
     }
-  }
 }
 
 } // namespace ampmigrate

@@ -6,7 +6,7 @@ namespace ampmigrate {
 
 void checkManualMigration(const CheckInput &In, FindingSink &Out) {
   for (const MigrationPlan *P : In.Plans)
-    for (const TrainingStep::Blocker &B : P->Blockers)
+    for (const Blocker &B : P->Blockers)
       Out.report("amp-manual-migration", B.Loc, "not migrated automatically: " + B.Reason);
   for (const AutocastScope &S : In.Function.Scopes) {
     if (S.DisablesAutocast)

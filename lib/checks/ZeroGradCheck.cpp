@@ -8,10 +8,6 @@ namespace ampmigrate {
 void checkZeroGrad(const CheckInput &In, FindingSink &Out) {
   for (const TrainingStep &T : In.Function.Steps)
     for (const ZeroGradCall *Z : T.ZeroGrads) {
-      bool OfStep = llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == Z->Owner; }) ||
-                    llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; });
-      if (!OfStep)
-        continue;
       const MigrationPlan *P = In.planOf(&T);
       Finding *F = Out.report(
           "amp-zero-grad", Z->Call->getBeginLoc(),

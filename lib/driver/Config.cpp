@@ -74,13 +74,4 @@ llvm::Expected<ProjectConfig> readConfig(const std::string &Path) {
   return Cfg;
 }
 
-bool parseLevel(llvm::StringRef S, AmpLevel &L) {
-  if (S == "O0") L = AmpLevel::O0;
-  else if (S == "O1") L = AmpLevel::O1;
-  else if (S == "O2") L = AmpLevel::O2;
-  else if (S == "O3") L = AmpLevel::O3;
-  else return false;
-  return true;
-}
-
 } // namespace ampmigrate

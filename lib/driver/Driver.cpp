@@ -2,6 +2,7 @@
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Checks.h"
 #include "ampmigrate/ResultCache.h"
+#include "ampmigrate/StepFinder.h"
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/ASTContext.h"
@@ -74,30 +75,35 @@ private:
   std::vector<SourceRange> &Out;
 };
 
-struct TUResult {
-  std::vector<Finding> Findings;
-};
+using TUResult = EngineResult;
+
+bool cancelled(const DriverOptions &Opts) { return Opts.Cancelled && Opts.Cancelled->load(); }
 
 class AmpConsumer : public ASTConsumer {
 public:
   AmpConsumer(CompilerInstance &CI, const RuleSet &Rules, const DriverOptions &Opts,
               std::vector<SourceRange> &Inactive, TUResult &Out)
       : CI(CI), Rules(Rules), Opts(Opts), Inactive(Inactive), Out(Out),
-        Skipper(Rules.prefilterTokens()) {
+        Skipper(Rules) {
     Filter.SM = &CI.getSourceManager();
     if (!Opts.HeaderFilter.empty())
       Filter.HeaderRe.emplace(Opts.HeaderFilter);
   }
 
-  /// A function body in a file that names no AMP token cannot hold a finding.
+  /// A function body in a header that names no AMP token (the rules' or a learned class's name)
+  /// cannot hold a finding (HeaderBodySkipper).
   bool shouldSkipFunctionBody(Decl *D) override {
     if (cancelled())
       return true; // the result is discarded: finish the parse as fast as possible
     return Opts.SkipBodies && Skipper.shouldSkip(CI.getSourceManager(), D);
   }
 
+  /// Keeps the top-level declarations for the traversal scope, and learns the guard and scaler
+  /// classes they complete for the body-skipping rule.
   bool HandleTopLevelDecl(DeclGroupRef DG) override {
     TopLevel.insert(TopLevel.end(), DG.begin(), DG.end());
+    if (Opts.SkipBodies)
+      Skipper.learn(CI.getSourceManager(), DG);
     return true;
   }
 
@@ -113,12 +119,12 @@ public:
         Scope.push_back(D);
     Ctx.setTraversalScope(Scope);
     const ScopeFilter *F = &Filter;
-    Out.Findings = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
-                             Opts.Engine);
+    Out = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
+                    Opts.Engine);
   }
 
 private:
-  bool cancelled() const { return Opts.Cancelled && Opts.Cancelled->load(); }
+  bool cancelled() const { return ampmigrate::cancelled(Opts); }
 
   CompilerInstance &CI;
   const RuleSet &Rules;
@@ -160,6 +166,275 @@ private:
   const DriverOptions &Opts;
   TUResult &Out;
 };
+
+std::string absolutePath(StringRef P) {
+  llvm::SmallString<256> S(P);
+  llvm::sys::fs::make_absolute(S);
+  llvm::sys::path::remove_dots(S, /*remove_dot_dot=*/true);
+  return std::string(S);
+}
+
+/// CMake's precompiled headers (`-include .../cmake_pch.hxx` next to a compiler-specific .gch)
+/// belong to the build, not to the sources: the TU's own includes are what the tool must see.
+tooling::ArgumentsAdjuster stripPrecompiledHeaders() {
+  return [](const tooling::CommandLineArguments &Args, StringRef) {
+    tooling::CommandLineArguments Out;
+    for (size_t I = 0; I < Args.size(); ++I) {
+      StringRef A = Args[I];
+      bool HasValue = I + 1 < Args.size();
+      if ((A == "-include" || A == "-include-pch") && HasValue &&
+          (StringRef(Args[I + 1]).contains("cmake_pch") || A == "-include-pch")) {
+        ++I;
+        continue;
+      }
+      if (A == "-Xclang" && HasValue && (Args[I + 1] == "-include-pch" || Args[I + 1] == "-include")) {
+        // -Xclang -include -Xclang <pch>: drop all four.
+        if (I + 3 < Args.size() && StringRef(Args[I + 3]).contains("cmake_pch")) {
+          I += 3;
+          continue;
+        }
+      }
+      if (A == "-Winvalid-pch" || A == "-fpch-preprocess" || A.starts_with("-fpch-instantiate"))
+        continue;
+      Out.push_back(Args[I]);
+    }
+    return Out;
+  };
+}
+
+/// Where the verification parse finds the runtime's headers (<amp/torch.h>) when the project's
+/// compile command does not name them yet (it did not need them before the migration): next to
+/// the installed tool (<prefix>/include), else the source and build trees it was built from.
+/// Searched after everything the command names (-idirafter).
+std::vector<std::string> runtimeIncludeArgs() {
+  std::vector<std::string> Dirs;
+  std::string Exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  llvm::SmallString<256> Installed(llvm::sys::path::parent_path(llvm::sys::path::parent_path(Exe)));
+  llvm::sys::path::append(Installed, "include");
+  llvm::SmallString<256> Probe(Installed);
+  llvm::sys::path::append(Probe, "amp", "torch.h");
+  if (!Exe.empty() && llvm::sys::fs::exists(Probe)) {
+    Dirs.push_back(std::string(Installed));
+  } else {
+    llvm::SmallVector<StringRef, 4> Parts;
+    StringRef(AMP_RUNTIME_BUILD_INCLUDE_DIRS).split(Parts, '|', -1, false);
+    for (StringRef P : Parts)
+      Dirs.push_back(P.str());
+  }
+  std::vector<std::string> Args;
+  for (const std::string &D : Dirs) {
+    Args.push_back("-idirafter");
+    Args.push_back(D);
+  }
+  return Args;
+}
+
+/// The verification parse of a rewritten translation unit: bodies of functions in files that no
+/// edit touched are skipped (they compiled before and nothing in them changed).
+class VerifyConsumer : public ASTConsumer {
+public:
+  VerifyConsumer(CompilerInstance &CI, const std::set<std::string> &Edited) : CI(CI), Edited(Edited) {}
+  bool shouldSkipFunctionBody(Decl *D) override {
+    const SourceManager &SM = CI.getSourceManager();
+    SourceLocation L = SM.getExpansionLoc(D->getLocation());
+    if (SM.isInMainFile(L))
+      return false;
+    auto FE = SM.getFileEntryRefForID(SM.getFileID(L));
+    return !FE || !Edited.count(absolutePath(FE->getName()));
+  }
+
+private:
+  CompilerInstance &CI;
+  const std::set<std::string> &Edited;
+};
+
+class VerifyActionFactory : public tooling::FrontendActionFactory {
+public:
+  explicit VerifyActionFactory(const std::set<std::string> &Edited) : Edited(Edited) {}
+  std::unique_ptr<FrontendAction> create() override {
+    struct Action : ASTFrontendAction {
+      const std::set<std::string> &Edited;
+      explicit Action(const std::set<std::string> &Edited) : Edited(Edited) {}
+      std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &CI, StringRef) override {
+        CI.getFrontendOpts().SkipFunctionBodies = true;
+        return std::make_unique<VerifyConsumer>(CI, Edited);
+      }
+    };
+    return std::make_unique<Action>(Edited);
+  }
+
+private:
+  const std::set<std::string> &Edited;
+};
+
+/// Collects error diagnostics as clang prints them ("file:line:col: error: ...").
+struct ErrorCollector : DiagnosticConsumer {
+  std::string Text;
+  llvm::raw_string_ostream OS{Text};
+  llvm::IntrusiveRefCntPtr<DiagnosticOptions> DiagOpts = llvm::makeIntrusiveRefCnt<DiagnosticOptions>();
+  TextDiagnosticPrinter Printer{OS, DiagOpts.get()};
+  void BeginSourceFile(const LangOptions &LO, const Preprocessor *PP) override { Printer.BeginSourceFile(LO, PP); }
+  void EndSourceFile() override { Printer.EndSourceFile(); }
+  void HandleDiagnostic(DiagnosticsEngine::Level L, const Diagnostic &Info) override {
+    DiagnosticConsumer::HandleDiagnostic(L, Info);
+    if (L >= DiagnosticsEngine::Error)
+      Printer.HandleDiagnostic(L, Info);
+  }
+};
+
+/// Parses `File` as the driver does (its compile command, syntax only, the editor's overlays and
+/// `Extra` files mapped over `FS`). Returns false when the parse had errors.
+bool parseTU(const tooling::CompilationDatabase &DB, const std::string &File,
+             const std::map<std::string, std::string> &Overlays,
+             const std::map<std::string, std::string> &Extra, tooling::FrontendActionFactory &Factory,
+             ErrorCollector &Errors, llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS,
+             const std::vector<std::string> &ExtraArgs = {}) {
+  tooling::ClangTool Tool(DB, {File}, std::make_shared<PCHContainerOperations>(), std::move(FS));
+  Tool.setPrintErrorMessage(false);
+  Tool.setDiagnosticConsumer(&Errors);
+  Tool.appendArgumentsAdjuster(parseArgumentsAdjuster());
+  if (!ExtraArgs.empty())
+    Tool.appendArgumentsAdjuster(
+        tooling::getInsertArgumentAdjuster(ExtraArgs, tooling::ArgumentInsertPosition::END));
+  for (const auto &[Path, Text] : Overlays)
+    if (!Extra.count(Path))
+      Tool.mapVirtualFile(Path, Text);
+  for (const auto &[Path, Text] : Extra)
+    Tool.mapVirtualFile(Path, Text);
+  int RC = Tool.run(&Factory);
+  Errors.OS.flush();
+  return RC == 0 && Errors.getNumErrors() == 0;
+}
+
+/// The texts of the files `Fixes` edit, with the edits applied; an empty map and `Error` set when
+/// the edits cannot be applied together.
+std::map<std::string, std::string> rewrittenTexts(const std::vector<const StepFix *> &Fixes,
+                                                  SourceTexts &Texts, std::string &Error) {
+  std::map<std::string, tooling::Replacements> ByFile;
+  std::set<std::tuple<std::string, unsigned, unsigned, std::string>> Seen;
+  for (const StepFix *Fix : Fixes)
+    for (const tooling::Replacement &R : Fix->Edits) {
+      if (!Seen.insert({absolutePath(R.getFilePath()), R.getOffset(), R.getLength(),
+                        R.getReplacementText().str()}).second)
+        continue;
+      if (llvm::Error E = ByFile[absolutePath(R.getFilePath())].add(R)) {
+        Error = "its edits conflict: " + llvm::toString(std::move(E));
+        return {};
+      }
+    }
+  std::map<std::string, std::string> Out;
+  for (auto &[File, Reps] : ByFile) {
+    const std::string *Text = Texts.get(File);
+    if (!Text) {
+      Error = File + " cannot be read";
+      return {};
+    }
+    llvm::Expected<std::string> New = tooling::applyAllReplacements(*Text, Reps);
+    if (!New) {
+      Error = llvm::toString(New.takeError());
+      return {};
+    }
+    Out[File] = std::move(*New);
+  }
+  return Out;
+}
+
+/// "file:line:col: error: message" -> "line L of the rewritten <name>: message".
+std::string describeFirstError(StringRef Diags) {
+  for (StringRef Line : llvm::split(Diags, '\n')) {
+    size_t At = Line.find(": error: ");
+    size_t Skip = 9;
+    if (At == StringRef::npos) {
+      At = Line.find(": fatal error: ");
+      Skip = 15;
+    }
+    if (At == StringRef::npos)
+      continue;
+    StringRef Where = Line.take_front(At), Message = Line.drop_front(At + Skip);
+    auto [RestCol, Col] = Where.rsplit(':');
+    auto [Path, LineNo] = RestCol.rsplit(':');
+    return "error: " + Message.str() + " (line " + LineNo.str() + " of the rewritten " +
+           llvm::sys::path::filename(Path).str() + ")";
+  }
+  return "the rewritten file does not parse";
+}
+
+/// Re-parses the translation unit with the edits applied in memory; returns why it fails, or "".
+std::string whyFixesFail(const tooling::CompilationDatabase &DB, const std::string &File,
+                         const DriverOptions &Opts, const std::vector<const StepFix *> &Fixes,
+                         SourceTexts &Texts, const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS) {
+  std::string Error;
+  std::map<std::string, std::string> New = rewrittenTexts(Fixes, Texts, Error);
+  if (!Error.empty())
+    return Error;
+  std::set<std::string> Edited;
+  for (const auto &[Path, Text] : New)
+    Edited.insert(Path);
+  VerifyActionFactory Factory(Edited);
+  ErrorCollector Errors;
+  // No caret lines, and no "N errors generated." on the user's terminal: only the first error
+  // matters, and it is reported as the step's reason.
+  std::vector<std::string> Args = runtimeIncludeArgs();
+  Args.push_back("-fno-caret-diagnostics");
+  if (parseTU(DB, File, Opts.Overlays, New, Factory, Errors, FS, Args))
+    return "";
+  return describeFirstError(Errors.Text);
+}
+
+/// A step whose rewrite would not compile keeps its findings, loses its fix, and is reported.
+void withdrawFix(std::vector<Finding> &Findings, const StepFix &Fix, const std::string &Why,
+                 const DriverOptions &Opts) {
+  const Finding *Lead = nullptr;
+  for (Finding &F : Findings)
+    if (F.StepId == Fix.StepId) {
+      if (F.Fixable && (!Lead || F.Pos.Offset < Lead->Pos.Offset))
+        Lead = &F;
+    }
+  if (Lead && Opts.Engine.CheckEnabled("amp-manual-migration")) {
+    Finding M;
+    M.Check = "amp-manual-migration";
+    M.Pos = Lead->Pos;
+    M.StepId = Fix.StepId;
+    M.Message = "not migrated automatically: the rewrite of this step would not compile, so it is "
+                "withdrawn: " + Why;
+    Findings.push_back(std::move(M));
+  }
+  for (Finding &F : Findings)
+    if (F.StepId == Fix.StepId)
+      F.Fixable = false;
+}
+
+/// Keeps the fixes whose rewritten translation unit compiles: all together when they do, else
+/// each step alone, and then the survivors together once more.
+void verifyFixes(TUResult &Res, const tooling::CompilationDatabase &DB, const std::string &File,
+                 const DriverOptions &Opts, const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS) {
+  FileTexts Texts(Opts.Overlays);
+  std::vector<const StepFix *> All;
+  for (const StepFix &F : Res.Fixes)
+    All.push_back(&F);
+  if (All.empty() || whyFixesFail(DB, File, Opts, All, Texts, FS).empty())
+    return;
+  std::vector<StepFix> Kept;
+  for (const StepFix *F : All) {
+    std::string Why = whyFixesFail(DB, File, Opts, {F}, Texts, FS);
+    if (Why.empty())
+      Kept.push_back(*F);
+    else
+      withdrawFix(Res.Findings, *F, Why, Opts);
+  }
+  if (Kept.size() > 1) {
+    std::vector<const StepFix *> Survivors;
+    for (const StepFix &F : Kept)
+      Survivors.push_back(&F);
+    std::string Why = whyFixesFail(DB, File, Opts, Survivors, Texts, FS);
+    if (!Why.empty()) {
+      for (const StepFix &F : Kept)
+        withdrawFix(Res.Findings, F, "together with the other steps of this file: " + Why, Opts);
+      Kept.clear();
+    }
+  }
+  Res.Fixes = std::move(Kept);
+}
 
 /// Quoted and angled includes of a file that resolve inside the project (not system dirs).
 void collectProjectHeaders(const std::string &File, const std::vector<std::string> &IncludeDirs,
@@ -250,40 +525,7 @@ bool mayHoldFindings(const tooling::CompileCommand &Cmd, const std::string &File
   return Files.empty(); // unreadable: let the parser say why
 }
 
-/// CMake's precompiled headers (`-include .../cmake_pch.hxx` next to a compiler-specific .gch)
-/// belong to the build, not to the sources: the TU's own includes are what the tool must see.
-tooling::ArgumentsAdjuster stripPrecompiledHeaders() {
-  return [](const tooling::CommandLineArguments &Args, StringRef) {
-    tooling::CommandLineArguments Out;
-    for (size_t I = 0; I < Args.size(); ++I) {
-      StringRef A = Args[I];
-      bool HasValue = I + 1 < Args.size();
-      if ((A == "-include" || A == "-include-pch") && HasValue &&
-          (StringRef(Args[I + 1]).contains("cmake_pch") || A == "-include-pch")) {
-        ++I;
-        continue;
-      }
-      if (A == "-Xclang" && HasValue && (Args[I + 1] == "-include-pch" || Args[I + 1] == "-include")) {
-        // -Xclang -include -Xclang <pch>: drop all four.
-        if (I + 3 < Args.size() && StringRef(Args[I + 3]).contains("cmake_pch")) {
-          I += 3;
-          continue;
-        }
-      }
-      if (A == "-Winvalid-pch" || A == "-fpch-preprocess" || A.starts_with("-fpch-instantiate"))
-        continue;
-      Out.push_back(Args[I]);
-    }
-    return Out;
-  };
-}
 
-std::string absolutePath(StringRef P) {
-  llvm::SmallString<256> S(P);
-  llvm::sys::fs::make_absolute(S);
-  llvm::sys::path::remove_dots(S, /*remove_dot_dot=*/true);
-  return std::string(S);
-}
 
 /// The options that decide a TU's findings, as text for the result cache's key. A field added to
 /// the planner's options must be added here too (the static_assert says so).
@@ -292,6 +534,11 @@ std::string cacheConfiguration(const DriverOptions &Opts) {
   std::string S = "header-filter=" + Opts.HeaderFilter;
   S += "\nskip-bodies=" + std::to_string(Opts.SkipBodies);
   S += "\nlevel=" + std::to_string(static_cast<int>(Opts.Engine.Planner.Level));
+  // The verification withdraws fixes (and reports why) by what the runtime's headers declare.
+  S += "\nverify-fixes=" + std::to_string(Opts.VerifyFixes);
+  if (Opts.VerifyFixes)
+    for (const std::string &A : runtimeIncludeArgs())
+      S += " " + A;
   S += "\nchecks=";
   for (const CheckInfo &C : allChecks())
     S += (Opts.Engine.CheckEnabled(C.Id) ? "+" : "-") + C.Id.str() + ",";
@@ -314,14 +561,68 @@ bool HeaderBodySkipper::shouldSkip(const SourceManager &SM, const Decl *D) {
   SourceLocation L = SM.getExpansionLoc(D->getLocation());
   if (SM.isInMainFile(L))
     return false;
-  FileID F = SM.getFileID(L);
-  auto It = FileHasTokens.find(F.getHashValue());
-  if (It == FileHasTokens.end()) {
-    bool Invalid = false;
-    StringRef Text = SM.getBufferData(F, &Invalid);
-    It = FileHasTokens.try_emplace(F.getHashValue(), Invalid || mentionsAnyToken(Text, Tokens)).first;
+  return !mentionsAmp(SM, SM.getFileID(L));
+}
+
+bool HeaderBodySkipper::mentionsAmp(const SourceManager &SM, FileID F) {
+  auto [It, New] = FileHasTokens.try_emplace(F.getHashValue());
+  FileTokens &T = It->second;
+  bool Invalid = false;
+  StringRef Text;
+  if (New) {
+    Text = SM.getBufferData(F, &Invalid);
+    T.Mentions = Invalid || mentionsAnyToken(Text, Tokens);
   }
-  return !It->second;
+  if (T.Mentions || T.LearnedChecked == LearnedTokens.size())
+    return T.Mentions;
+  if (!New)
+    Text = SM.getBufferData(F, &Invalid);
+  std::vector<std::string> Unchecked(LearnedTokens.begin() + T.LearnedChecked, LearnedTokens.end());
+  T.LearnedChecked = LearnedTokens.size();
+  T.Mentions = Invalid || mentionsAnyToken(Text, Unchecked);
+  return T.Mentions;
+}
+
+void HeaderBodySkipper::learn(const SourceManager &SM, DeclGroupRef DG) {
+  for (const Decl *D : DG)
+    learnIn(SM, D);
+}
+
+void HeaderBodySkipper::learnIn(const SourceManager &SM, const Decl *D) {
+  if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(D); Ctor && Ctor->isOutOfLine()) {
+    // `Guard::Guard(bool on) { set_enabled(on); }` completes a guard.
+    learnClass(SM, Ctor->getParent());
+    return;
+  }
+  if (const auto *T = dyn_cast<ClassTemplateDecl>(D))
+    D = T->getTemplatedDecl();
+  if (const auto *RD = dyn_cast<CXXRecordDecl>(D)) {
+    if (!RD->isThisDeclarationADefinition() || RD->isLambda() || isa<ClassTemplateSpecializationDecl>(RD))
+      return;
+    learnClass(SM, RD);
+    for (const Decl *Member : RD->noload_decls())
+      if (isa<CXXRecordDecl, ClassTemplateDecl>(Member))
+        learnIn(SM, Member);
+    return;
+  }
+  // Namespaces opened in a system header hold no user class; their own files' are read as the
+  // declarations come (noload: a preamble's declarations are never deserialised for this).
+  if (isa<NamespaceDecl, LinkageSpecDecl, ExportDecl>(D) && !SM.isInSystemHeader(SM.getExpansionLoc(D->getLocation())))
+    for (const Decl *Inner : cast<DeclContext>(D)->noload_decls())
+      learnIn(SM, Inner);
+}
+
+void HeaderBodySkipper::learnClass(const SourceManager &SM, const CXXRecordDecl *RD) {
+  SourceLocation L = SM.getExpansionLoc(RD->getLocation());
+  if (L.isInvalid() || SM.isInSystemHeader(L) || !RD->getIdentifier())
+    return;
+  if (!SM.isInMainFile(L) && !mentionsAmp(SM, SM.getFileID(L)))
+    return;
+  std::string Name = RD->getName().str();
+  if (llvm::is_contained(Tokens, Name) || llvm::is_contained(LearnedTokens, Name))
+    return;
+  if (isAutocastGuardClass(RD, Rules, nullptr) || isScalerClass(RD, Rules))
+    LearnedTokens.push_back(std::move(Name));
 }
 
 /// One consistent report: a header finding seen from several TUs appears once.
@@ -337,6 +638,11 @@ static void sortAndDeduplicate(Report &R) {
                                }),
                    R.Findings.end());
   llvm::sort(R.Files, [](const FileOutcome &A, const FileOutcome &B) { return A.File < B.File; });
+  // A header's step planned from several TUs is one step.
+  llvm::stable_sort(R.StepFixes, [](const StepFix &A, const StepFix &B) { return A.StepId < B.StepId; });
+  R.StepFixes.erase(std::unique(R.StepFixes.begin(), R.StepFixes.end(),
+                                [](const StepFix &A, const StepFix &B) { return A.StepId == B.StepId; }),
+                    R.StepFixes.end());
 }
 
 void mergeReport(Report &Into, Report &&Part) {
@@ -344,6 +650,8 @@ void mergeReport(Report &Into, Report &&Part) {
     Into.Findings.push_back(std::move(F));
   for (FileOutcome &F : Part.Files)
     Into.Files.push_back(std::move(F));
+  for (StepFix &F : Part.StepFixes)
+    Into.StepFixes.push_back(std::move(F));
   sortAndDeduplicate(Into);
 }
 
@@ -374,54 +682,44 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
       O.Error = File + ": error: no compile command for this file in the compilation database";
     } else if (Opts.Prefilter && !mayHoldFindings(Cmds.front(), File, Tokens, Opts.Overlays)) {
       O.Status = FileOutcome::State::Skipped;
-    } else if (std::optional<std::vector<Finding>> Hit =
-                   Cache ? Cache->lookup(Key) : std::nullopt) {
+    } else if (std::optional<CachedTU> Hit = Cache ? Cache->lookup(Key) : std::nullopt) {
+      // What a miss leaves after verification: the same NOLINT and attachFixes below apply.
       std::lock_guard<std::mutex> L(M);
       if (Stats)
         ++Stats->CacheHits;
-      for (Finding &F : *Hit)
+      for (Finding &F : Hit->Findings)
         R.Findings.push_back(std::move(F));
+      for (StepFix &F : Hit->Fixes)
+        R.StepFixes.push_back(std::move(F));
     } else {
       TUResult Res;
-      std::string Diags;
-      llvm::raw_string_ostream DiagOS(Diags);
-      auto DiagOpts = llvm::makeIntrusiveRefCnt<DiagnosticOptions>();
-      TextDiagnosticPrinter Printer(DiagOS, DiagOpts.get());
-      struct ErrorsOnly : DiagnosticConsumer {
-        TextDiagnosticPrinter &P;
-        explicit ErrorsOnly(TextDiagnosticPrinter &P) : P(P) {}
-        void BeginSourceFile(const LangOptions &LO, const Preprocessor *PP) override { P.BeginSourceFile(LO, PP); }
-        void EndSourceFile() override { P.EndSourceFile(); }
-        void HandleDiagnostic(DiagnosticsEngine::Level L, const Diagnostic &Info) override {
-          DiagnosticConsumer::HandleDiagnostic(L, Info);
-          if (L >= DiagnosticsEngine::Error)
-            P.HandleDiagnostic(L, Info);
-        }
-      } Consumer(Printer);
-      // With a cache, the parse runs on a file system that records what it probed and read.
-      DependencyLog Deps;
-      tooling::ClangTool Tool(DB, {File}, std::make_shared<PCHContainerOperations>(),
-                              Cache ? makeRecordingFileSystem(Deps) : llvm::vfs::getRealFileSystem());
-      Tool.setPrintErrorMessage(false);
-      Tool.setDiagnosticConsumer(&Consumer);
-      Tool.appendArgumentsAdjuster(parseArgumentsAdjuster());
-      for (const auto &[Path, Text] : Opts.Overlays)
-        Tool.mapVirtualFile(Path, Text);
       AmpActionFactory Factory(Rules, Opts, Res);
-      int RC = Opts.Parser ? !Opts.Parser(Cmds, File, Factory, Consumer) : Tool.run(&Factory);
-      if (RC != 0 || Consumer.getNumErrors() > 0) {
+      ErrorCollector Errors;
+      // With a cache, the parses (and the verification's) run on a file system that records what
+      // they probed and read.
+      DependencyLog Deps;
+      llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS =
+          Cache ? makeRecordingFileSystem(Deps) : llvm::vfs::getRealFileSystem();
+      bool Parsed = Opts.Parser ? Opts.Parser(Cmds, File, Factory, Errors)
+                                : parseTU(DB, File, Opts.Overlays, {}, Factory, Errors, FS);
+      Errors.OS.flush();
+      if (!Parsed || Errors.getNumErrors() > 0) {
         O.Status = FileOutcome::State::Failed;
-        O.Error = Diags.empty() ? File + ": error: the file could not be parsed" : Diags;
+        O.Error = Errors.Text.empty() ? File + ": error: the file could not be parsed" : Errors.Text;
         while (!O.Error.empty() && O.Error.back() == '\n')
           O.Error.pop_back();
       } else {
-        if (Cache)
-          Cache->store(Key, Deps.take(), Res.Findings);
+        if (Opts.VerifyFixes)
+          verifyFixes(Res, DB, File, Opts, FS);
+        if (Cache && !cancelled(Opts))
+          Cache->store(Key, Deps.take(), Res.Findings, Res.Fixes);
         std::lock_guard<std::mutex> L(M);
         if (Stats && Cache)
           ++Stats->CacheMisses;
         for (Finding &F : Res.Findings)
           R.Findings.push_back(std::move(F));
+        for (StepFix &F : Res.Fixes)
+          R.StepFixes.push_back(std::move(F));
       }
     }
     std::lock_guard<std::mutex> L(M);
@@ -446,6 +744,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
   sortAndDeduplicate(R);
   FileTexts Texts(Opts.Overlays);
   applyNoLint(R.Findings, Texts);
+  attachFixes(R.Findings, R.StepFixes);
   return R;
 }
 

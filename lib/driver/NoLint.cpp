@@ -3,7 +3,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Regex.h"
+#include "llvm/Support/GlobPattern.h"
 
 namespace ampmigrate {
 
@@ -21,18 +21,20 @@ const std::string *FileTexts::get(const std::string &File) {
   return &(Cache[File] = (*Buf)->getBuffer().str());
 }
 
+/// clang-tidy's check globs: `*` is the only wildcard; every other character stands for itself.
 static bool globMatch(llvm::StringRef Glob, llvm::StringRef S) {
-  std::string Re = "^";
+  std::string Escaped;
   for (char C : Glob) {
-    if (C == '*')
-      Re += ".*";
-    else if (llvm::isAlnum(C) || C == '_' || C == '-')
-      Re += C;
-    else
-      Re += std::string("\\") + C;
+    if (C != '*' && !llvm::isAlnum(C) && C != '_' && C != '-')
+      Escaped += '\\';
+    Escaped += C;
   }
-  Re += "$";
-  return llvm::Regex(Re).match(S);
+  llvm::Expected<llvm::GlobPattern> P = llvm::GlobPattern::create(Escaped);
+  if (!P) {
+    llvm::consumeError(P.takeError());
+    return false;
+  }
+  return P->match(S);
 }
 
 bool checkEnabledByGlobs(llvm::StringRef Globs, llvm::StringRef Check) {
@@ -71,35 +73,7 @@ static bool markerCovers(llvm::StringRef Line, llvm::StringRef Marker, llvm::Str
   return false;
 }
 
-static bool isSuppressed(const Finding &F, SourceTexts &Texts) {
-  std::vector<Finding> One{F};
-  One.front().Fixes.clear();
-  applyNoLintOnly(One, Texts);
-  return One.empty();
-}
-
-void relocateSuppressedFixes(std::vector<Finding> &Findings, SourceTexts &Texts) {
-  for (Finding &F : Findings) {
-    if (F.Fixes.empty() || F.StepId.empty() || !isSuppressed(F, Texts))
-      continue;
-    Finding *Heir = nullptr;
-    for (Finding &K : Findings)
-      if (&K != &F && K.StepId == F.StepId && K.Fixable && K.Fixes.empty() &&
-          (!Heir || std::tie(K.Pos.File, K.Pos.Offset) < std::tie(Heir->Pos.File, Heir->Pos.Offset)) &&
-          !isSuppressed(K, Texts))
-        Heir = &K;
-    if (Heir)
-      Heir->Fixes = std::move(F.Fixes);
-    F.Fixes.clear();
-  }
-}
-
 void applyNoLint(std::vector<Finding> &Findings, SourceTexts &Texts) {
-  relocateSuppressedFixes(Findings, Texts);
-  applyNoLintOnly(Findings, Texts);
-}
-
-void applyNoLintOnly(std::vector<Finding> &Findings, SourceTexts &Texts) {
   std::vector<Finding> Kept;
   for (Finding &F : Findings) {
     const std::string *Text = Texts.get(F.Pos.File);

@@ -20,7 +20,7 @@ namespace ampmigrate {
 namespace {
 
 /// Bumped whenever the entry format or what a key covers changes.
-constexpr int FormatVersion = 1;
+constexpr int FormatVersion = 2;
 
 std::string hashBytes(StringRef Bytes) {
   llvm::BLAKE3 H;
@@ -216,7 +216,7 @@ std::optional<std::string> ResultCache::currentHash(const std::string &Path) {
   return H;
 }
 
-std::optional<std::vector<Finding>> ResultCache::lookup(StringRef Key) {
+std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
   std::string Path = entryPath(Key);
   auto Buf = llvm::MemoryBuffer::getFile(Path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!Buf)
@@ -230,8 +230,8 @@ std::optional<std::vector<Finding>> ResultCache::lookup(StringRef Key) {
   if (!O || O->getInteger("format") != FormatVersion || O->getString("key") != Key)
     return std::nullopt;
   const json::Array *Deps = O->getArray("deps");
-  const json::Value *Findings = O->get("findings");
-  if (!Deps || !Findings)
+  const json::Value *Findings = O->get("findings"), *Fixes = O->get("fixes");
+  if (!Deps || !Findings || !Fixes)
     return std::nullopt;
   for (const json::Value &D : *Deps) {
     const json::Array *A = D.getAsArray();
@@ -256,9 +256,11 @@ std::optional<std::vector<Finding>> ResultCache::lookup(StringRef Key) {
       return std::nullopt;
     }
   }
-  std::optional<std::vector<Finding>> Result = findingsFromJson(*Findings);
-  if (!Result)
+  std::optional<std::vector<Finding>> StoredFindings = findingsFromJson(*Findings);
+  std::optional<std::vector<StepFix>> StoredFixes = stepFixesFromJson(*Fixes);
+  if (!StoredFindings || !StoredFixes)
     return std::nullopt;
+  CachedTU Result{std::move(*StoredFindings), std::move(*StoredFixes)};
   // Recently used: trimming removes the least recently used entries first.
   int FD;
   if (!llvm::sys::fs::openFileForReadWrite(Path, FD, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::OF_None)) {
@@ -269,7 +271,7 @@ std::optional<std::vector<Finding>> ResultCache::lookup(StringRef Key) {
 }
 
 void ResultCache::store(StringRef Key, const std::map<std::string, DependencyLog::Entry> &Deps,
-                        const std::vector<Finding> &Findings) {
+                        const std::vector<Finding> &Findings, const std::vector<StepFix> &Fixes) {
   json::Array DepArray;
   for (const auto &[Path, E] : Deps) {
     if (E.K == DependencyLog::Kind::Content)
@@ -280,7 +282,8 @@ void ResultCache::store(StringRef Key, const std::map<std::string, DependencyLog
   json::Object Entry{{"format", FormatVersion},
                      {"key", Key.str()},
                      {"deps", std::move(DepArray)},
-                     {"findings", findingsToJson(Findings)}};
+                     {"findings", findingsToJson(Findings)},
+                     {"fixes", stepFixesToJson(Fixes)}};
   std::string Path = entryPath(Key);
   llvm::SmallString<256> Model(llvm::sys::path::parent_path(Path));
   if (llvm::sys::fs::create_directories(Model))
@@ -355,19 +358,15 @@ std::optional<uint64_t> parseByteSize(StringRef Text) {
 json::Value findingsToJson(const std::vector<Finding> &Findings) {
   json::Array Out;
   for (const Finding &F : Findings) {
-    json::Array Notes, Fixes;
+    json::Array Notes;
     for (const Note &N : F.Notes)
       Notes.push_back(json::Object{{"pos", posToJson(N.Pos)}, {"message", N.Message}});
-    for (const clang::tooling::Replacement &R : F.Fixes)
-      Fixes.push_back(json::Array{R.getFilePath().str(), static_cast<int64_t>(R.getOffset()),
-                                  static_cast<int64_t>(R.getLength()), R.getReplacementText().str()});
     Out.push_back(json::Object{{"check", F.Check},
                                {"pos", posToJson(F.Pos)},
                                {"error", F.Level == Severity::Error},
                                {"message", F.Message},
                                {"notes", std::move(Notes)},
                                {"fixable", F.Fixable},
-                               {"fixes", std::move(Fixes)},
                                {"step", F.StepId}});
   }
   return Out;
@@ -385,8 +384,8 @@ std::optional<std::vector<Finding>> findingsFromJson(const json::Value &V) {
     Finding F;
     auto Check = O->getString("check"), Message = O->getString("message"), Step = O->getString("step");
     auto Error = O->getBoolean("error"), Fixable = O->getBoolean("fixable");
-    const json::Array *Notes = O->getArray("notes"), *Fixes = O->getArray("fixes");
-    if (!Check || !Message || !Step || !Error || !Fixable || !Notes || !Fixes || !posFromJson(O->get("pos"), F.Pos))
+    const json::Array *Notes = O->getArray("notes");
+    if (!Check || !Message || !Step || !Error || !Fixable || !Notes || !posFromJson(O->get("pos"), F.Pos))
       return std::nullopt;
     F.Check = Check->str();
     F.Message = Message->str();
@@ -402,7 +401,37 @@ std::optional<std::vector<Finding>> findingsFromJson(const json::Value &V) {
       N.Message = NM->str();
       F.Notes.push_back(std::move(N));
     }
-    for (const json::Value &RV : *Fixes) {
+    Out.push_back(std::move(F));
+  }
+  return Out;
+}
+
+json::Value stepFixesToJson(const std::vector<StepFix> &Fixes) {
+  json::Array Out;
+  for (const StepFix &S : Fixes) {
+    json::Array Edits;
+    for (const clang::tooling::Replacement &R : S.Edits)
+      Edits.push_back(json::Array{R.getFilePath().str(), static_cast<int64_t>(R.getOffset()),
+                                  static_cast<int64_t>(R.getLength()), R.getReplacementText().str()});
+    Out.push_back(json::Object{{"step", S.StepId}, {"edits", std::move(Edits)}});
+  }
+  return Out;
+}
+
+std::optional<std::vector<StepFix>> stepFixesFromJson(const json::Value &V) {
+  const json::Array *A = V.getAsArray();
+  if (!A)
+    return std::nullopt;
+  std::vector<StepFix> Out;
+  for (const json::Value &E : *A) {
+    const json::Object *O = E.getAsObject();
+    auto Step = O ? O->getString("step") : std::nullopt;
+    const json::Array *Edits = O ? O->getArray("edits") : nullptr;
+    if (!Step || !Edits)
+      return std::nullopt;
+    StepFix S;
+    S.StepId = Step->str();
+    for (const json::Value &RV : *Edits) {
       const json::Array *R = RV.getAsArray();
       if (!R || R->size() != 4)
         return std::nullopt;
@@ -410,9 +439,9 @@ std::optional<std::vector<Finding>> findingsFromJson(const json::Value &V) {
       auto Off = (*R)[1].getAsInteger(), Len = (*R)[2].getAsInteger();
       if (!File || !Text || !Off || !Len)
         return std::nullopt;
-      F.Fixes.emplace_back(*File, static_cast<unsigned>(*Off), static_cast<unsigned>(*Len), *Text);
+      S.Edits.emplace_back(*File, static_cast<unsigned>(*Off), static_cast<unsigned>(*Len), *Text);
     }
-    Out.push_back(std::move(F));
+    Out.push_back(std::move(S));
   }
   return Out;
 }

@@ -638,7 +638,7 @@ private:
     DO.Engine.Planner.Level = St.Level;
     std::string Glob = St.Checks;
     DO.Engine.CheckEnabled = [Glob](StringRef Id) { return checkEnabledByGlobs(Glob, Id); };
-    DO.Parser = Parser.parserFor(Text, DO.SkipBodies, St.Rules.prefilterTokens());
+    DO.Parser = Parser.parserFor(Text, DO.SkipBodies, St.Rules);
     DO.Cancelled = Cancel;
     auto DB = database(Path);
     Report R = runDriver(DO, St.Rules, *DB);

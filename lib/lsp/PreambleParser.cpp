@@ -23,14 +23,20 @@ namespace ampmigrate {
 namespace {
 
 /// Skips the same header function bodies while precompiling as the driver's consumer skips in a
-/// whole parse: the checks see the same declarations either way.
+/// whole parse (the same rule, learning the same classes from the same top-level declarations):
+/// the checks see the same declarations either way.
 class SkippingCallbacks : public PreambleCallbacks {
 public:
-  explicit SkippingCallbacks(std::vector<std::string> Tokens) : Skipper(std::move(Tokens)) {}
+  SkippingCallbacks(const RuleSet &Rules, bool SkipBodies) : SkipBodies(SkipBodies), Skipper(Rules) {}
   void BeforeExecute(CompilerInstance &CI) override { SM = &CI.getSourceManager(); }
-  bool shouldSkipFunctionBody(Decl *D) override { return SM && Skipper.shouldSkip(*SM, D); }
+  bool shouldSkipFunctionBody(Decl *D) override { return SkipBodies && SM && Skipper.shouldSkip(*SM, D); }
+  void HandleTopLevelDecl(DeclGroupRef DG) override {
+    if (SkipBodies && SM)
+      Skipper.learn(*SM, DG);
+  }
 
 private:
+  bool SkipBodies;
   const SourceManager *SM = nullptr;
   HeaderBodySkipper Skipper;
 };
@@ -82,12 +88,14 @@ std::vector<std::string> PreambleParser::Inputs::key(size_t PreambleSize) const 
   Key.push_back(Text.substr(0, PreambleSize));
   Key.push_back(Cmd.Directory);
   Key.push_back(SkipBodies ? "skip-bodies" : "full-parse");
+  std::vector<std::string> Tokens = Rules->prefilterTokens();
   Key.insert(Key.end(), Tokens.begin(), Tokens.end());
+  Key.insert(Key.end(), Rules->Sources.begin(), Rules->Sources.end());
   return Key;
 }
 
-TUParser PreambleParser::parserFor(std::string Text, bool SkipBodies, std::vector<std::string> Tokens) {
-  return [this, Text = std::move(Text), SkipBodies, Tokens = std::move(Tokens)](
+TUParser PreambleParser::parserFor(std::string Text, bool SkipBodies, const RuleSet &Rules) {
+  return [this, Text = std::move(Text), SkipBodies, Rules = &Rules](
              const std::vector<tooling::CompileCommand> &Cmds, const std::string &File,
              tooling::FrontendActionFactory &Action, DiagnosticConsumer &Diags) {
     Inputs In;
@@ -96,7 +104,7 @@ TUParser PreambleParser::parserFor(std::string Text, bool SkipBodies, std::vecto
     In.File = File;
     In.Text = Text;
     In.SkipBodies = SkipBodies;
-    In.Tokens = Tokens;
+    In.Rules = Rules;
     return parse(std::move(In), Action, Diags);
   };
 }
@@ -135,7 +143,7 @@ void PreambleParser::buildPreamble() {
   P->Inv->getFrontendOpts().SkipFunctionBodies = In.SkipBodies;
   IntrusiveRefCntPtr<DiagnosticsEngine> PreambleDiags =
       CompilerInstance::createDiagnostics(new DiagnosticOptions, &Errors, /*ShouldOwnClient=*/false);
-  SkippingCallbacks Callbacks(In.Tokens);
+  SkippingCallbacks Callbacks(*In.Rules, In.SkipBodies);
   llvm::ErrorOr<PrecompiledPreamble> Result =
       PrecompiledPreamble::Build(*P->Inv, Main.get(), Bounds, *PreambleDiags, P->FS,
                                  std::make_shared<PCHContainerOperations>(), /*StoreInMemory=*/true,

@@ -26,11 +26,12 @@ public:
   ~PreambleParser();
 
   /// A TUParser (DriverOptions::Parser) for `Text`, the editor's buffer of the document.
-  /// `SkipBodies` and `Tokens` are the driver's body-skipping settings, applied to the preamble
-  /// as the driver applies them to a whole parse, so that both see the same declarations.
+  /// `SkipBodies` and `Rules` decide the driver's body skipping (HeaderBodySkipper), applied to
+  /// the preamble as the driver applies it to a whole parse, so that both see the same
+  /// declarations. `Rules` must outlive the parser (the server keeps each configuration's).
   /// Without a preamble that fits, the parse is a whole one (as fast as the command line's) and
   /// the preamble is built afterwards by buildPreamble().
-  TUParser parserFor(std::string Text, bool SkipBodies, std::vector<std::string> Tokens);
+  TUParser parserFor(std::string Text, bool SkipBodies, const RuleSet &Rules);
 
   /// Whether the last parse found no preamble it could reuse.
   bool preambleWanted();
@@ -48,7 +49,7 @@ private:
     std::vector<std::string> Args; ///< after the driver's adjustments
     std::string File, Text;
     bool SkipBodies = true;
-    std::vector<std::string> Tokens;
+    const RuleSet *Rules = nullptr;
     /// The command and settings, and the text of the includes at the top (the preamble's bytes).
     std::vector<std::string> key(size_t PreambleSize) const;
   };

@@ -132,36 +132,37 @@ std::string generatedSummary(const Report &R) {
   return S;
 }
 
-// Clang's palette: bold locations and messages, coloured level names, green carets.
-static const char *Bold = "\033[1m";
-static const char *Reset = "\033[0m";
-
-static const char *levelColor(llvm::StringRef Level) {
+// Clang's palette (as clang's TextDiagnostic sets it): bold locations and messages, coloured level
+// names, green carets.
+static llvm::raw_ostream::Colors levelColor(llvm::StringRef Level) {
   if (Level == "error")
-    return "\033[0;1;31m";
+    return llvm::raw_ostream::RED;
   if (Level == "warning")
-    return "\033[0;1;35m";
-  return "\033[0;1;36m";
+    return llvm::raw_ostream::MAGENTA;
+  return llvm::raw_ostream::CYAN;
 }
 
 void printDiagnostic(llvm::raw_ostream &OS, LineTable &Lines, const SourcePos &Pos,
                      llvm::StringRef Level, llvm::StringRef Message, llvm::StringRef Check,
                      bool Color) {
+  struct ColorScope {
+    llvm::raw_ostream &OS;
+    bool Was;
+    ~ColorScope() { OS.enable_colors(Was); }
+  } Restore{OS, OS.colors_enabled()};
+  OS.enable_colors(Color);
   if (!Pos.File.empty()) {
-    if (Color)
-      OS << Bold;
+    OS.changeColor(llvm::raw_ostream::SAVEDCOLOR, /*Bold=*/true);
     OS << Pos.File << ':' << Pos.Line << ':' << Pos.Column << ": ";
   }
-  if (Color)
-    OS << levelColor(Level);
+  OS.changeColor(levelColor(Level), /*Bold=*/true);
   OS << Level << ':';
-  if (Color)
-    OS << Reset << Bold;
+  OS.resetColor();
+  OS.changeColor(llvm::raw_ostream::SAVEDCOLOR, /*Bold=*/true);
   OS << ' ' << Message;
   if (!Check.empty())
     OS << " [" << Check << ']';
-  if (Color)
-    OS << Reset;
+  OS.resetColor();
   OS << '\n';
 
   if (Pos.File.empty() || Pos.Line == 0)
@@ -174,11 +175,9 @@ void printDiagnostic(llvm::raw_ostream &OS, LineTable &Lines, const SourcePos &P
   if (Pos.Line == 1 && Line.consume_front("\xEF\xBB\xBF"))
     Column = Column > 3 ? Column - 3 : 1;
   OS << Line << '\n';
-  if (Color)
-    OS << "\033[0;1;32m";
+  OS.changeColor(llvm::raw_ostream::GREEN, /*Bold=*/true);
   OS << caretLine(Line, Column);
-  if (Color)
-    OS << Reset;
+  OS.resetColor();
   OS << '\n';
 }
 

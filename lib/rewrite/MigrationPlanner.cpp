@@ -11,21 +11,12 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
 using namespace clang;
 namespace ampmigrate {
-
-llvm::StringRef levelName(AmpLevel L) {
-  switch (L) {
-  case AmpLevel::O0: return "O0";
-  case AmpLevel::O1: return "O1";
-  case AmpLevel::O2: return "O2";
-  case AmpLevel::O3: return "O3";
-  }
-  return "O2";
-}
 
 namespace {
 
@@ -46,6 +37,16 @@ public:
   bool VisitDeclRefExpr(DeclRefExpr *E) {
     if (E->getDecl()->getIdentifier())
       Names.insert(E->getDecl()->getName());
+    return true;
+  }
+};
+
+/// Every variable an expression reads.
+class VariablesRead : public RecursiveASTVisitor<VariablesRead> {
+public:
+  std::vector<const ValueDecl *> Found;
+  bool VisitDeclRefExpr(DeclRefExpr *E) {
+    Found.push_back(E->getDecl());
     return true;
   }
 };
@@ -138,7 +139,7 @@ private:
   /// The target names as the edits spell them (globally qualified when needed).
   const TargetApi &Tgt;
   const TranslationUnitAnalysis &TU;
-  std::vector<TrainingStep::Blocker> Blockers;
+  std::vector<Blocker> Blockers;
   std::vector<Edit> Edits;
   FileID File;
   std::string FilePath;
@@ -396,7 +397,8 @@ private:
     const ImplicitBackward &B = *T.Backwards.front();
     planRegion(B);
     planScalerCalls();
-    planClips(B);
+    planClips();
+    planGradAccesses();
     planZeroGrads(B);
     planScalerDecl();
     planInclude();
@@ -639,8 +641,11 @@ private:
         if (StringRef(Base).ends_with("_") && Base.size() > 5)
           Base.pop_back();
         It = Names.emplace(F.Model.Decl, Fresh(Base)).first;
+        std::string Level;
+        if (!levelExpr(S, S.Begin, Level))
+          return;
         Conversions += "auto " + It->second + " = " + Tgt.Convert + "(" + modelText(F.Model) + ", " +
-                       Tgt.LevelEnum + "::" + levelName(Opts.Level).str() + ");";
+                       Level + ");";
       }
       if (!rewriteForward(F, It->second, Edits))
         return;
@@ -691,6 +696,77 @@ private:
 
   /// Where the model is converted: before the outermost loop around the step that the model's
   /// declaration precedes (converted once, not per iteration); otherwise at the start of the step.
+  /// The run-time flag that switched autocast on for this scope, if any: the condition of
+  /// `if (use_amp) set_enabled(true);`, or the argument a guard constructor takes for its
+  /// `bool` parameter (`AmpGuard g(cfg.use_amp);`). Null for a scope that is always on.
+  const Expr *runTimeFlag(const AutocastScope &S) const {
+    if (S.Enable && S.Enable->GuardCondition)
+      return S.Enable->GuardCondition;
+    const auto *VD = S.GuardVar ? dyn_cast<VarDecl>(S.GuardVar) : nullptr;
+    const auto *CE = VD && VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
+    if (!CE || !CE->getConstructor())
+      return nullptr;
+    for (unsigned I = 0; I < CE->getNumArgs() && I < CE->getConstructor()->getNumParams(); ++I) {
+      const Expr *A = CE->getArg(I);
+      if (isa<CXXDefaultArgExpr>(A) || !CE->getConstructor()->getParamDecl(I)->getType()->isBooleanType())
+        continue;
+      bool Value;
+      if (!A->isValueDependent() && A->EvaluateAsBooleanCondition(Value, Ctx))
+        continue; // a constant: no run-time switch
+      return A;
+    }
+    return nullptr;
+  }
+
+  /// The level expression of a conversion inserted at `At`: the chosen level, or, when autocast
+  /// was switched by a run-time flag, that flag choosing between it and O0 (so the fp32 mode
+  /// stays fp32). False (and a blocker) when the flag cannot be evaluated at `At`.
+  bool levelExpr(const AutocastScope &S, unsigned At, std::string &Out) {
+    std::string Level = Tgt.LevelEnum + "::" + levelName(Opts.Level).str();
+    const Expr *Flag = runTimeFlag(S);
+    if (!Flag) {
+      Out = Level;
+      return true;
+    }
+    // Every local the flag reads must exist where the model is converted.
+    VariablesRead Refs;
+    Refs.TraverseStmt(const_cast<Expr *>(Flag));
+    for (const ValueDecl *D : Refs.Found) {
+      const auto *V = dyn_cast<VarDecl>(D);
+      if (!V || !V->isLocalVarDecl() || off(V->getLocation()) < At)
+        continue;
+      block(Flag->getBeginLoc(), "autocast is switched by the run-time flag `" +
+                                     text(Flag->getSourceRange()) + "`, which is declared after "
+                                     "where the model is converted once (before the loop); "
+                                     "declare it earlier or migrate by hand");
+      return false;
+    }
+    std::string F = text(Flag->getSourceRange());
+    const Expr *Bare = Flag->IgnoreParenImpCasts();
+    if (!isa<DeclRefExpr, MemberExpr, CXXMemberCallExpr, CallExpr>(Bare) &&
+        !(isa<UnaryOperator>(Bare) && cast<UnaryOperator>(Bare)->getOpcode() == UO_LNot))
+      F = "(" + F + ")";
+    Out = F + " ? " + Level + " : " + Tgt.LevelEnum + "::O0";
+    return true;
+  }
+
+  /// What goes when an autocast call's statement goes: the statement, or the whole
+  /// `if (use_amp) { ... }` around it when that block holds nothing but this scope's calls (an
+  /// empty `if` would be left otherwise).
+  std::set<const Stmt *> RemovedUnits;
+  const Stmt *removalUnit(const AutocastScope &S, const Stmt *St) const {
+    const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(St));
+    const auto *If = Block ? dyn_cast_or_null<IfStmt>(PM.getParent(Block)) : nullptr;
+    if (!If || If->getThen() != Block || If->getElse() || If->getInit() || If->getConditionVariable() ||
+        If->getCond()->HasSideEffects(Ctx))
+      return St;
+    auto OfScope = [&](const Stmt *Child) {
+      auto Is = [&](const AutocastCall *A) { return A && A->Removable == Child; };
+      return Is(S.Enable) || Is(S.Disable) || llvm::any_of(S.Auxiliary, Is);
+    };
+    return llvm::all_of(Block->body(), OfScope) ? If : St;
+  }
+
   bool conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
     // A parameter or a data member exists before any loop of the body; a local must be
     // declared before the loop.
@@ -944,7 +1020,9 @@ private:
           block(A->Call->getBeginLoc(), "the autocast call is part of a larger expression");
         return;
       }
-      RemoveStmt(A->Removable, A->Call->getBeginLoc());
+      const Stmt *Unit = removalUnit(S, A->Removable);
+      if (RemovedUnits.insert(Unit).second)
+        RemoveStmt(Unit, A->Call->getBeginLoc());
     };
     if (CalleeScope) {
       planCalleeScope();
@@ -978,10 +1056,14 @@ private:
         continue;
       std::string Conv = convertedName(F->Model);
       if (ConvertedModels.insert(Conv).second) {
+        unsigned At = 0;
+        bool BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
+        std::string Level;
+        if (!levelExpr(S, BeforeLoop ? At : RB, Level))
+          return;
         std::string Line = "auto " + Conv + " = " + Tgt.Convert + "(" + modelText(F->Model) +
-                           ", " + Tgt.LevelEnum + "::" + levelName(Opts.Level).str() + ");\n";
-        unsigned At;
-        if (conversionBeforeLoop(F->Model, R0, At))
+                           ", " + Level + ");\n";
+        if (BeforeLoop)
           insertAt(At, indentAt(At) + Line);
         else
           Conversions.push_back(Indent + Line);
@@ -1225,10 +1307,34 @@ private:
     Edits.push_back({off(RP), 0, ", " + gradsFor(C->Optimizer)});
   }
 
+  /// Whether a call's value is used (it is not a statement of its own).
+  bool resultUsed(const Expr *Call) const {
+    const Stmt *Cur = Call;
+    for (const Stmt *P = PM.getParent(Cur); P; Cur = P, P = PM.getParent(P)) {
+      if (isa<CompoundStmt>(P))
+        return false;
+      if (const auto *E = dyn_cast<Expr>(P); E && E->IgnoreImplicit() == Call->IgnoreImplicit())
+        continue; // implicit wrappers around the call itself
+      if (isa<ExprWithCleanups, ImplicitCastExpr>(P))
+        continue;
+      if (const auto *If = dyn_cast<IfStmt>(P); If && If->getCond() != Cur)
+        return false; // `if (c) scaler.unscale_(opt);`
+      return true;
+    }
+    return false;
+  }
+
   void planScalerCalls() {
     for (const ScalerCall *U : T.Unscales) {
       if (U->HasExplicitGrads)
         continue;
+      if (resultUsed(U->Call)) {
+        block(U->Call->getBeginLoc(),
+              "the result of `" + firstLine(text(U->Call->getSourceRange())) +
+                  "` is used (a checked unscale); the explicit-grad unscale_ returns nothing: "
+                  "test the grads yourself (all finite) or migrate this step by hand");
+        continue;
+      }
       renameMethod(U);
       addGradsArgument(U);
     }
@@ -1286,17 +1392,11 @@ private:
     return false;
   }
 
-  void planClips(const ImplicitBackward &B) {
-    unsigned BackOff = off(B.Backward->getBeginLoc());
-    unsigned StepOff = off(T.Steps.front()->Call->getBeginLoc());
+  void planClips() {
     for (const ClipCall *C : T.Clips) {
       unsigned O = off(C->Call->getBeginLoc());
-      if (O < BackOff || O > StepOff)
-        continue; // not part of this step
-      bool UnscaledBefore = llvm::any_of(T.Unscales, [&](const ScalerCall *U) {
-        return off(U->Call->getBeginLoc()) < O;
-      });
-      if (!UnscaledBefore) {
+      ObjectRef Of = T.stepsOptimizer(C->ParamsOwner) ? C->ParamsOwner : ObjectRef();
+      if (!T.unscaledBefore(O, Of, SM)) {
         block(C->Call->getBeginLoc(), "clipping still-scaled gradients (no unscale_ before it); "
                                       "fix the order first (amp-clip-before-unscale)");
         continue;
@@ -1359,6 +1459,217 @@ private:
       Edits.push_back({SB, 0, "const double " + NormVar + " = " + Norm + ";\n" + Indent + Clip + "\n" + Indent});
       Edits.push_back({CB, CE - CB, NormVar});
     }
+  }
+
+  /// Statements between the backward and step() that touch `.grad`: the explicit grads never
+  /// reach it, so such a statement would silently act on nothing after the rewrite.
+  void planGradAccesses() {
+    for (const GradAccess &A : T.GradAccesses) {
+      std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
+      if (std::optional<GradAllReduce> AR = matchGradAllReduce(A.Statement)) {
+        if (!PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty()) {
+          block(A.Access->getBeginLoc(),
+                "`" + Stmt + "` all-reduces .grad across ranks; with " +
+                    (Tgt.AllReduceGrads.empty() ? std::string("no target.all-reduce-grads in the rules")
+                                                : std::string("several optimizers or a gradient accumulation")) +
+                    " it is not rewritten yet: migrate this step by hand");
+          continue;
+        }
+        CharSourceRange R = stmtRange(A.Statement);
+        unsigned B, E;
+        if (R.isInvalid() || !fileRange(SourceRange(R.getBegin(), R.getBegin()), B, E)) {
+          block(A.Access->getBeginLoc(), "the gradient all-reduce is inside a macro");
+          continue;
+        }
+        B = SM.getFileOffset(R.getBegin());
+        E = SM.getFileOffset(R.getEnd());
+        Edits.push_back({B, E - B, Tgt.AllReduceGrads + "(" + GradsName + ", " + AR->Group +
+                                       (AR->Average ? "" : ", /*average=*/false") + ");"});
+        continue;
+      }
+      if (A.How == GradAccess::Kind::GradAccessor)
+        block(A.Access->getBeginLoc(),
+              "`" + Stmt + "` reads or writes .grad between the scaled backward and step(); the "
+              "explicit grads of " + Tgt.ValueAndGrad + " never reach .grad, so after the rewrite "
+              "it would act on nothing: rewrite it onto the grads or migrate this step by hand");
+      else
+        block(A.Access->getBeginLoc(),
+              "`" + Stmt + "` hands the parameters (or the model or optimizer) to code that may "
+              "read or write .grad between the scaled backward and step(); the explicit grads of " +
+              Tgt.ValueAndGrad + " never reach .grad: rewrite it onto the grads or migrate this "
+              "step by hand");
+    }
+  }
+
+  /// A data-parallel gradient all-reduce over the step's parameters, as libtorch projects write
+  /// it (there is no DDP in C++):
+  ///   for (auto &p : model->parameters()) {
+  ///     std::vector<torch::Tensor> bufs{p.grad()};   // or allreduce on {p.grad()} directly
+  ///     pg->allreduce(bufs)->wait();                  // default options: SUM
+  ///     p.grad().div_(world);                         // optional; world = pg->getSize()
+  ///   }
+  /// becomes `amp::all_reduce_grads(grads, pg)` (average when it divides by the group's size).
+  /// Anything else in the loop, other options, or another divisor: no match (reported).
+  struct GradAllReduce {
+    std::string Group;
+    bool Average = false;
+  };
+
+  static const CXXMemberCallExpr *memberCall(const Expr *E, StringRef Name) {
+    const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E ? E->IgnoreImplicit()->IgnoreParenImpCasts() : nullptr);
+    const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+    return MD && MD->getIdentifier() && MD->getName() == Name ? MC : nullptr;
+  }
+
+  /// `p.grad()` / `p.mutable_grad()` of the loop variable.
+  static bool isGradOf(const Expr *E, const VarDecl *P) {
+    const CXXMemberCallExpr *MC = memberCall(E, "grad");
+    if (!MC)
+      MC = memberCall(E, "mutable_grad");
+    if (!MC)
+      return false;
+    const auto *DRE = dyn_cast<DeclRefExpr>(MC->getImplicitObjectArgument()->IgnoreParenImpCasts());
+    return DRE && DRE->getDecl() == P;
+  }
+
+  /// Whether an expression holds exactly one `p.grad()` and nothing else that computes.
+  class GradOnly : public RecursiveASTVisitor<GradOnly> {
+  public:
+    const VarDecl *P;
+    int Grads = 0, Other = 0;
+    explicit GradOnly(const VarDecl *P) : P(P) {}
+    bool TraverseCXXMemberCallExpr(CXXMemberCallExpr *MC) {
+      if (isGradOf(MC, P)) {
+        ++Grads;
+        return true;
+      }
+      ++Other;
+      return true;
+    }
+    bool VisitCallExpr(CallExpr *CE) {
+      if (!isa<CXXMemberCallExpr>(CE))
+        ++Other;
+      return true;
+    }
+  };
+
+  /// The process group an `allreduce` is called on, as written, when it is an intrusive_ptr
+  /// (what amp::ProcessGroupRef takes); "" otherwise.
+  std::string groupOf(const CXXMemberCallExpr *Call) const {
+    const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Call->getImplicitObjectArgument()->IgnoreParenImpCasts());
+    if (!Arrow || Arrow->getOperator() != OO_Arrow || Arrow->getNumArgs() != 1)
+      return "";
+    const Expr *G = Arrow->getArg(0)->IgnoreParenImpCasts();
+    const CXXRecordDecl *RD = G->getType().getNonReferenceType()->getAsCXXRecordDecl();
+    if (!RD || qualifiedName(RD) != "c10::intrusive_ptr" || !isa<DeclRefExpr, MemberExpr>(G))
+      return "";
+    return text(G->getSourceRange());
+  }
+
+  /// `X` is the group's size: `<group>->getSize()`, or a variable initialised from it.
+  bool isGroupSize(const Expr *X, StringRef Group) const {
+    // Through implicit conversions, a converting constructor included (int -> c10::Scalar).
+    for (int I = 0; I < 4; ++I) {
+      X = X->IgnoreImplicit()->IgnoreParenImpCasts();
+      if (const auto *CE = dyn_cast<CXXConstructExpr>(X); CE && CE->getNumArgs() == 1)
+        X = CE->getArg(0);
+      else
+        break;
+    }
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(X))
+      if (const auto *V = dyn_cast<VarDecl>(DRE->getDecl()); V && V->getInit())
+        X = V->getInit()->IgnoreImplicit()->IgnoreParenImpCasts();
+    const CXXMemberCallExpr *Size = memberCall(X, "getSize");
+    return Size && groupOf(Size) == Group;
+  }
+
+  std::optional<GradAllReduce> matchGradAllReduce(const Stmt *S) const {
+    const auto *FR = dyn_cast<CXXForRangeStmt>(S);
+    if (!FR)
+      return std::nullopt;
+    const CXXMemberCallExpr *Params = memberCall(FR->getRangeInit(), "parameters");
+    if (!Params)
+      return std::nullopt;
+    const Expr *Owner = Params->getImplicitObjectArgument()->IgnoreParenImpCasts();
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Owner); OC && OC->getNumArgs())
+      Owner = OC->getArg(0)->IgnoreParenImpCasts();
+    const auto *OwnerRef = dyn_cast<DeclRefExpr>(Owner);
+    const ValueDecl *OwnerDecl = OwnerRef ? OwnerRef->getDecl() : nullptr;
+    if (!OwnerDecl || !(llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == OwnerDecl; }) ||
+                        llvm::any_of(T.Steps, [&](const ScalerCall *C) { return C->Optimizer.Decl == OwnerDecl; })))
+      return std::nullopt;
+    const VarDecl *P = FR->getLoopVariable();
+    std::vector<const Stmt *> Body;
+    if (const auto *CS = dyn_cast<CompoundStmt>(FR->getBody()))
+      Body.assign(CS->body_begin(), CS->body_end());
+    else
+      Body.push_back(FR->getBody());
+    const VarDecl *Buffer = nullptr;
+    GradAllReduce Out;
+    bool Reduced = false;
+    for (const Stmt *St : Body) {
+      if (const auto *DS = dyn_cast<DeclStmt>(St)) { // std::vector<torch::Tensor> bufs{p.grad()};
+        const auto *V = DS->isSingleDecl() ? dyn_cast<VarDecl>(DS->getSingleDecl()) : nullptr;
+        if (Buffer || Reduced || !V || !V->getInit())
+          return std::nullopt;
+        GradOnly G(P);
+        G.TraverseStmt(const_cast<Expr *>(V->getInit()));
+        if (G.Grads != 1 || G.Other != 0)
+          return std::nullopt;
+        Buffer = V;
+        continue;
+      }
+      const auto *E = dyn_cast<Expr>(St);
+      if (!E)
+        return std::nullopt;
+      E = E->IgnoreImplicit();
+      // pg->allreduce(bufs)->wait();  or  pg->allreduce(bufs);
+      const CXXMemberCallExpr *Reduce = memberCall(E, "allreduce");
+      if (const CXXMemberCallExpr *Wait = memberCall(E, "wait")) {
+        const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Wait->getImplicitObjectArgument()->IgnoreParenImpCasts());
+        if (Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1)
+          Reduce = memberCall(Arrow->getArg(0), "allreduce");
+      }
+      if (Reduce) {
+        if (Reduced || Reduce->getNumArgs() < 1)
+          return std::nullopt;
+        for (unsigned I = 1; I < Reduce->getNumArgs(); ++I)
+          if (!isa<CXXDefaultArgExpr>(Reduce->getArg(I)))
+            return std::nullopt; // explicit options: maybe not a SUM
+        const Expr *Arg = Reduce->getArg(0)->IgnoreImplicit()->IgnoreParenImpCasts();
+        const auto *ArgRef = dyn_cast<DeclRefExpr>(Arg);
+        if (!(Buffer && ArgRef && ArgRef->getDecl() == Buffer)) {
+          GradOnly G(P);
+          G.TraverseStmt(const_cast<Expr *>(Arg));
+          if (G.Grads != 1 || G.Other != 0)
+            return std::nullopt;
+        }
+        Out.Group = groupOf(Reduce);
+        if (Out.Group.empty())
+          return std::nullopt;
+        Reduced = true;
+        continue;
+      }
+      // p.grad().div_(world);  or  p.grad() /= world;
+      const Expr *Divisor = nullptr;
+      if (const CXXMemberCallExpr *Div = memberCall(E, "div_");
+          Div && Div->getNumArgs() == 1 && isGradOf(Div->getImplicitObjectArgument(), P))
+        Divisor = Div->getArg(0);
+      if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E);
+          OC && OC->getOperator() == OO_SlashEqual && OC->getNumArgs() == 2 && isGradOf(OC->getArg(0), P))
+        Divisor = OC->getArg(1);
+      if (!Divisor || !Reduced || Out.Average || !isGroupSize(Divisor, Out.Group))
+        return std::nullopt;
+      Out.Average = true;
+    }
+    if (!Reduced)
+      return std::nullopt;
+    return Out;
+  }
+
+  static std::string firstLine(StringRef S) {
+    StringRef L = S.split('\n').first.rtrim();
+    return L.size() < S.rtrim().size() ? (L + " ...").str() : L.str();
   }
 
   void planZeroGrads(const ImplicitBackward &) {
@@ -1730,7 +2041,7 @@ static TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const Functi
   TargetApi R = T;
   for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.ScalerClass,
                          &R.ScalerOptions, &R.Clip, &R.GlobalNorm, &R.Accumulate, &R.ParametersOf,
-                         &R.SplitGrads})
+                         &R.SplitGrads, &R.AllReduceGrads})
     if (StringRef(*S).contains("::") && !StringRef(*S).starts_with("::"))
       *S = "::" + *S;
   return R;

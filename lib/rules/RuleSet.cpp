@@ -149,6 +149,7 @@ template <> struct MappingTraits<TargetApi> {
     Io.mapOptional("accumulate", T.Accumulate, D.Accumulate);
     Io.mapOptional("parameters-of", T.ParametersOf, D.ParametersOf);
     Io.mapOptional("split-grads", T.SplitGrads, D.SplitGrads);
+    Io.mapOptional("all-reduce-grads", T.AllReduceGrads, D.AllReduceGrads);
   }
   static std::string validate(IO &, TargetApi &T) {
     StringRef Inc = T.Include;

@@ -44,7 +44,12 @@ AMP_HD float sqrt_f(float x) {
 
 /// The clip coefficient of SEMANTICS.md from a (device-resident) global norm.
 /// MindSpore: clip / max(norm, clip). PyTorch: min(1, max_norm / (norm + 1e-6)).
+/// One NaN rule for both, and for the binding's torch fallback: a NaN norm gives a NaN coefficient
+/// (every clipped value NaN, as PyTorch's clip_grad_norm_ and torch.maximum); max_f alone would
+/// drop the NaN and return 1. An inf norm gives 0 under both rules.
 AMP_HD float clip_coefficient_of(float norm, float clip_norm, bool pytorch_rule) {
+  if (is_nan(norm))
+    return norm;
   if (pytorch_rule)
     return min_f(1.0f, clip_norm / (norm + 1e-6f));
   return clip_norm / max_f(norm, clip_norm);
@@ -200,6 +205,8 @@ namespace amp::detail {
 
 /// PyTorch's _amp_update_scale_ rule (SEMANTICS.md): back off on inf, grow after `interval` clean
 /// steps unless growing would overflow. Runs as one thread on the device, or inline on the CPU.
+/// found_inf counts as set when it is not 0 (a NaN too), as PyTorch's `if (*found_inf)`; the
+/// tracker grows on exactly `interval` (==, as PyTorch), the binding's torch fallback likewise.
 AMP_HD void update_scale_rule(float *scale, std::int32_t *tracker, float found_inf,
                               float growth_factor, float backoff_factor, std::int32_t interval) {
   if (found_inf != 0.0f) {

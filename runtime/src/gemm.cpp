@@ -3,25 +3,29 @@
 #include "amp/runtime.h"
 
 #include "backend.h"
+#include "cuda_backend.h"
+
+#include <fmt/format.h>
 
 #include <string>
 
 namespace amp {
 namespace {
 
-[[noreturn]] void gemm_fail(const std::string &problem) { throw Error("amp::gemm: " + problem); }
+[[noreturn]] void gemm_fail(const std::string &problem) {
+  throw Error(fmt::format("amp::gemm: {}", problem));
+}
 
 void check_operand(const char *name, const TensorView &t, std::int64_t expected,
                    const ExecContext &ctx) {
   if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
-    gemm_fail(std::string(name) + " has an unknown dtype code");
+    gemm_fail(fmt::format("{} has an unknown dtype code", name));
   if (t.device != ctx.device)
-    gemm_fail(std::string(name) + " is not on the call's device");
+    gemm_fail(fmt::format("{} is not on the call's device", name));
   if (t.numel != expected)
-    gemm_fail(std::string(name) + " has " + std::to_string(t.numel) + " elements, expected " +
-              std::to_string(expected));
+    gemm_fail(fmt::format("{} has {} elements, expected {}", name, t.numel, expected));
   if (expected > 0 && t.data == nullptr)
-    gemm_fail(std::string(name) + " has a null data pointer");
+    gemm_fail(fmt::format("{} has a null data pointer", name));
 }
 
 } // namespace
@@ -33,8 +37,8 @@ void gemm(const GemmArgs &args, const ExecContext &ctx) {
   check_operand("b", args.b, args.k * args.n, ctx);
   check_operand("c", args.c, args.m * args.n, ctx);
   if (args.a.dtype != args.b.dtype)
-    gemm_fail(std::string("a and b must have one dtype, got ") + dtype_name(args.a.dtype) +
-              " and " + dtype_name(args.b.dtype));
+    gemm_fail(fmt::format("a and b must have one dtype, got {} and {}", dtype_name(args.a.dtype),
+                          dtype_name(args.b.dtype)));
   if (args.bias.data) {
     check_operand("bias", args.bias, args.n, ctx);
     if (args.bias.dtype != args.c.dtype)
@@ -46,13 +50,13 @@ void gemm(const GemmArgs &args, const ExecContext &ctx) {
     detail::cpu::gemm(args, ctx.threads);
     return;
   }
-#if defined(AMP_WITH_CUDA)
-  if (!detail::cuda::available())
+  std::string why;
+  const detail::CudaBackend *backend = detail::try_cuda_backend(&why);
+  if (!backend)
+    gemm_fail(why);
+  if (!backend->available())
     gemm_fail("no CUDA device or driver is available");
-  detail::cuda::gemm(args, ctx);
-#else
-  gemm_fail("the runtime was built without CUDA");
-#endif
+  backend->gemm(args, ctx);
 }
 
 } // namespace amp

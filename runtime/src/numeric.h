@@ -51,6 +51,7 @@ AMP_HD std::uint32_t select(std::uint32_t mask, std::uint32_t a, std::uint32_t b
 
 /// inf or NaN, tested on the exponent bits so that the check survives -ffast-math and vectorises.
 AMP_HD bool is_nonfinite(float x) { return (float_bits(x) & 0x7f800000u) == 0x7f800000u; }
+AMP_HD bool is_nan(float x) { return (float_bits(x) & 0x7fffffffu) > 0x7f800000u; }
 
 // The host versions are branch-free so that GCC vectorises the conversion loops; the device
 // versions use the hardware conversions. Both round to nearest even and agree bit for bit except

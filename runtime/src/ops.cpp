@@ -3,11 +3,13 @@
 #include "amp/runtime.h"
 
 #include "backend.h"
+#include "cuda_backend.h"
 #include "functors.h"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
-#include <sstream>
 
 namespace amp {
 
@@ -34,27 +36,18 @@ std::size_t dtype_size(DType t) {
   return 0;
 }
 
-bool cuda_available() {
-#if defined(AMP_WITH_CUDA)
-  return detail::cuda::available();
-#else
-  return false;
-#endif
-}
+bool cuda_available() { return cuda::available(); }
 
 namespace {
 
 std::string device_name(Device d) {
-  return (d.kind == DeviceKind::CPU ? "cpu:" : "cuda:") + std::to_string(d.index);
+  return fmt::format("{}:{}", d.kind == DeviceKind::CPU ? "cpu" : "cuda", d.index);
 }
 
 [[noreturn]] void fail(const char *op, std::int64_t index, const std::string &problem) {
-  std::ostringstream os;
-  os << "amp::" << op << ": ";
   if (index >= 0)
-    os << "tensor " << index << ": ";
-  os << problem;
-  throw Error(os.str());
+    throw Error(fmt::format("amp::{}: tensor {}: {}", op, index, problem));
+  throw Error(fmt::format("amp::{}: {}", op, problem));
 }
 
 bool valid_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
@@ -67,25 +60,24 @@ void check_list(const char *op, const char *what, const std::vector<TensorView> 
     const auto idx = static_cast<std::int64_t>(i);
     if (!valid_dtype(t.dtype))
       fail(op, idx,
-           std::string(what) + " has an unknown dtype code " +
-               std::to_string(static_cast<int>(t.dtype)));
+           fmt::format("{} has an unknown dtype code {}", what, static_cast<int>(t.dtype)));
     if (only_f32 && t.dtype != DType::F32)
-      fail(op, idx, std::string(what) + " must be f32, got " + dtype_name(t.dtype));
+      fail(op, idx, fmt::format("{} must be f32, got {}", what, dtype_name(t.dtype)));
     if (t.device != ctx.device)
       fail(op, idx,
-           std::string(what) + " is on " + device_name(t.device) + " but the call runs on " +
-               device_name(ctx.device) + " (all tensors of a call must be on one device)");
+           fmt::format("{} is on {} but the call runs on {} (all tensors of a call must be on "
+                       "one device)",
+                       what, device_name(t.device), device_name(ctx.device)));
     if (t.numel < 0)
-      fail(op, idx, std::string(what) + " has a negative numel " + std::to_string(t.numel));
+      fail(op, idx, fmt::format("{} has a negative numel {}", what, t.numel));
     if (t.numel > 0 && t.data == nullptr)
-      fail(op, idx,
-           std::string(what) + " has a null data pointer with numel " + std::to_string(t.numel));
+      fail(op, idx, fmt::format("{} has a null data pointer with numel {}", what, t.numel));
     // Element alignment is what the kernels need (vector loads fall back to scalar ones when a
     // tensor is not 16-byte aligned); a misaligned element pointer is a bug in the caller.
     if (reinterpret_cast<std::uintptr_t>(t.data) % dtype_size(t.dtype) != 0)
       fail(op, idx,
-           std::string(what) + " data pointer is not aligned to its " +
-               std::to_string(dtype_size(t.dtype)) + "-byte element size");
+           fmt::format("{} data pointer is not aligned to its {}-byte element size", what,
+                       dtype_size(t.dtype)));
   }
 }
 
@@ -93,26 +85,26 @@ void check_pairs(const char *op, const char *a_name, const std::vector<TensorVie
                  const char *b_name, const std::vector<TensorView> &b) {
   if (a.size() != b.size())
     fail(op, -1,
-         std::string(a_name) + " has " + std::to_string(a.size()) + " tensors but " + b_name +
-             " has " + std::to_string(b.size()));
+         fmt::format("{} has {} tensors but {} has {}", a_name, a.size(), b_name, b.size()));
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].numel != b[i].numel)
       fail(op, static_cast<std::int64_t>(i),
-           std::string(a_name) + " has " + std::to_string(a[i].numel) + " elements but " + b_name +
-               " has " + std::to_string(b[i].numel));
+           fmt::format("{} has {} elements but {} has {}", a_name, a[i].numel, b_name, b[i].numel));
 }
 
+/// A CUDA context loads the CUDA backend here, on the first call that needs it.
 void check_context(const char *op, const ExecContext &ctx) {
   if (ctx.device.kind == DeviceKind::CPU)
     return;
-#if defined(AMP_WITH_CUDA)
+  std::string why;
+  const detail::CudaBackend *backend = detail::try_cuda_backend(&why);
+  if (!backend)
+    fail(op, -1, fmt::format("{}, cannot run on {}", why, device_name(ctx.device)));
   if (ctx.device.index < 0)
-    fail(op, -1, "invalid CUDA device index " + std::to_string(ctx.device.index));
-  if (!detail::cuda::available())
-    fail(op, -1, "no CUDA device or driver is available for " + device_name(ctx.device));
-#else
-  fail(op, -1, "the runtime was built without CUDA, cannot run on " + device_name(ctx.device));
-#endif
+    fail(op, -1, fmt::format("invalid CUDA device index {}", ctx.device.index));
+  if (!backend->available())
+    fail(op, -1,
+         fmt::format("no CUDA device or driver is available for {}", device_name(ctx.device)));
 }
 
 /// A scalar the op reads or writes: required unless `optional`; on CUDA it must be device memory.
@@ -120,17 +112,16 @@ void check_scalar(const char *op, const char *what, const void *p, const ExecCon
                   bool optional = false) {
   if (p == nullptr) {
     if (!optional)
-      fail(op, -1, std::string(what) + " must not be null");
+      fail(op, -1, fmt::format("{} must not be null", what));
     return;
   }
-#if defined(AMP_WITH_CUDA)
-  if (ctx.device.kind == DeviceKind::CUDA && !detail::cuda::is_device_pointer(p, ctx.device.index))
+  // check_context has loaded the backend for a CUDA context.
+  if (ctx.device.kind == DeviceKind::CUDA &&
+      !detail::cuda_backend(op).is_device_pointer(p, ctx.device.index))
     fail(op, -1,
-         std::string(what) + " must point to memory on " + device_name(ctx.device) +
-             " (scalars live on the device so that no op synchronises the host)");
-#else
-  (void)ctx;
-#endif
+         fmt::format("{} must point to memory on {} (scalars live on the device so that no op "
+                     "synchronises the host)",
+                     what, device_name(ctx.device)));
 }
 
 template <class Fn> void run(const Fn &fn, const detail::ApplyArgs &args) {
@@ -138,9 +129,7 @@ template <class Fn> void run(const Fn &fn, const detail::ApplyArgs &args) {
     detail::cpu::apply(fn, args);
     return;
   }
-#if defined(AMP_WITH_CUDA)
-  detail::cuda::apply(fn, args);
-#endif
+  detail::cuda_apply(fn, args);
 }
 
 detail::ApplyArgs make_args(const char *op, const ExecContext &ctx) {
@@ -217,16 +206,14 @@ void clip_coefficient(float clip_norm, const float *norm, ClipRule rule, float *
   const char *op = "clip_coefficient";
   check_context(op, ctx);
   if (!(clip_norm > 0.0f) || std::isinf(clip_norm))
-    fail(op, -1, "clip_norm must be positive and finite, got " + std::to_string(clip_norm));
+    fail(op, -1, fmt::format("clip_norm must be positive and finite, got {}", clip_norm));
   check_scalar(op, "norm", norm, ctx);
   check_scalar(op, "coef_out", coef_out, ctx);
   if (ctx.device.kind == DeviceKind::CPU) {
     detail::cpu::clip_coefficient(norm, clip_norm, rule, coef_out);
     return;
   }
-#if defined(AMP_WITH_CUDA)
-  detail::cuda::clip_coefficient(norm, clip_norm, rule, coef_out, ctx);
-#endif
+  detail::cuda_backend(op).clip_coefficient(norm, clip_norm, rule, coef_out, ctx);
 }
 
 void clip_by_global_norm(const std::vector<TensorView> &in, const std::vector<TensorView> &out,
@@ -235,7 +222,7 @@ void clip_by_global_norm(const std::vector<TensorView> &in, const std::vector<Te
   const char *op = "clip_by_global_norm";
   check_context(op, ctx);
   if (!(clip_norm > 0.0f) || std::isinf(clip_norm))
-    fail(op, -1, "clip_norm must be positive and finite, got " + std::to_string(clip_norm));
+    fail(op, -1, fmt::format("clip_norm must be positive and finite, got {}", clip_norm));
   check_list(op, "in", in, ctx);
   check_list(op, "out", out, ctx);
   check_pairs(op, "in", in, "out", out);
@@ -256,11 +243,11 @@ void update_scale(float *scale, std::int32_t *growth_tracker, const float *found
   const char *op = "update_scale";
   check_context(op, ctx);
   if (!(growth_factor > 1.0f))
-    fail(op, -1, "growth_factor must be > 1, got " + std::to_string(growth_factor));
+    fail(op, -1, fmt::format("growth_factor must be > 1, got {}", growth_factor));
   if (!(backoff_factor < 1.0f) || !(backoff_factor > 0.0f))
-    fail(op, -1, "backoff_factor must be in (0, 1), got " + std::to_string(backoff_factor));
+    fail(op, -1, fmt::format("backoff_factor must be in (0, 1), got {}", backoff_factor));
   if (growth_interval < 1)
-    fail(op, -1, "growth_interval must be >= 1, got " + std::to_string(growth_interval));
+    fail(op, -1, fmt::format("growth_interval must be >= 1, got {}", growth_interval));
   check_scalar(op, "scale", scale, ctx);
   check_scalar(op, "growth_tracker", growth_tracker, ctx);
   check_scalar(op, "found_inf", found_inf, ctx);
@@ -269,10 +256,8 @@ void update_scale(float *scale, std::int32_t *growth_tracker, const float *found
                               growth_interval);
     return;
   }
-#if defined(AMP_WITH_CUDA)
-  detail::cuda::update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
-                             growth_interval, ctx);
-#endif
+  detail::cuda_backend(op).update_scale(scale, growth_tracker, found_inf, growth_factor,
+                                        backoff_factor, growth_interval, ctx);
 }
 
 void inverse_scale(const float *scale, float *inv_scale, const ExecContext &ctx) {
@@ -284,9 +269,7 @@ void inverse_scale(const float *scale, float *inv_scale, const ExecContext &ctx)
     detail::cpu::inverse_scale(scale, inv_scale);
     return;
   }
-#if defined(AMP_WITH_CUDA)
-  detail::cuda::inverse_scale(scale, inv_scale, ctx);
-#endif
+  detail::cuda_backend(op).inverse_scale(scale, inv_scale, ctx);
 }
 
 void cast_copy(const std::vector<TensorView> &src, const std::vector<TensorView> &dst,
@@ -376,8 +359,8 @@ void fused_adam_step(const std::vector<TensorView> &params, const std::vector<Te
   check_list(op, "exp_avg_sq", exp_avg_sq, ctx, /*only_f32=*/true);
   check_pairs(op, "params", params, "exp_avg_sq", exp_avg_sq);
   if (opt.step < 1)
-    fail(op, -1,
-         "step must be >= 1 (the step number after this update), got " + std::to_string(opt.step));
+    fail(op, -1, fmt::format("step must be >= 1 (the step number after this update), got {}",
+                             opt.step));
   if (!(opt.beta1 >= 0.0f && opt.beta1 < 1.0f) || !(opt.beta2 >= 0.0f && opt.beta2 < 1.0f))
     fail(op, -1, "betas must be in [0, 1)");
   if (opt.lr < 0.0f || opt.eps < 0.0f || opt.weight_decay < 0.0f)

@@ -4,22 +4,53 @@
 O1 (the framework's own autocast policy on both sides): every step's loss within --rtol of the
 original. O2/O3 (different numerics by design): the loss must fall comparably (at least half the
 original's relative drop) and the parameters must still be fp32 at the end.
+
+--ranks N (data-parallel programs): both programs run as N ranks (test/torch/run_ranks.py); each
+rank's losses are compared as above, and after every step every rank must print the same
+parameter hash ("step <i> params <hash>") as rank 0.
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torch"))
+from run_ranks import run_ranks  # noqa: E402
 
-def run(exe):
-    proc = subprocess.run([exe], capture_output=True, text=True)
+
+def parse(exe, stdout):
+    losses = [float(m.group(1)) for m in re.finditer(r"^step \d+ loss (\S+)$", stdout, re.M)]
+    fp32 = re.search(r"^params_fp32 (\d)$", stdout, re.M)
+    if not losses:
+        sys.exit(f"FAIL: {exe} printed no losses\n{stdout}")
+    return losses, fp32 is not None and fp32.group(1) == "1"
+
+
+def run(exe, env=None):
+    proc = subprocess.run([exe], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"FAIL: {exe} exited with {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    losses = [float(m.group(1)) for m in re.finditer(r"^step \d+ loss (\S+)$", proc.stdout, re.M)]
-    fp32 = re.search(r"^params_fp32 (\d)$", proc.stdout, re.M)
-    if not losses:
-        sys.exit(f"FAIL: {exe} printed no losses\n{proc.stdout}")
-    return losses, fp32 is not None and fp32.group(1) == "1"
+    return parse(exe, proc.stdout)
+
+
+def run_as_ranks(exe, ranks, timeout):
+    """Per rank (losses, fp32); exits unless every rank held rank 0's parameters after every step."""
+    results = run_ranks([exe], ranks, timeout)
+    for rank, (rc, out, err) in enumerate(results):
+        if rc != 0:
+            status = "was killed (a peer failed or the time ran out)" if rc is None else f"exited {rc}"
+            sys.exit(f"FAIL: {exe} rank {rank} of {ranks} {status}\n{out}\n{err}")
+    digests = [re.findall(r"^step (\d+) params (\S+)$", out, re.M) for _, out, _ in results]
+    if not digests[0]:
+        sys.exit(f"FAIL: {exe} printed no parameter hashes")
+    for rank in range(1, ranks):
+        if digests[rank] != digests[0]:
+            step = next((a[0] for a, b in zip(digests[0], digests[rank]) if a != b), "?")
+            sys.exit(f"FAIL: {exe}: rank {rank}'s parameters differ from rank 0's after step {step}")
+    print(f"{os.path.basename(exe)}: all {ranks} ranks hold identical parameters after each of "
+          f"{len(digests[0])} steps")
+    return [parse(exe, out) for _, out, _ in results]
 
 
 def drop(losses, k=5):
@@ -34,10 +65,30 @@ def main():
     ap.add_argument("--after", required=True)
     ap.add_argument("--level", required=True)
     ap.add_argument("--rtol", type=float, default=2e-2)
+    ap.add_argument("--env", action="append", default=[],
+                    help="NAME=VALUE set for both programs (e.g. a program's fp32 mode)")
+    ap.add_argument("--ranks", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=120)
     args = ap.parse_args()
 
-    before, _ = run(args.before)
-    after, after_fp32 = run(args.after)
+    env = dict(os.environ)
+    for kv in args.env:
+        name, _, value = kv.partition("=")
+        env[name] = value
+    if args.ranks:
+        befores = run_as_ranks(args.before, args.ranks, args.timeout)
+        afters = run_as_ranks(args.after, args.ranks, args.timeout)
+        for rank, ((before, _), (after, after_fp32)) in enumerate(zip(befores, afters)):
+            print(f"== rank {rank} of {args.ranks}")
+            compare(args, before, after, after_fp32)
+    else:
+        before, _ = run(args.before, env)
+        after, after_fp32 = run(args.after, env)
+        compare(args, before, after, after_fp32)
+    print("PASS")
+
+
+def compare(args, before, after, after_fp32):
     print(f"{'step':>4} {'original':>10} {'migrated':>10}")
     for i, (b, a) in enumerate(zip(before, after)):
         print(f"{i:>4} {b:>10.6f} {a:>10.6f}")
@@ -55,7 +106,6 @@ def main():
         print(f"{args.level}: relative loss drop original {d_before:.3f}, migrated {d_after:.3f}")
         if not (d_before > 0 and d_after >= 0.5 * d_before):
             sys.exit("FAIL: the migrated loss does not fall comparably")
-    print("PASS")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 # amp_e2e_programs(<before dir> <migrated dir> <programs>): for each program, a before executable,
 # one migrated executable per level in AMP_E2E_LEVELS_<program>, and a ctest e2e.<program>.<level>
-# that runs compare.py on the pair. Shared by the main build and the nested torch2 build.
+# that runs compare.py on the pair (or e2e.<program>.<level>.<n>ranks, as n processes, for each n
+# in AMP_E2E_RANKS_<program>). Shared by the main build and the nested torch2 build.
 macro(amp_e2e_link target)
   target_link_libraries(${target} PRIVATE amp_e2e_common)
   if(AMP_E2E_PCH)
@@ -56,7 +57,7 @@ function(amp_e2e_programs before_dir migrated_dir programs)
         add_custom_command(OUTPUT ${after_src}
           COMMAND ${CMAKE_COMMAND} -E copy ${before_dir}/${program}.cpp ${after_src}
           COMMAND ${AMP_E2E_TOOL} --fix --level=${level} ${after_src} --
-                  -std=c++17 ${include_flags}
+                  -std=c++17 ${include_flags} ${AMP_E2E_TOOL_FLAGS_${program}}
           DEPENDS ${AMP_E2E_TOOL_DEPENDS} ${before_dir}/${program}.cpp
           COMMENT "amp-migrate --level=${level} ${program}.cpp" VERBATIM)
       else()
@@ -77,10 +78,28 @@ function(amp_e2e_programs before_dir migrated_dir programs)
                          ${migrated_dir}/${program}.cpp)
         set_tests_properties(e2e.${program}.expected_output PROPERTIES LABELS e2e)
       endif()
-      add_test(NAME e2e.${program}.${level}
-               COMMAND ${Python3_EXECUTABLE} ${compare} --before $<TARGET_FILE:${before_exe}>
-                       --after $<TARGET_FILE:${after_exe}> --level ${level})
-      set_tests_properties(e2e.${program}.${level} PROPERTIES LABELS e2e)
+      if(NOT AMP_E2E_RANKS_${program})
+        add_test(NAME e2e.${program}.${level}
+                 COMMAND ${Python3_EXECUTABLE} ${compare} --before $<TARGET_FILE:${before_exe}>
+                         --after $<TARGET_FILE:${after_exe}> --level ${level})
+        set_tests_properties(e2e.${program}.${level} PROPERTIES LABELS e2e)
+      endif()
+      # Data-parallel programs: e2e.<program>.<level>.<n>ranks for each n in AMP_E2E_RANKS_<program>.
+      foreach(ranks IN LISTS AMP_E2E_RANKS_${program})
+        add_test(NAME e2e.${program}.${level}.${ranks}ranks
+                 COMMAND ${Python3_EXECUTABLE} ${compare} --before $<TARGET_FILE:${before_exe}>
+                         --after $<TARGET_FILE:${after_exe}> --level ${level} --ranks ${ranks})
+        set_tests_properties(e2e.${program}.${level}.${ranks}ranks PROPERTIES LABELS e2e TIMEOUT 300)
+      endforeach()
+      if(AMP_E2E_FP32_ENV_${program} AND level STREQUAL "O1")
+        # The program's fp32 mode (its run-time AMP flag off): the migrated program converts at O0
+        # and must compute what the original computed, to 1e-6.
+        add_test(NAME e2e.${program}.fp32
+                 COMMAND ${Python3_EXECUTABLE} ${compare} --before $<TARGET_FILE:${before_exe}>
+                         --after $<TARGET_FILE:${after_exe}> --level O0 --rtol 1e-6
+                         --env ${AMP_E2E_FP32_ENV_${program}})
+        set_tests_properties(e2e.${program}.fp32 PROPERTIES LABELS e2e)
+      endif()
     endforeach()
   endforeach()
 endfunction()

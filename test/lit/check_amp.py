@@ -3,6 +3,8 @@
 
 usage: check_amp.py <amp-migrate> <mock include dir> <input.cpp> <temp file> [tool args...] [-- compiler args]
 
+A mock include dir of "-" parses against the compiler args' headers only (real libtorch).
+
 The input's `// CHECK-*` comments are blanked (lines keep their numbers), the copy is checked with
 `--fix`, the diagnostics are matched with FileCheck against CHECK-MESSAGES, and the fixed file
 against CHECK-FIXES. A file with no CHECK-MESSAGES asserts that the tool says nothing.
@@ -24,7 +26,8 @@ def main():
     cleaned = re.sub(r"// *CHECK-[A-Z0-9-]*:[^\r\n]*", "//", text)
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(cleaned)
-    cmd = [tool, "--fix", "--use-color=never", *tool_args, tmp, "--", "-std=c++17", "-I" + mock, *cc_args]
+    mock_args = [] if mock == "-" else ["-I" + mock]
+    cmd = [tool, "--fix", "--use-color=never", *tool_args, tmp, "--", "-std=c++17", *mock_args, *cc_args]
     p = subprocess.run(cmd, capture_output=True, text=True)
     out = p.stdout
     sys.stdout.write(out)

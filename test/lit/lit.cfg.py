@@ -25,3 +25,10 @@ if config.torch_include:
 import shutil
 if shutil.which("clang-apply-replacements", path=config.environment["PATH"]):
     config.available_features.add("clang-apply-replacements")
+# Per-check tests over real headers: %check_amp_real parses without the mock headers.
+config.substitutions.insert(0, ("%check_amp_real", "%s %s %s -" % (config.python, os.path.join(root, "test", "lit", "check_amp.py"), config.amp_migrate)))
+# PyPI's libtorch 2.x headers (the 2.4+ API), for the tests that need them (REQUIRES: libtorch2).
+if getattr(config, "torch2_include", ""):
+    config.available_features.add("libtorch2")
+    config.substitutions.append(("%torch2_flags", "-isystem %s -isystem %s" % (
+        config.torch2_include, os.path.join(config.torch2_include, "torch", "csrc", "api", "include"))))

@@ -386,6 +386,34 @@ TEST(CpuScalars, ClipCoefficientOnly) {
   EXPECT_FLOAT_EQ(coef, 1.0f / (4.0f + 1e-6f));
 }
 
+// One NaN rule for both clip rules (docs/runtime-core.md): a NaN norm gives a NaN coefficient
+// (MindSpore's max(norm, clip) must not drop it), an inf norm gives 0.
+TEST(CpuScalars, ClipCoefficientOfNonFiniteNorms) {
+  for (ClipRule rule : {ClipRule::MindSpore, ClipRule::PyTorch}) {
+    const float nan_norm = std::numeric_limits<float>::quiet_NaN();
+    const float inf_norm = std::numeric_limits<float>::infinity();
+    float coef = 0.0f;
+    clip_coefficient(2.0f, &nan_norm, rule, &coef, kCpu);
+    EXPECT_TRUE(std::isnan(coef)) << static_cast<int>(rule);
+    clip_coefficient(2.0f, &inf_norm, rule, &coef, kCpu);
+    EXPECT_EQ(coef, 0.0f) << static_cast<int>(rule);
+    HostList x = random_list(DType::F32, {5, 70000}, 3);
+    clip_by_global_norm(views(x), views(x), 2.0f, &nan_norm, rule, nullptr, kCpu);
+    for (const HostTensor &t : x)
+      for (std::int64_t i = 0; i < t.numel; ++i)
+        ASSERT_TRUE(std::isnan(t.get(i))) << static_cast<int>(rule);
+  }
+}
+
+TEST(CpuScalars, UpdateScaleTreatsNaNFoundInfAsSet) {
+  float scale = 1024.0f;
+  std::int32_t tracker = 1;
+  const float nan_flag = std::numeric_limits<float>::quiet_NaN();
+  update_scale(&scale, &tracker, &nan_flag, 2.0f, 0.5f, 2, kCpu);
+  EXPECT_EQ(scale, 512.0f);
+  EXPECT_EQ(tracker, 0);
+}
+
 TEST(CpuEmpty, EmptyListsAndZeroSizeTensors) {
   const float inv = 0.5f;
   float found = 0.0f, norm = -1.0f;

@@ -13,20 +13,24 @@ namespace {
 
 const ExecContext kCpu{};
 
-/// Device mirror of a HostList; copies back into a HostList for comparison.
+/// Device mirror of a HostList; copies back into a HostList for comparison. With `offset` > 0 each
+/// tensor starts that many elements into its allocation (an offset view: misaligned for vector
+/// loads), as a slice of a larger tensor does.
 struct DeviceList {
   std::vector<void *> ptrs;
   std::vector<TensorView> views;
-  explicit DeviceList(const HostList &host) {
+  explicit DeviceList(const HostList &host, int offset = 0) {
     for (const HostTensor &t : host) {
-      void *p = nullptr;
+      void *p = nullptr, *data = nullptr;
       if (t.numel > 0) {
-        EXPECT_EQ(cudaMalloc(&p, t.bytes()), cudaSuccess);
+        const std::size_t skip = static_cast<std::size_t>(offset) * dtype_size(t.dtype);
+        EXPECT_EQ(cudaMalloc(&p, t.bytes() + skip), cudaSuccess);
+        data = static_cast<char *>(p) + skip;
         HostTensor copy = t;
-        EXPECT_EQ(cudaMemcpy(p, copy.data(), t.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(data, copy.data(), t.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
       }
       ptrs.push_back(p);
-      views.push_back(TensorView{p, t.dtype, t.numel, Device{DeviceKind::CUDA, 0}});
+      views.push_back(TensorView{data, t.dtype, t.numel, Device{DeviceKind::CUDA, 0}});
     }
   }
   HostList to_host() const {
@@ -167,10 +171,14 @@ TEST_P(CudaOps, FusedStepsMatchCpuAndSkipOnInf) {
                   kCpu);
   fused_adam_step(dp.views, dg.views, dm.views, dv.views, dcopy.views, o, s.at(0), s.at(1), s.at(2),
                   gpu_context());
-  EXPECT_TRUE(lists_close(dp.to_host(), as_doubles(p), 1e-6, 1e-7));
-  EXPECT_TRUE(lists_close(dm.to_host(), as_doubles(m), 1e-6, 1e-8));
-  EXPECT_TRUE(lists_close(dv.to_host(), as_doubles(v), 1e-6, 1e-10));
-  EXPECT_TRUE(lists_close(dcopy.to_host(), as_doubles(copy), 1.0 / 128, 1e-6));
+  // Bit for bit: the element-wise code is compiled without multiply-add contraction on both
+  // backends (-fmad=false, -ffp-contract=off), and sqrt and division are IEEE on both; the same
+  // operations in the same order then round alike. (With nvcc's default contraction 7 of these 9
+  // cases would miss even an absolute 1e-8 on the momentum buffer.)
+  EXPECT_TRUE(lists_equal_bits(dp.to_host(), p));
+  EXPECT_TRUE(lists_equal_bits(dm.to_host(), m));
+  EXPECT_TRUE(lists_equal_bits(dv.to_host(), v));
+  EXPECT_TRUE(lists_equal_bits(dcopy.to_host(), copy));
 
   SgdOptions so;
   so.momentum = 0.9f;
@@ -178,8 +186,8 @@ TEST_P(CudaOps, FusedStepsMatchCpuAndSkipOnInf) {
   so.weight_decay = 1e-3f;
   fused_sgd_step(views(p), views(g), views(m), {}, so, &inv, &coef, &found, kCpu);
   fused_sgd_step(dp.views, dg.views, dm.views, {}, so, s.at(0), s.at(1), s.at(2), gpu_context());
-  EXPECT_TRUE(lists_close(dp.to_host(), as_doubles(p), 1e-6, 1e-7));
-  EXPECT_TRUE(lists_close(dm.to_host(), as_doubles(m), 1e-6, 1e-8));
+  EXPECT_TRUE(lists_equal_bits(dp.to_host(), p));
+  EXPECT_TRUE(lists_equal_bits(dm.to_host(), m));
 
   // found_inf on the device: nothing moves.
   s.set(2, 1.0f);
@@ -187,6 +195,51 @@ TEST_P(CudaOps, FusedStepsMatchCpuAndSkipOnInf) {
   fused_adam_step(dp.views, dg.views, dm.views, dv.views, dcopy.views, o, s.at(0), s.at(1), s.at(2),
                   gpu_context());
   EXPECT_TRUE(lists_equal_bits(dp.to_host(), before));
+}
+
+// Offset views (one element into the allocation): every tensor takes the element-load path.
+TEST_P(CudaOps, MisalignedTensorsMatchCpu) {
+  HostList g = random_list(dtype(), sizes(), 21, 1.0, 300.0);
+  DeviceList dg(g, 1);
+  DeviceScalars s;
+  s.set(0, 1.0f / 512);
+  const float inv = 1.0f / 512;
+  float found = 0.0f, norm = 0.0f;
+  unscale_check_and_norm(views(g), &inv, &found, &norm, kCpu);
+  unscale_check_and_norm(dg.views, s.at(0), s.at(1), s.at(2), gpu_context());
+  EXPECT_TRUE(lists_equal_bits(dg.to_host(), g));
+  EXPECT_EQ(s.get(1), 0.0f);
+  EXPECT_TRUE(close(s.get(2), norm, 1e-5));
+
+  HostList p = random_list(DType::F32, sizes(), 22);
+  HostList m = random_list(DType::F32, sizes(), 23, 0.001, 0.1);
+  HostList v = random_list(DType::F32, sizes(), 24, 0.001, 0.1);
+  for (HostTensor &t : v)
+    for (std::int64_t i = 0; i < t.numel; ++i)
+      t.set(i, std::fabs(t.get(i)));
+  HostList copy = poisoned_list(dtype(), sizes());
+  // Mixed: params and copies misaligned, moments aligned (the whole tensor falls back).
+  DeviceList dp(p, 1), dm(m), dv(v), dcopy(copy, 3);
+  AdamOptions o;
+  o.step = 3;
+  fused_adam_step(views(p), views(g), views(m), views(v), views(copy), o, nullptr, nullptr,
+                  nullptr, kCpu);
+  fused_adam_step(dp.views, dg.views, dm.views, dv.views, dcopy.views, o, nullptr, nullptr, nullptr,
+                  gpu_context());
+  EXPECT_TRUE(lists_equal_bits(dp.to_host(), p));
+  EXPECT_TRUE(lists_equal_bits(dm.to_host(), m));
+  EXPECT_TRUE(lists_equal_bits(dv.to_host(), v));
+  EXPECT_TRUE(lists_equal_bits(dcopy.to_host(), copy));
+
+  // inf/NaN at chunk boundaries is found on the element path too.
+  for (auto [t, i] : poison_positions(g)) {
+    HostList bad = g;
+    bad[t].set(i, std::nan(""));
+    DeviceList db(bad, 1);
+    s.set(1, 0.0f);
+    unscale_and_check(db.views, s.at(0), s.at(1), gpu_context());
+    EXPECT_EQ(s.get(1), 1.0f) << "tensor " << t << " element " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypesAndShapes, CudaOps,
@@ -260,16 +313,58 @@ TEST_F(CudaScalars, EmptyListNormIsZero) {
   EXPECT_EQ(s.get(0), 0.0f);
 }
 
+// 64-bit offsets: one fp16 tensor of 2^31 + 4099 elements (4.3 GB), aligned and as an offset view.
+TEST_F(CudaScalars, TensorsOver2To31Elements) {
+  const std::int64_t n = (std::int64_t{1} << 31) + 4099;
+  const std::size_t bytes = static_cast<std::size_t>(n) * 2;
+  void *raw = nullptr;
+  if (cudaMalloc(&raw, bytes + 2) != cudaSuccess) {
+    cudaGetLastError();
+    GTEST_SKIP() << "needs 4.3 GB of free device memory";
+  }
+  auto *h = static_cast<std::uint16_t *>(raw);
+  CUDA_OK(cudaMemset(h, 0x3c, bytes + 2)); // every element 0x3c3c = 1.05859375 in fp16
+  const double x = ref_half_to_float(0x3c3c);
+  DeviceScalars s;
+  s.set(0, 0.5f);
+  const TensorView whole{h, DType::F16, n, Device{DeviceKind::CUDA, 0}};
+  unscale_check_and_norm({whole}, s.at(0), s.at(1), s.at(2), gpu_context());
+  EXPECT_EQ(s.get(1), 0.0f);
+  EXPECT_TRUE(close(s.get(2), std::sqrt(static_cast<double>(n)) * x * 0.5, 1e-5));
+  // Elements past 2^31 were written (halved) like the first ones.
+  const std::uint16_t halved = ref_float_to_half(static_cast<float>(x * 0.5));
+  for (std::int64_t i : {std::int64_t{0}, (std::int64_t{1} << 31) + 7, n - 1}) {
+    std::uint16_t got = 0;
+    CUDA_OK(cudaMemcpy(&got, h + i, 2, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(got, halved) << "element " << i;
+  }
+  // An inf past 2^31 is found, on the vector path and on the element path of an offset view.
+  const std::uint16_t inf = 0x7c00;
+  CUDA_OK(cudaMemcpy(h + n - 2, &inf, 2, cudaMemcpyHostToDevice));
+  unscale_and_check({whole}, s.at(0), s.at(3), gpu_context());
+  EXPECT_EQ(s.get(3), 1.0f);
+  const TensorView offset{h + 1, DType::F16, n, Device{DeviceKind::CUDA, 0}};
+  unscale_and_check({offset}, s.at(0), s.at(4), gpu_context());
+  EXPECT_EQ(s.get(4), 1.0f);
+  CUDA_OK(cudaFree(raw));
+}
+
 TEST_F(CudaScalars, GemmMatchesCpuReference) {
+#if !defined(AMP_WITH_CUBLASLT)
+  GTEST_SKIP() << "this runtime was built without cuBLASLt (not found at configure time)";
+#endif
   const std::int64_t m = 128, n = 96, k = 64;
   for (DType in : {DType::F16, DType::BF16})
     for (DType out : {in, DType::F32})
-      for (int layout = 0; layout < 4; ++layout) {
+      for (int layout = 0; layout < 5; ++layout) {
+        // layout 4: row-major, a, b and c offset views (2-byte aligned for fp16/bf16)
+        const int offset = layout == 4 ? 1 : 0;
         HostTensor a = random_list(in, {m * k}, 1)[0], b = random_list(in, {k * n}, 2)[0];
         HostTensor c = poisoned_list(out, {m * n})[0], bias = random_list(out, {n}, 3)[0];
-        DeviceList da({a}), db({b}), dc({c}), dbias({bias});
+        DeviceList da({a}, offset), db({b}, offset), dc({c}, offset), dbias({bias});
         GemmArgs g;
-        g.m = m, g.n = n, g.k = k, g.trans_a = layout & 1, g.trans_b = layout & 2, g.relu = true;
+        g.m = m, g.n = n, g.k = k, g.trans_a = layout & 1, g.trans_b = (layout & 2) != 0;
+        g.relu = true;
         g.a = a.view(), g.b = b.view(), g.c = c.view(), g.bias = bias.view();
         gemm(g, kCpu);
         g.a = da.views[0], g.b = db.views[0], g.c = dc.views[0], g.bias = dbias.views[0];

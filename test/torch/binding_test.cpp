@@ -9,9 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace {
 
@@ -274,6 +279,130 @@ TEST(Clip, RunsInTheCore) {
   std::vector<at::Tensor> cpu{torch::ones({3}), torch::ones({2}, torch::kHalf)};
   EXPECT_TRUE(amp::detail::core_takes(cpu));
   EXPECT_FALSE(amp::detail::core_takes({torch::ones({3}, torch::kDouble)}));
+}
+
+// One NaN rule on both paths (docs/runtime-core.md): a NaN norm clips every value to NaN, an inf
+// norm to 0 (times the value), for the core's fp32 lists and the torch fallback's fp64 ones alike.
+TEST(Clip, NonFiniteNormSameRuleOnCoreAndFallback) {
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    std::vector<Tensor> xs{torch::full({4}, 3.0, dtype), torch::full({3}, 4.0, dtype)};
+    xs[1][2] = std::nan("");
+    EXPECT_EQ(amp::detail::core_takes(xs), dtype == torch::kFloat);
+    auto clipped = amp::clip_by_global_norm(xs, 5.0);
+    for (const auto &c : clipped)
+      EXPECT_TRUE(torch::isnan(c).all().item<bool>()) << c;
+  }
+  // The two implementations of the same call, side by side, on NaN, inf and finite norms.
+  for (double norm : {std::nan(""), std::numeric_limits<double>::infinity(), 10.0, 1.0}) {
+    std::vector<Tensor> in{torch::tensor({3.0f, -4.0f})};
+    std::vector<Tensor> core_out{torch::empty({2})}, fallback_out{torch::empty({2})};
+    auto n = torch::full({}, norm, torch::kFloat);
+    amp::detail::clip_by_global_norm(in, core_out, 5.0, n);
+    amp::detail::torch_fallback::clip_by_global_norm(in, fallback_out, 5.0, n);
+    EXPECT_TRUE(torch::equal(torch::isnan(core_out[0]), torch::isnan(fallback_out[0]))) << norm;
+    EXPECT_TRUE(torch::allclose(core_out[0], fallback_out[0], 0, 0, /*equal_nan=*/true)) << norm;
+  }
+}
+
+TEST(Scaler, UpdateScaleSameRuleOnCoreAndFallback) {
+  // found_inf: clean, set, NaN (counts as set, as PyTorch's `if (*found_inf)`), a sum of two
+  // devices' flags; trackers: fresh, one before growth, past the interval (a loaded state).
+  for (float found : {0.0f, 1.0f, NAN, 2.0f})
+    for (int tracker : {0, 2, 9}) {
+      auto run = [&](bool core) {
+        auto scale = torch::full({}, 1024.0f);
+        auto t = torch::full({}, tracker, torch::kInt);
+        auto f = torch::full({}, found);
+        if (core)
+          amp::detail::update_scale(scale, t, f, 2.0, 0.5, 3);
+        else
+          amp::detail::torch_fallback::update_scale(scale, t, f, 2.0, 0.5, 3);
+        return std::make_pair(scale.item<float>(), t.item<int>());
+      };
+      const auto core = run(true), fallback = run(false);
+      EXPECT_EQ(core, fallback) << "found_inf " << found << " tracker " << tracker;
+      if (found != 0.0f) {
+        EXPECT_EQ(core.first, 512.0f);
+      }
+      if (found == 0.0f && tracker == 2) {
+        EXPECT_EQ(core, std::make_pair(2048.0f, 0));
+      }
+    }
+}
+
+// ---- checkpoints shared with Python ------------------------------------------------------------
+// test/torch/data/scaler_state.pt is torch.save(GradScaler(...).state_dict()) as made by
+// data/make_scaler_state.py; AMP_SCALER_STATE_FROM_TORCH may name a file saved by real PyTorch.
+std::string python_scaler_state() {
+  if (const char *p = std::getenv("AMP_SCALER_STATE_FROM_TORCH"))
+    return p;
+  return std::string(AMP_TORCH_TEST_DATA) + "/scaler_state.pt";
+}
+
+TEST(Scaler, LoadsAStateSavedByPython) {
+  amp::GradScaler s;
+  amp::load_scaler_state(s, python_scaler_state());
+  EXPECT_EQ(s.get_scale(), 4096.0);
+  EXPECT_EQ(s.get_growth_factor(), 3.0);
+  EXPECT_EQ(s.get_backoff_factor(), 0.25);
+  EXPECT_EQ(s.get_growth_interval(), 1000);
+  EXPECT_EQ(s.get_growth_tracker(), 17);
+  // The run resumes: the first scale() uses the loaded scale.
+  EXPECT_EQ(s.scale(torch::tensor(1.0)).item<double>(), 4096.0);
+}
+
+TEST(Scaler, CheckpointRoundTripInPythonsFormat) {
+  amp::GradScaler a(amp::GradScalerOptions().init_scale(8.0).growth_interval(3));
+  a.scale(torch::tensor(1.0));
+  auto p = torch::zeros({1}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 0.1);
+  for (int i = 0; i < 2; ++i) { // two clean steps: tracker 2
+    std::vector<Tensor> grads{torch::ones({1})};
+    a.step(opt, grads);
+    a.update();
+  }
+  const auto bytes = amp::scaler_state_bytes(a);
+  // What Python's torch.load sees: a plain dict, ints where PyTorch's state_dict has ints.
+  auto dict = torch::pickle_load(bytes).toGenericDict();
+  EXPECT_EQ(dict.size(), 5u);
+  EXPECT_TRUE(dict.at("growth_interval").isInt());
+  EXPECT_TRUE(dict.at("_growth_tracker").isInt());
+  EXPECT_TRUE(dict.at("scale").isDouble());
+  EXPECT_EQ(dict.at("_growth_tracker").toInt(), 2);
+  amp::GradScaler b;
+  amp::load_scaler_state_bytes(b, bytes);
+  EXPECT_EQ(b.state_dict(), a.state_dict());
+  const std::string path = ::testing::TempDir() + "amp_scaler_state_test.pt";
+  amp::save_scaler_state(a, path);
+  amp::GradScaler c;
+  amp::load_scaler_state(c, path);
+  EXPECT_EQ(c.state_dict(), a.state_dict());
+  std::remove(path.c_str());
+}
+
+TEST(Scaler, CheckpointErrorsNameTheFile) {
+  amp::GradScaler s;
+  auto message = [&](const std::function<void()> &f) {
+    try {
+      f();
+    } catch (const std::runtime_error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { amp::load_scaler_state(s, "/nonexistent/x.pt"); })
+                .find("cannot open /nonexistent/x.pt"),
+            std::string::npos);
+  const std::vector<char> junk{'n', 'o', 't', ' ', 'a', ' ', 'z', 'i', 'p'};
+  EXPECT_NE(message([&] { amp::load_scaler_state_bytes(s, junk, "junk.pt"); })
+                .find("junk.pt: not a file written by torch.save"),
+            std::string::npos);
+  amp::GradScaler disabled(amp::GradScalerOptions().enabled(false));
+  const auto empty = amp::scaler_state_bytes(disabled);
+  EXPECT_NE(message([&] { amp::load_scaler_state_bytes(s, empty, "empty.pt"); })
+                .find("empty.pt: amp::GradScaler::load_state_dict: the source state dict is empty"),
+            std::string::npos);
+  EXPECT_EQ(s.get_scale(), 65536.0); // nothing loaded
 }
 
 // ---- value_and_grad ---------------------------------------------------------------------------

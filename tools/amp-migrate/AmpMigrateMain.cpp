@@ -27,7 +27,14 @@ cl::OptionCategory Cat("amp-migrate options");
 cl::list<std::string> Files(cl::Positional, cl::desc("<files...>"), cl::cat(Cat));
 cl::opt<std::string> BuildPath("p", cl::desc("Build directory holding compile_commands.json"), cl::cat(Cat));
 cl::opt<std::string> Checks("checks", cl::desc("Check globs, e.g. '-*,amp-*,-amp-zero-grad'"), cl::init(""), cl::cat(Cat));
-cl::opt<std::string> Format("format", cl::desc("Output: text|json|sarif|github|fixits"), cl::init("text"), cl::cat(Cat));
+enum class OutputFormat { Text, Json, Sarif, Github, Fixits };
+cl::opt<OutputFormat> Format("format", cl::desc("Output format"), cl::init(OutputFormat::Text),
+                             cl::values(clEnumValN(OutputFormat::Text, "text", "clang-style diagnostics"),
+                                        clEnumValN(OutputFormat::Json, "json", "one JSON document"),
+                                        clEnumValN(OutputFormat::Sarif, "sarif", "SARIF 2.1.0 (code scanning)"),
+                                        clEnumValN(OutputFormat::Github, "github", "GitHub Actions annotations"),
+                                        clEnumValN(OutputFormat::Fixits, "fixits", "text plus clang's parseable fix-its")),
+                             cl::cat(Cat));
 cl::opt<std::string> Output("output", cl::desc("Write the report to this file"), cl::cat(Cat));
 cl::opt<bool> WarningsAsErrors("warnings-as-errors", cl::desc("Exit 1 when there are findings"), cl::cat(Cat));
 cl::opt<std::string> HeaderFilter("header-filter", cl::desc("Regex of headers to analyse and fix"), cl::init(""), cl::cat(Cat));
@@ -46,13 +53,22 @@ cl::opt<std::string> FormatStyle("format-style", cl::desc("Format the changed li
 cl::opt<bool> ShowFixes("show-fixes", cl::desc("Text output: print the fixed lines"), cl::cat(Cat));
 cl::opt<bool> NoPrefilter("no-prefilter", cl::desc("Parse every file, even those with no AMP token"), cl::Hidden, cl::cat(Cat));
 cl::opt<bool> FullParse("full-parse", cl::desc("Parse every function body"), cl::Hidden, cl::cat(Cat));
+cl::opt<bool> VerifyFixes("verify-fixes",
+                          cl::desc("Re-parse each fixed file in memory before offering its fixes; a "
+                                   "step whose rewrite would not compile is withdrawn (default on)"),
+                          cl::init(true), cl::cat(Cat));
 cl::opt<bool> Lsp("lsp", cl::desc("Serve the Language Server Protocol on stdin/stdout (docs/ide.md)"), cl::cat(Cat));
 cl::opt<std::string> CacheDir("cache-dir", cl::desc("Reuse the results of unchanged translation units stored here (default: $AMP_MIGRATE_CACHE_DIR)"), cl::cat(Cat));
 cl::opt<std::string> CacheMaxSize("cache-max-size", cl::desc("Bound of the cache's size, least recently used first (e.g. 500M, 2G; 0: none)"), cl::init("1G"), cl::cat(Cat));
 cl::opt<std::string> Shard("shard", cl::desc("Analyse only shard K of N of the files (K/N, balanced by file size)"), cl::cat(Cat));
 cl::opt<std::string> MergeFixes("merge-fixes", cl::desc("Merge the --export-fixes files given as inputs into this file"), cl::cat(Cat));
 cl::opt<std::string> MergeSarif("merge-sarif", cl::desc("Merge the SARIF files given as inputs into this file"), cl::cat(Cat));
-cl::opt<std::string> Color("use-color", cl::desc("Colours in text output: auto|always|never"), cl::init("auto"), cl::cat(Cat));
+enum class ColorMode { Auto, Always, Never };
+cl::opt<ColorMode> Color("use-color", cl::desc("Colours in text output"), cl::init(ColorMode::Auto),
+                         cl::values(clEnumValN(ColorMode::Auto, "auto", "when writing to a terminal"),
+                                    clEnumValN(ColorMode::Always, "always", "always"),
+                                    clEnumValN(ColorMode::Never, "never", "never")),
+                         cl::cat(Cat));
 
 } // namespace
 
@@ -187,8 +203,6 @@ int main(int argc, const char **argv) {
     return fail(2, "no input files (usage: amp-migrate [options] <files...> [-- <compiler args>])");
   if (Fix + Diff > 1)
     return fail(2, "--fix and --diff are exclusive");
-  if (Format != "text" && Format != "json" && Format != "sarif" && Format != "github" && Format != "fixits")
-    return fail(2, "unknown --format '" + Format + "' (text, json, sarif, github, fixits)");
 
   std::vector<std::string> Inputs(Files.begin(), Files.end());
   if (!Shard.empty()) {
@@ -251,6 +265,7 @@ int main(int argc, const char **argv) {
     Opts.SkipBodies = !FullParse;
     Opts.CacheDir = Cache;
     Opts.CacheMaxSize = *CacheBound;
+    Opts.VerifyFixes = VerifyFixes;
     Opts.Progress = Inputs.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
     Opts.Engine.Planner.Level = L;
     Opts.Engine.CheckEnabled = [ChecksGlob](llvm::StringRef Id) { return checkEnabledByGlobs(ChecksGlob, Id); };
@@ -282,19 +297,17 @@ int main(int argc, const char **argv) {
   EmitOptions EO;
   EO.ToolVersion = AMP_MIGRATE_VERSION;
   EO.ShowFixes = ShowFixes;
-  EO.Color = Color == "always" || (Color == "auto" && Output.empty() && llvm::sys::Process::StandardOutIsDisplayed());
+  EO.Color = Color == ColorMode::Always ||
+             (Color == ColorMode::Auto && Output.empty() && llvm::sys::Process::StandardOutIsDisplayed());
   // With --diff the diff owns stdout; the findings go to stderr.
   llvm::raw_ostream &ReportOS = Diff && Output.empty() ? llvm::errs() : *OS;
-  if (Format == "text")
-    emitText(R, Texts, ReportOS, EO);
-  else if (Format == "json")
-    emitJson(R, Texts, ReportOS, EO);
-  else if (Format == "sarif")
-    emitSarif(R, Texts, ReportOS, EO);
-  else if (Format == "github")
-    emitGithub(R, ReportOS);
-  else
-    emitFixits(R, Texts, ReportOS, EO);
+  switch (Format) {
+  case OutputFormat::Text: emitText(R, Texts, ReportOS, EO); break;
+  case OutputFormat::Json: emitJson(R, Texts, ReportOS, EO); break;
+  case OutputFormat::Sarif: emitSarif(R, Texts, ReportOS, EO); break;
+  case OutputFormat::Github: emitGithub(R, ReportOS); break;
+  case OutputFormat::Fixits: emitFixits(R, Texts, ReportOS, EO); break;
+  }
 
   if (!ExportFixes.empty()) {
     std::error_code EC;

@@ -1,9 +1,11 @@
 // The amp-* checks as a clang-tidy module (libAmpMigrateTidy.so, `clang-tidy -load=...`).
 //
-// One implementation of every check: the engine (lib/) analyses the translation unit once, and each
-// registered ClangTidyCheck emits the engine's findings of its own id, with notes, and with the
-// training step's edits as fix-its on the step's lead finding (so `clang-tidy -fix` applies a step
-// whole, like `amp-migrate --fix`).
+// One implementation of every check: the engine (lib/) analyses the translation unit once. Of the
+// amp-* checks clang-tidy creates for a translation unit, the first enabled one in catalogue order
+// (the leader) runs the engine and emits every enabled check's findings under their own ids, with
+// notes, and with each training step's edits as fix-its on the step's lead finding (so `clang-tidy
+// -fix` applies a step whole, like `amp-migrate --fix`). The others do nothing. No state outlives
+// a check object, and nothing is shared between them.
 //
 // Options (CheckOptions in .clang-tidy or -config), on any amp-* check or globally:
 //   amp-<id>.Level  O0|O1|O2|O3 (default O2): the AMP level of the rewrite
@@ -39,47 +41,14 @@ namespace ampmigrate {
 namespace tidyplugin {
 namespace {
 
-/// What every amp-* check of one translation unit shares: the options the checks were configured
-/// with, the preprocessor's skipped ranges, and the engine's findings (computed once).
-///
-/// clang-tidy creates a fresh set of check objects for each translation unit, constructs all of
-/// them, then registers their PP callbacks and matchers, then parses, then calls check(). The
-/// state is reset when the first check of a new set is constructed.
-struct SharedState {
-  enum class Phase { Idle, Constructing, Registered, Computed } Stage = Phase::Idle;
-  // Options gathered from the checks of this translation unit, in construction order.
-  std::vector<std::pair<std::string, std::string>> Levels; // check, value
-  std::vector<std::string> RuleFiles;
-  // Preprocessor output.
-  std::vector<SourceRange> Inactive;
-  // Engine output.
-  const ASTContext *Ctx = nullptr;
-  std::vector<Finding> Findings;
-  /// Which finding (index into Findings) gives each edit as a fix-it. Every step of a file carries
-  /// the same include insertion; amp-migrate applies it once, and clang-tidy would apply each copy.
-  /// It goes to the first lead (in file order) that NOLINT does not suppress.
-  std::map<std::tuple<std::string, unsigned, unsigned, std::string>, size_t> EditOwner;
-  std::string File;  ///< the translation unit's main file (clang-tidy's current file)
-  std::string Error; ///< rule loading or configuration problem, reported once
-  bool ErrorReported = false;
-
-  void reset() {
-    *this = SharedState();
-    Stage = Phase::Constructing;
-  }
-};
-
-SharedState &state() {
-  static SharedState S;
-  return S;
-}
-
 /// Collects the ranges the preprocessor skipped (#if 0 ...): the engine does not rewrite them.
 class SkippedRanges : public PPCallbacks {
 public:
-  void SourceRangeSkipped(SourceRange Range, SourceLocation) override {
-    state().Inactive.push_back(Range);
-  }
+  explicit SkippedRanges(std::vector<SourceRange> &Out) : Out(Out) {}
+  void SourceRangeSkipped(SourceRange Range, SourceLocation) override { Out.push_back(Range); }
+
+private:
+  std::vector<SourceRange> &Out;
 };
 
 /// clang's diagnostic formatter treats '%' as an argument marker.
@@ -97,20 +66,11 @@ class AmpCheck : public clang::tidy::ClangTidyCheck {
 public:
   AmpCheck(StringRef Name, tidy::ClangTidyContext *Context)
       : ClangTidyCheck(Name, Context), Id(Name.str()), Context(Context) {
-    SharedState &S = state();
-    if (S.Stage != SharedState::Phase::Constructing || S.File != Context->getCurrentFile()) {
-      S.reset();
-      S.File = Context->getCurrentFile().str();
-    }
-    if (std::optional<StringRef> L = Options.getLocalOrGlobal("Level"))
-      S.Levels.emplace_back(Id, L->trim().str());
-    if (std::optional<StringRef> R = Options.getLocalOrGlobal("Rules")) {
-      SmallVector<StringRef, 4> Parts;
-      R->split(Parts, ';', -1, /*KeepEmpty=*/false);
-      for (StringRef P : Parts)
-        if (!P.trim().empty() && !llvm::is_contained(S.RuleFiles, P.trim().str()))
-          S.RuleFiles.push_back(P.trim().str());
-    }
+    for (const CheckInfo &C : allChecks())
+      if (Context->isCheckEnabled(C.Id)) {
+        Leader = C.Id == Id;
+        break;
+      }
   }
 
   bool isLanguageVersionSupported(const LangOptions &LangOpts) const override {
@@ -123,48 +83,33 @@ public:
   }
 
   void registerPPCallbacks(const SourceManager &, Preprocessor *PP, Preprocessor *) override {
-    SharedState &S = state();
-    if (S.Stage == SharedState::Phase::Constructing) {
-      S.Stage = SharedState::Phase::Registered;
-      PP->addPPCallbacks(std::make_unique<SkippedRanges>());
-    }
+    if (Leader)
+      PP->addPPCallbacks(std::make_unique<SkippedRanges>(Inactive));
   }
 
   void registerMatchers(MatchFinder *Finder) override {
-    Finder->addMatcher(translationUnitDecl().bind("tu"), this);
+    if (Leader)
+      Finder->addMatcher(translationUnitDecl().bind("tu"), this);
   }
 
   void check(const MatchFinder::MatchResult &Result) override {
     ASTContext &Ctx = *Result.Context;
-    SharedState &S = state();
-    if (S.Stage != SharedState::Phase::Computed || S.Ctx != &Ctx)
-      compute(Ctx, S);
-    if (!S.Error.empty()) {
-      if (!S.ErrorReported) {
-        S.ErrorReported = true;
-        configurationDiag(escapeForDiag(S.Error), DiagnosticIDs::Error);
-      }
+    std::string Error;
+    std::vector<Finding> Findings = compute(Ctx, Error);
+    if (!Error.empty()) {
+      configurationDiag(escapeForDiag(Error), DiagnosticIDs::Error);
       return;
     }
     const SourceManager &SM = Ctx.getSourceManager();
-    for (const Finding &F : S.Findings) {
-      if (F.Check != Id)
-        continue;
+    for (const Finding &F : Findings) {
       SourceLocation Loc = location(SM, F.Pos.File, F.Pos.Offset);
       if (Loc.isInvalid())
         continue;
       {
-        DiagnosticBuilder D = diag(Loc, escapeForDiag(F.Message),
-                                   F.Level == Severity::Error ? DiagnosticIDs::Error
-                                                              : DiagnosticIDs::Warning);
-        size_t Index = static_cast<size_t>(&F - S.Findings.data());
-        std::vector<tooling::Replacement> Fresh;
-        for (const tooling::Replacement &R : F.Fixes) {
-          auto Owner = S.EditOwner.find(editKey(R));
-          if (Owner == S.EditOwner.end() || Owner->second == Index)
-            Fresh.push_back(R);
-        }
-        for (const Edit &E : fixItEdits(SM, Fresh)) {
+        DiagnosticBuilder D = Context->diag(F.Check, Loc, escapeForDiag(F.Message),
+                                            F.Level == Severity::Error ? DiagnosticIDs::Error
+                                                                       : DiagnosticIDs::Warning);
+        for (const Edit &E : fixItEdits(SM, F.Fixes)) {
           SourceLocation B = location(SM, E.File, E.Offset);
           if (B.isInvalid())
             continue;
@@ -175,7 +120,7 @@ public:
       for (const Note &N : F.Notes) {
         SourceLocation NL = location(SM, N.Pos.File, N.Pos.Offset);
         if (NL.isValid())
-          diag(NL, escapeForDiag(N.Message), DiagnosticIDs::Note);
+          Context->diag(F.Check, NL, escapeForDiag(N.Message), DiagnosticIDs::Note);
       }
     }
   }
@@ -242,37 +187,58 @@ private:
     return SM.getComposedLoc(FID, Offset);
   }
 
-  void compute(ASTContext &Ctx, SharedState &S) {
-    S.Stage = SharedState::Phase::Computed;
-    S.Ctx = &Ctx;
-    S.Findings.clear();
-    S.EditOwner.clear();
-    S.Error.clear();
-    S.ErrorReported = false;
+  /// An option of any enabled amp-* check ("amp-<id>.<Name>"), else the global one.
+  std::vector<std::pair<std::string, std::string>> optionValues(StringRef Name) const {
+    std::vector<std::pair<std::string, std::string>> Out;
+    const tidy::ClangTidyOptions::OptionMap &Map = Context->getOptions().CheckOptions;
+    for (const CheckInfo &C : allChecks()) {
+      if (!Context->isCheckEnabled(C.Id))
+        continue;
+      auto It = Map.find((C.Id + "." + Name).str());
+      if (It != Map.end())
+        Out.emplace_back(C.Id.str(), It->second.Value);
+    }
+    if (Out.empty())
+      if (auto It = Map.find(Name); It != Map.end())
+        Out.emplace_back("", It->second.Value);
+    return Out;
+  }
 
+  /// The engine's findings for this translation unit, NOLINT applied as clang-tidy applies it and
+  /// each step's edits on its first surviving lead; `Error` set for a configuration problem.
+  std::vector<Finding> compute(ASTContext &Ctx, std::string &Error) const {
     EngineOptions EO;
     std::string LevelName = "O2";
-    for (const auto &[Check, Value] : S.Levels) {
-      if (Value != S.Levels.front().second) {
-        S.Error = "amp-* checks configured with different levels ('" + S.Levels.front().second +
-                  "' for " + S.Levels.front().first + ", '" + Value + "' for " + Check +
-                  "); one level applies to every amp check";
-        return;
+    std::vector<std::pair<std::string, std::string>> Levels = optionValues("Level");
+    for (const auto &[Check, Value] : Levels) {
+      if (StringRef(Value).trim() != StringRef(Levels.front().second).trim()) {
+        Error = "amp-* checks configured with different levels ('" + Levels.front().second +
+                "' for " + Levels.front().first + ", '" + Value + "' for " + Check +
+                "); one level applies to every amp check";
+        return {};
       }
-      LevelName = Value;
+      LevelName = StringRef(Value).trim().str();
     }
     if (!parseLevel(LevelName, EO.Planner.Level)) {
-      S.Error = "invalid amp-*.Level '" + LevelName + "' (valid: O0, O1, O2, O3)";
-      return;
+      Error = "invalid amp-*.Level '" + LevelName + "' (valid: O0, O1, O2, O3)";
+      return {};
+    }
+    std::vector<std::string> RuleFiles;
+    for (const auto &[Check, Value] : optionValues("Rules")) {
+      SmallVector<StringRef, 4> Parts;
+      StringRef(Value).split(Parts, ';', -1, /*KeepEmpty=*/false);
+      for (StringRef P : Parts)
+        if (!P.trim().empty() && !llvm::is_contained(RuleFiles, P.trim().str()))
+          RuleFiles.push_back(P.trim().str());
     }
     tidy::ClangTidyContext *C = Context;
     EO.CheckEnabled = [C](StringRef Id) { return C->isCheckEnabled(Id); };
 
     // Rules are loaded per translation unit: cheap, and rule files may differ per directory.
-    llvm::Expected<RuleSet> Rules = loadRules(S.RuleFiles);
+    llvm::Expected<RuleSet> Rules = loadRules(RuleFiles);
     if (!Rules) {
-      S.Error = llvm::toString(Rules.takeError());
-      return;
+      Error = llvm::toString(Rules.takeError());
+      return {};
     }
 
     // In scope: what amp-migrate analyses for the same file — the main file, and headers that
@@ -293,35 +259,22 @@ private:
       auto FE = SM.getFileEntryRefForID(SM.getFileID(L));
       return FE && HeaderRe->match(FE->getName());
     };
-    S.Findings = runChecks(Ctx, *Rules, InScope, S.Inactive, EO);
-
-    // Owners of the edits that several leads carry: the first lead in file order that survives
-    // NOLINT (amp-migrate's NOLINT rules are clang-tidy's; test/tidy/nolint.test).
-    std::vector<size_t> Order(S.Findings.size());
-    for (size_t I = 0; I < Order.size(); ++I)
-      Order[I] = I;
-    llvm::stable_sort(Order, [&](size_t A, size_t B) {
-      return std::tie(S.Findings[A].Pos.File, S.Findings[A].Pos.Offset) <
-             std::tie(S.Findings[B].Pos.File, S.Findings[B].Pos.Offset);
-    });
+    EngineResult R = runChecks(Ctx, *Rules, InScope, Inactive, EO);
+    // clang-tidy applies NOLINT to the diagnostics itself, by the same rules; the fixes must go to
+    // findings that survive it (test/tidy/nolint.test). clang-tidy applies each diagnostic's
+    // fix-its on its own, so an edit several steps share goes to the first lead only.
+    std::vector<Finding> Surviving = R.Findings;
     BufferTexts Texts(SM);
-    relocateSuppressedFixes(S.Findings, Texts); // as amp-migrate does: a step is not vetoed by NOLINT
-    for (bool WantSurvivor : {true, false})
-      for (size_t I : Order) {
-        const Finding &F = S.Findings[I];
-        if (F.Fixes.empty())
-          continue;
-        std::vector<Finding> One{F};
-        applyNoLint(One, Texts);
-        if (One.empty() == WantSurvivor)
-          continue;
-        for (const tooling::Replacement &R : F.Fixes)
-          S.EditOwner.emplace(editKey(R), I);
-      }
-  }
-
-  static std::tuple<std::string, unsigned, unsigned, std::string> editKey(const tooling::Replacement &R) {
-    return {R.getFilePath().str(), R.getOffset(), R.getLength(), R.getReplacementText().str()};
+    applyNoLint(Surviving, Texts);
+    attachFixes(Surviving, R.Fixes, /*EachEditOnce=*/true);
+    // clang-tidy is given every finding (it reports unmatched NOLINTBEGINs its own way).
+    for (const Finding &S : Surviving)
+      if (!S.Fixes.empty())
+        for (Finding &F : R.Findings)
+          if (F.Check == S.Check && F.Pos.File == S.Pos.File && F.Pos.Offset == S.Pos.Offset &&
+              F.Message == S.Message)
+            F.Fixes = S.Fixes;
+    return std::move(R.Findings);
   }
 
   /// The files as this translation unit read them.
@@ -349,6 +302,8 @@ private:
 
   std::string Id;
   tidy::ClangTidyContext *Context;
+  bool Leader = false;
+  std::vector<SourceRange> Inactive;
 };
 
 class AmpMigrateModule : public tidy::ClangTidyModule {

@@ -2,7 +2,7 @@
 // --config-file); the command line (or the editor's settings) wins over it.
 #pragma once
 
-#include "ampmigrate/MigrationPlan.h"
+#include "ampmigrate/AmpLevel.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <string>
@@ -26,7 +26,5 @@ std::string findConfigUpward(llvm::StringRef File);
 /// value of the wrong type) or "<file>: cannot read the configuration file".
 llvm::Expected<ProjectConfig> readConfig(const std::string &Path);
 
-/// "O0".."O3".
-bool parseLevel(llvm::StringRef S, AmpLevel &L);
 
 } // namespace ampmigrate

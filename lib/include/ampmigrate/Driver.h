@@ -15,8 +15,11 @@
 #include <vector>
 
 namespace clang {
+class CXXRecordDecl;
 class Decl;
+class DeclGroupRef;
 class DiagnosticConsumer;
+class FileID;
 class SourceManager;
 namespace tooling {
 class FrontendActionFactory;
@@ -39,6 +42,9 @@ struct DriverOptions {
   bool Prefilter = true;      ///< skip TUs whose sources hold no AMP token, without parsing
   bool SkipBodies = true;     ///< skip bodies of functions in headers with no AMP token
   bool Progress = false;      ///< progress lines on stderr
+  /// Re-parse each fixed translation unit in memory before offering its fixes; a step whose
+  /// rewrite does not compile is withdrawn and reported (amp-manual-migration).
+  bool VerifyFixes = true;
   /// Unsaved editor buffers: path -> contents (the language server).
   std::map<std::string, std::string> Overlays;
   EngineOptions Engine;
@@ -56,16 +62,35 @@ struct DriverOptions {
 /// syntax only, no precompiled headers, no outputs or dependency files).
 clang::tooling::ArgumentsAdjuster parseArgumentsAdjuster();
 
-/// The body-skipping test: a function body in a header that names no AMP token cannot hold a
-/// finding (DriverOptions::SkipBodies). Remembers each file's answer.
+/// The body-skipping rule (DriverOptions::SkipBodies): a function body in a header that names no
+/// AMP token cannot hold a finding. The tokens are the rules' names and the guard and scaler
+/// classes learned so far in the translation unit (a guard defined in one header and used in
+/// another makes the user's body worth parsing). One rule for every parse: the driver's whole
+/// parse and the language server's precompiled preamble apply it alike, so that both see the same
+/// declarations and give the same findings.
 class HeaderBodySkipper {
 public:
-  explicit HeaderBodySkipper(std::vector<std::string> Tokens) : Tokens(std::move(Tokens)) {}
+  explicit HeaderBodySkipper(const RuleSet &Rules) : Rules(Rules), Tokens(Rules.prefilterTokens()) {}
   bool shouldSkip(const clang::SourceManager &SM, const clang::Decl *D);
+  /// Learns the guard and scaler classes of a finished top-level declaration (classes, nested
+  /// ones, those inside namespaces, and the classes an out-of-line constructor completes). At the
+  /// top level the inline bodies of a class are parsed by then; the preamble's builder sees only
+  /// top-level declarations, so this is the one place classes are learned.
+  void learn(const clang::SourceManager &SM, clang::DeclGroupRef DG);
 
 private:
+  bool mentionsAmp(const clang::SourceManager &SM, clang::FileID F);
+  void learnIn(const clang::SourceManager &SM, const clang::Decl *D);
+  void learnClass(const clang::SourceManager &SM, const clang::CXXRecordDecl *RD);
+
+  const RuleSet &Rules;
   std::vector<std::string> Tokens;
-  std::map<unsigned, bool> FileHasTokens; ///< by FileID
+  std::vector<std::string> LearnedTokens;
+  struct FileTokens {
+    bool Mentions = false;
+    size_t LearnedChecked = 0; ///< LearnedTokens[0, LearnedChecked) are known to be absent
+  };
+  std::map<unsigned, FileTokens> FileHasTokens; ///< by FileID
 };
 
 /// Compile commands: `-p` directory, or the arguments after `--`, or compile_commands.json
@@ -88,13 +113,9 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
 void mergeReport(Report &Into, Report &&Part);
 
 /// Drops findings suppressed by NOLINT, NOLINT(id), NOLINTNEXTLINE(id), NOLINTBEGIN/END(id).
-/// First hands the edits of a suppressed lead finding to the next unsuppressed finding of its
-/// step (NOLINT silences one diagnostic; it does not veto the whole step's rewrite).
+/// Fixes are attached afterwards (attachFixes), so NOLINT on one finding of a step silences that
+/// diagnostic without vetoing the step's rewrite.
 void applyNoLint(std::vector<Finding> &Findings, SourceTexts &Texts);
-/// The filtering alone.
-void applyNoLintOnly(std::vector<Finding> &Findings, SourceTexts &Texts);
-/// The hand-over alone (the clang-tidy plugin, where clang-tidy applies NOLINT itself).
-void relocateSuppressedFixes(std::vector<Finding> &Findings, SourceTexts &Texts);
 
 /// True when the text mentions none of the tokens (the lexical prefilter's test of one file).
 bool mentionsAnyToken(llvm::StringRef Text, const std::vector<std::string> &Tokens);

@@ -15,8 +15,15 @@ struct EngineOptions {
   std::function<bool(llvm::StringRef)> CheckEnabled = [](llvm::StringRef) { return true; };
 };
 
+/// What the engine says about one translation unit: findings, and beside them the edits of each
+/// fixable step (not yet attached to a finding: see attachFixes).
+struct EngineResult {
+  std::vector<Finding> Findings;
+  std::vector<StepFix> Fixes;
+};
+
 /// Analyses the translation unit (restricted by `InScope`), plans the migrations and reports.
-std::vector<Finding> runChecks(clang::ASTContext &Ctx, const RuleSet &Rules,
+EngineResult runChecks(clang::ASTContext &Ctx, const RuleSet &Rules,
                                std::function<bool(clang::SourceLocation)> InScope,
                                const std::vector<clang::SourceRange> &Inactive,
                                const EngineOptions &Opts);

@@ -30,11 +30,12 @@ struct Finding {
   Severity Level = Severity::Warning;
   std::string Message;
   std::vector<Note> Notes;
-  /// True when the tool can rewrite this finding. The edits themselves travel on one finding of
-  /// the training step (the step's lead finding, see `Fixes`), so that a step is applied whole.
+  /// True when the tool can rewrite this finding. The edits themselves travel beside the findings
+  /// (Report::StepFixes) and are given to one surviving finding of the step, its lead, by
+  /// attachFixes() after NOLINT, so that a step is applied whole.
   bool Fixable = false;
-  /// Edits that migrate the whole training step this finding belongs to. Empty on every finding
-  /// of the step but its lead. Offsets are into the file as read from disk (or the editor buffer).
+  /// Edits that migrate the whole training step this finding belongs to, set by attachFixes() on
+  /// the step's lead only. Offsets are into the file as read from disk (or the editor buffer).
   std::vector<clang::tooling::Replacement> Fixes;
   /// Identifies the training step (file:offset of its first element); empty when not in a step.
   std::string StepId;
@@ -47,8 +48,22 @@ struct FileOutcome {
   std::string Error; ///< when Failed: "file:line:col: error: ..." lines from the compiler
 };
 
+/// The edits that migrate one training step, applied whole or not at all.
+struct StepFix {
+  std::string StepId;
+  std::vector<clang::tooling::Replacement> Edits;
+};
+
+/// Gives each step's edits to its lead: the first finding (in file order) of that step that is
+/// fixable and survived NOLINT. With `EachEditOnce` an edit several steps share (the include) goes
+/// to the first lead only, for consumers that apply each finding's fix on its own (clang-tidy).
+void attachFixes(std::vector<Finding> &Findings, const std::vector<StepFix> &Fixes,
+                 bool EachEditOnce = false);
+
 struct Report {
   std::vector<Finding> Findings; ///< de-duplicated, sorted by file, offset, check
+  /// The verified edits of every fixable step, before they are attached to findings.
+  std::vector<StepFix> StepFixes;
   std::vector<FileOutcome> Files;
   std::string BuildDirectory;
 };

@@ -3,7 +3,7 @@
 // and a quick fix per fixable training step. It never writes files: the editor applies the edits.
 #pragma once
 
-#include "ampmigrate/MigrationPlan.h"
+#include "ampmigrate/AmpLevel.h"
 #include <cstdio>
 #include <string>
 #include <vector>

@@ -1,20 +1,25 @@
 // Plans the rewrite of training steps into the explicit-gradient auto_mixed_precision form.
 #pragma once
 
+#include "ampmigrate/AmpLevel.h"
 #include "ampmigrate/TrainingStep.h"
 #include "clang/Tooling/Core/Replacement.h"
 #include <vector>
 
 namespace ampmigrate {
 
-enum class AmpLevel { O0, O1, O2, O3 };
-llvm::StringRef levelName(AmpLevel L);
+
+/// A reason a step cannot be rewritten safely, with where it applies.
+struct Blocker {
+  clang::SourceLocation Loc;
+  std::string Reason;
+};
 
 /// The edits of one training step, planned together and applied all-or-nothing.
 struct MigrationPlan {
   const TrainingStep *Step = nullptr;
   const FunctionAnalysis *Function = nullptr;
-  std::vector<TrainingStep::Blocker> Blockers; ///< non-empty: not rewritten
+  std::vector<Blocker> Blockers; ///< non-empty: not rewritten
   std::vector<clang::tooling::Replacement> Edits;
   /// Gradient accumulation: micro-step grads are summed, zero_grad() clears the sum.
   bool Accumulates = false;

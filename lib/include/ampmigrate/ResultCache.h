@@ -1,5 +1,5 @@
-// The result cache (--cache-dir): a translation unit's findings, stored under a key of everything
-// that decides them, so that an unchanged TU is answered without parsing it.
+// The result cache (--cache-dir): a translation unit's findings and verified fixes, stored under a
+// key of everything that decides them, so that an unchanged TU is answered without parsing it.
 #pragma once
 
 #include "ampmigrate/Finding.h"
@@ -38,6 +38,13 @@ private:
 /// A file system that forwards to the real one and writes every probe and read into a log.
 llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> makeRecordingFileSystem(DependencyLog &Log);
 
+/// What the driver keeps of one translation unit once its fixes are verified: the findings (fixes
+/// not attached yet) and the edits of each step that survived verification.
+struct CachedTU {
+  std::vector<Finding> Findings;
+  std::vector<StepFix> Fixes;
+};
+
 class ResultCache {
 public:
   /// `MaxSize` in bytes; 0 means unbounded.
@@ -50,14 +57,14 @@ public:
                          const std::vector<clang::tooling::CompileCommand> &Cmds,
                          const std::map<std::string, std::string> &Overlays) const;
 
-  /// The findings stored under `Key` when every file the stored parse probed or read is today as
+  /// The result stored under `Key` when every file the stored parses probed or read is today as
   /// it was then; nullopt otherwise (a miss).
-  std::optional<std::vector<Finding>> lookup(llvm::StringRef Key);
+  std::optional<CachedTU> lookup(llvm::StringRef Key);
 
-  /// Stores a parse's findings with its dependency log (written atomically: a concurrent reader
-  /// sees the old entry, the new one, or none).
+  /// Stores a TU's findings and verified step fixes with the dependency log of its parses
+  /// (written atomically: a concurrent reader sees the old entry, the new one, or none).
   void store(llvm::StringRef Key, const std::map<std::string, DependencyLog::Entry> &Deps,
-             const std::vector<Finding> &Findings);
+             const std::vector<Finding> &Findings, const std::vector<StepFix> &Fixes);
 
   /// Removes the least recently used entries until the cache is within its size bound.
   void trim();
@@ -78,8 +85,11 @@ private:
 /// Parses a size such as "500M", "2G", "4096" (bytes; K, M, G are powers of 1024).
 std::optional<uint64_t> parseByteSize(llvm::StringRef Text);
 
-/// Findings to and from JSON (the cache's stored value).
+/// Findings and step fixes to and from JSON (the cache's stored value). Fixes attached to a
+/// finding are not stored: the driver attaches them after NOLINT, on a hit as on a miss.
 llvm::json::Value findingsToJson(const std::vector<Finding> &Findings);
 std::optional<std::vector<Finding>> findingsFromJson(const llvm::json::Value &V);
+llvm::json::Value stepFixesToJson(const std::vector<StepFix> &Fixes);
+std::optional<std::vector<StepFix>> stepFixesFromJson(const llvm::json::Value &V);
 
 } // namespace ampmigrate

@@ -55,6 +55,7 @@ struct TargetApi {
   std::string Accumulate = "amp::accumulate_grads";
   std::string ParametersOf = "amp::parameters_of";
   std::string SplitGrads = "amp::split_grads";
+  std::string AllReduceGrads = "amp::all_reduce_grads";
 };
 
 struct RuleSet {

@@ -9,6 +9,7 @@
 #include "clang/AST/Expr.h"
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/Stmt.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include <string>
 #include <vector>
@@ -19,7 +20,9 @@ namespace ampmigrate {
 struct AutocastCall {
   const clang::CallExpr *Call = nullptr;
   const AutocastFunctionRule *Rule = nullptr;
-  enum class State { On, Off, Restore, Unknown } Turns = State::Unknown; ///< Enable role only
+  /// Enable role only. Forwarded: sets a value its caller passes in (a binding's setter), which
+  /// opens no scope of its own.
+  enum class State { On, Off, Restore, Unknown, Forwarded } Turns = State::Unknown;
   std::string Device; ///< "cuda", "cpu" or "" (unknown / variable)
   /// The statement that exists only for this call (`f();`, `if (c) f();`), or nullptr when the
   /// call is part of a larger statement and cannot be removed alone.
@@ -44,6 +47,7 @@ struct AutocastScope {
   /// Set when autocast stays on past this point on some path (no disable; or a return first).
   clang::SourceLocation LeaksAt;
   std::string LeakReason;
+  std::string LeakNote; ///< said at LeaksAt when a disable exists (the path that skips it)
   unsigned Begin = 0, End = 0; ///< file offsets of the scope (enable .. disable or block end)
 };
 
@@ -83,6 +87,9 @@ struct ClipCall {
   bool ResultUsed = false;
   bool NormIsL2 = true;
   std::string NormText; ///< the norm type as written when it is not 2
+  /// Whose `parameters()` are clipped (`model->parameters()`, `opt.parameters()`); empty when the
+  /// parameter list is something else (a variable, a helper's result).
+  ObjectRef ParamsOwner;
 };
 
 struct ZeroGradCall {
@@ -99,7 +106,23 @@ struct ForwardCall {
   bool ReturnsTensors = false;           ///< Tensor, tuple or vector of Tensors
 };
 
+/// A statement inside a step's gradient window (first scaled backward .. last step()) that reads
+/// or writes the parameters' `.grad`, or hands the parameters, a model or an optimizer of the step
+/// to code that may. Implicit gradients live in `.grad`; explicit ones never reach it, so each such
+/// statement must be rewritten onto the grads or the step reported.
+struct GradAccess {
+  const clang::Stmt *Statement = nullptr; ///< the statement of the step's block that holds it
+  const clang::Expr *Access = nullptr;    ///< the `.grad()` call, or the call given the parameters
+  enum class Kind { GradAccessor, ParametersPassed } How = Kind::GradAccessor;
+};
+
 /// One training step: forward under autocast, scaled backward, unscale/clip/step/update.
+///
+/// Membership is decided here, once, by one rule (StepFinder's groupSteps): the scope before the
+/// first scaled backward; the scaler calls on the step's scaler; every clip inside the gradient
+/// window [first backward (or first unscale_), last step()]; every zero_grad() of the step's
+/// optimizers and models in the function; every other statement in the window that touches
+/// `.grad` (GradAccesses). Checks and the planner read this membership and never recompute it.
 struct TrainingStep {
   const AutocastScope *Scope = nullptr;
   llvm::SmallVector<const ImplicitBackward *, 2> Backwards;
@@ -107,15 +130,26 @@ struct TrainingStep {
   llvm::SmallVector<const ClipCall *, 2> Clips;
   llvm::SmallVector<const ZeroGradCall *, 2> ZeroGrads;
   llvm::SmallVector<const ForwardCall *, 2> Forwards;
+  llvm::SmallVector<GradAccess, 2> GradAccesses;
   ObjectRef Scaler;
   const clang::CXXRecordDecl *ScalerClass = nullptr;
-  /// Reasons this step cannot be rewritten safely (each with where it applies).
-  struct Blocker {
-    clang::SourceLocation Loc;
-    std::string Reason;
-  };
-  std::vector<Blocker> Blockers;
   unsigned Begin = 0; ///< file offset of the first element (orders steps, names them)
+  /// The gradient window: file offsets of the first scaled backward (or first unscale_) and of
+  /// the last step(). Empty (Begin > End) when the step has neither.
+  unsigned GradientBegin = ~0u, GradientEnd = 0;
+  bool inGradientWindow(unsigned Offset) const {
+    return Offset >= GradientBegin && Offset <= GradientEnd;
+  }
+  /// True when an unscale_() of the optimizer `Of` (or, for an empty `Of`, of any optimizer)
+  /// comes before the offset: gradients clipped there are unscaled.
+  bool unscaledBefore(unsigned Offset, const ObjectRef &Of,
+                      const clang::SourceManager &SM) const;
+  bool stepsOptimizer(const ObjectRef &O) const {
+    return llvm::any_of(Steps, [&](const ScalerCall *S) { return S->Optimizer == O; });
+  }
+  bool forwardsModel(const ObjectRef &M) const {
+    return llvm::any_of(Forwards, [&](const ForwardCall *F) { return F->Model == M; });
+  }
 };
 
 /// Everything the analysis found in one function body (lambdas are analysed with their parent).

@@ -6,18 +6,21 @@
 // launch needs no device-side metadata buffer and no host-to-device copy. Each block walks one
 // 2^16-element chunk with 512 threads; when every list of a tensor is aligned, each thread moves 4
 // elements per list per load (16 bytes of fp32, 8 bytes of fp16/bf16), two such groups in flight
-// per iteration.
+// per iteration; misaligned tensors take element loads, four per list in flight. Every load of an
+// iteration is issued before any is converted (see load4_raw).
 //
 // Norms: each block writes its sum of squares to its own slot of a stream-ordered scratch buffer
-// (no atomics); one cleanup block adds the slots in a fixed order in fp64 and takes the sqrt. The
-// same list therefore gives the same bits on every run. inf/NaN: a block that saw one stores 1.0f
-// into found_inf (racing stores of the same value are benign); nothing ever stores 0 there.
+// (scratch.h: the runtime's own pool, kept across synchronisations; no atomics); one cleanup block
+// adds the slots in a fixed order in fp64 and takes the sqrt. The same list therefore gives the
+// same bits on every run. inf/NaN: a block that saw one stores 1.0f into found_inf (racing stores
+// of the same value are benign); nothing ever stores 0 there.
 //
 // Bytes moved per element = sum over lists read of their element size + over lists written. The
 // floor of a launch is that total / the device's copy bandwidth (H200: ~4.3 TB/s).
 #include "../backend.h"
 #include "../functors.h"
 #include "../launch_plan.h"
+#include "scratch.h"
 
 #include <cuda_runtime.h>
 
@@ -30,14 +33,27 @@ constexpr int kThreads = 512;
 using cuda_plan::kMaxBlocks;
 using cuda_plan::Meta;
 
-__device__ __forceinline__ float load1(const void *base, std::uint8_t dt, std::int64_t i) {
+// Loads are split from conversions: a thread first issues every load of an iteration (all lists,
+// all groups) as raw bits, then widens them. A conversion placed right after its load would make
+// the next load wait behind it (one 8-byte fp16 load in flight per thread); issued together, the
+// loads overlap and the memory system sees kGroups x lists requests per thread at once.
+
+/// The bits of one element: fp32 in all 32 bits, fp16/bf16 in the low 16.
+__device__ __forceinline__ std::uint32_t load1_raw(const void *base, std::uint8_t dt,
+                                                   std::int64_t i) {
+  if (static_cast<DType>(dt) == DType::F32)
+    return static_cast<const std::uint32_t *>(base)[i];
+  return static_cast<const std::uint16_t *>(base)[i];
+}
+
+__device__ __forceinline__ float widen1(std::uint32_t raw, std::uint8_t dt) {
   switch (static_cast<DType>(dt)) {
   case DType::F32:
-    return static_cast<const float *>(base)[i];
+    return __uint_as_float(raw);
   case DType::F16:
-    return half_to_float(static_cast<const std::uint16_t *>(base)[i]);
+    return half_to_float(static_cast<std::uint16_t>(raw));
   case DType::BF16:
-    return bfloat16_to_float(static_cast<const std::uint16_t *>(base)[i]);
+    return bfloat16_to_float(static_cast<std::uint16_t>(raw));
   }
   return 0.0f;
 }
@@ -56,18 +72,24 @@ __device__ __forceinline__ void store1(void *base, std::uint8_t dt, std::int64_t
   }
 }
 
-/// Four consecutive elements from an aligned address: one 16-byte or 8-byte load.
-__device__ __forceinline__ void load4(const void *base, std::uint8_t dt, std::int64_t i,
-                                      float out[4]) {
+/// The bits of four consecutive elements from an aligned address: one 16-byte load of fp32, or one
+/// 8-byte load of fp16/bf16 (in x and y).
+__device__ __forceinline__ uint4 load4_raw(const void *base, std::uint8_t dt, std::int64_t i) {
+  if (static_cast<DType>(dt) == DType::F32)
+    return *reinterpret_cast<const uint4 *>(static_cast<const float *>(base) + i);
+  const uint2 x = *reinterpret_cast<const uint2 *>(static_cast<const std::uint16_t *>(base) + i);
+  return make_uint4(x.x, x.y, 0u, 0u);
+}
+
+__device__ __forceinline__ void widen4(uint4 raw, std::uint8_t dt, float out[4]) {
   if (static_cast<DType>(dt) == DType::F32) {
-    const float4 x = *reinterpret_cast<const float4 *>(static_cast<const float *>(base) + i);
-    out[0] = x.x, out[1] = x.y, out[2] = x.z, out[3] = x.w;
+    out[0] = __uint_as_float(raw.x), out[1] = __uint_as_float(raw.y);
+    out[2] = __uint_as_float(raw.z), out[3] = __uint_as_float(raw.w);
     return;
   }
-  const uint2 x = *reinterpret_cast<const uint2 *>(static_cast<const std::uint16_t *>(base) + i);
   const std::uint16_t h[4] = {
-      static_cast<std::uint16_t>(x.x & 0xffffu), static_cast<std::uint16_t>(x.x >> 16),
-      static_cast<std::uint16_t>(x.y & 0xffffu), static_cast<std::uint16_t>(x.y >> 16)};
+      static_cast<std::uint16_t>(raw.x & 0xffffu), static_cast<std::uint16_t>(raw.x >> 16),
+      static_cast<std::uint16_t>(raw.y & 0xffffu), static_cast<std::uint16_t>(raw.y >> 16)};
   const bool half = static_cast<DType>(dt) == DType::F16;
 #pragma unroll
   for (int e = 0; e < 4; ++e)
@@ -110,29 +132,33 @@ __global__ void __launch_bounds__(kThreads)
     constexpr int kGroups = 2; // vector groups in flight per thread
     const int n4 = n & ~3;
     for (int base = threadIdx.x * 4; base < n4; base += kThreads * 4 * kGroups) {
-      float v[kGroups][4][L];
+      uint4 raw[kGroups][L];
 #pragma unroll
       for (int g = 0; g < kGroups; ++g) {
         const int i = base + g * kThreads * 4;
 #pragma unroll
-        for (int l = 0; l < L; ++l) {
-          float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          if (i < n4 && fn.reads(l))
-            load4(meta.ptr[l][t], meta.dtype[l][t], begin + i, x);
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            v[g][e][l] = x[e];
-        }
+        for (int l = 0; l < L; ++l)
+          raw[g][l] = i < n4 && fn.reads(l) ? load4_raw(meta.ptr[l][t], meta.dtype[l][t], begin + i)
+                                            : make_uint4(0u, 0u, 0u, 0u);
       }
 #pragma unroll
       for (int g = 0; g < kGroups; ++g) {
         const int i = base + g * kThreads * 4;
         if (i >= n4)
           break;
+        float v[4][L];
+#pragma unroll
+        for (int l = 0; l < L; ++l) {
+          float x[4];
+          widen4(raw[g][l], meta.dtype[l][t], x);
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            v[e][l] = x[e];
+        }
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           ElementStat s;
-          fn(v[g][e], s);
+          fn(v[e], s);
           square += s.square;
           nonfinite |= s.nonfinite;
         }
@@ -143,26 +169,44 @@ __global__ void __launch_bounds__(kThreads)
           float x[4];
 #pragma unroll
           for (int e = 0; e < 4; ++e)
-            x[e] = v[g][e][l];
+            x[e] = v[e][l];
           store4(meta.ptr[l][t], meta.dtype[l][t], begin + i, x);
         }
       }
     }
     scalar_from = n4;
   }
-  for (int i = scalar_from + threadIdx.x; i < n; i += kThreads) {
-    float v[L];
+  // Misaligned tensors (offset views) and the last < 4 elements: element loads, kScalarGroups
+  // independent ones per list in flight per thread, same split of loads and conversions.
+  constexpr int kScalarGroups = 4;
+  for (int first = scalar_from + threadIdx.x; first < n; first += kThreads * kScalarGroups) {
+    std::uint32_t raw[kScalarGroups][L];
 #pragma unroll
-    for (int l = 0; l < L; ++l)
-      v[l] = fn.reads(l) ? load1(meta.ptr[l][t], meta.dtype[l][t], begin + i) : 0.0f;
-    ElementStat s;
-    fn(v, s);
-    square += s.square;
-    nonfinite |= s.nonfinite;
+    for (int g = 0; g < kScalarGroups; ++g) {
+      const int i = first + g * kThreads;
 #pragma unroll
-    for (int l = 0; l < L; ++l)
-      if (fn.writes(l))
-        store1(meta.ptr[l][t], meta.dtype[l][t], begin + i, v[l]);
+      for (int l = 0; l < L; ++l)
+        raw[g][l] =
+            i < n && fn.reads(l) ? load1_raw(meta.ptr[l][t], meta.dtype[l][t], begin + i) : 0u;
+    }
+#pragma unroll
+    for (int g = 0; g < kScalarGroups; ++g) {
+      const int i = first + g * kThreads;
+      if (i >= n)
+        break;
+      float v[L];
+#pragma unroll
+      for (int l = 0; l < L; ++l)
+        v[l] = widen1(raw[g][l], meta.dtype[l][t]);
+      ElementStat s;
+      fn(v, s);
+      square += s.square;
+      nonfinite |= s.nonfinite;
+#pragma unroll
+      for (int l = 0; l < L; ++l)
+        if (fn.writes(l))
+          store1(meta.ptr[l][t], meta.dtype[l][t], begin + i, v[l]);
+    }
   }
 
   if (found_inf) {
@@ -262,10 +306,12 @@ template <class Fn> void apply(const Fn &fn, const ApplyArgs &args) {
   std::int64_t total_chunks = 0;
   for (const TensorView &t : first)
     total_chunks += chunk_count(t.numel);
-  float *partials = nullptr;
+  // Freed in stream order when this function returns or throws (after the kernels that use it).
+  ScratchBuffer scratch;
   if (args.norm && total_chunks > 0)
-    check(args.op, cudaMallocAsync(reinterpret_cast<void **>(&partials),
-                                   static_cast<std::size_t>(total_chunks) * sizeof(float), stream));
+    check(args.op, scratch.allocate(args.ctx.device.index,
+                                    static_cast<std::size_t>(total_chunks) * sizeof(float), stream));
+  float *partials = static_cast<float *>(scratch.get());
 
   M meta;
   std::int64_t partial_base = 0;
@@ -279,8 +325,6 @@ template <class Fn> void apply(const Fn &fn, const ApplyArgs &args) {
   if (args.norm) {
     finalize_norm_kernel<<<1, 1024, 0, stream>>>(partials, total_chunks, args.norm);
     check(args.op, cudaGetLastError());
-    if (partials)
-      check(args.op, cudaFreeAsync(partials, stream));
   }
 }
 

@@ -3,6 +3,8 @@
 
 #include <amp/runtime.h>
 
+#include <fmt/format.h>
+
 #if defined(AMP_TORCH_CUDA)
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -81,8 +83,8 @@ ExecContext context_of(const at::Device &d) {
 
 void check_scalar(const char *op, const char *what, const at::Tensor &s, at::ScalarType dtype) {
   if (!s.defined() || s.numel() != 1 || s.scalar_type() != dtype || !s.is_contiguous())
-    throw Error(std::string("amp::torch ") + op + ": " + what +
-                " must be a contiguous one-element tensor of " + c10::toString(dtype));
+    throw Error(fmt::format("amp::torch {}: {} must be a contiguous one-element tensor of {}", op,
+                            what, c10::toString(dtype)));
 }
 
 } // namespace
@@ -142,11 +144,7 @@ void clip_by_global_norm(const std::vector<at::Tensor> &in, const std::vector<at
                              context_of(norm.device()));
     return;
   }
-  c10::AutoGradMode no_grad(false);
-  auto clip = at::full({}, clip_norm, norm.options());
-  auto coef = clip / at::maximum(norm.reshape({}), clip);
-  for (std::size_t i = 0; i < in.size(); ++i)
-    out[i].copy_(in[i].to(at::kFloat) * coef);
+  torch_fallback::clip_by_global_norm(in, out, clip_norm, norm);
 }
 
 void update_scale(const at::Tensor &scale, const at::Tensor &growth_tracker,
@@ -162,10 +160,31 @@ void update_scale(const at::Tensor &scale, const at::Tensor &growth_tracker,
                       static_cast<std::int32_t>(growth_interval), context_of(scale.device()));
     return;
   }
+  torch_fallback::update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
+                               growth_interval);
+}
+
+// ---- torch fallbacks: the same rules as the core's functors.h, in torch ops ---------------------
+namespace torch_fallback {
+
+void clip_by_global_norm(const std::vector<at::Tensor> &in, const std::vector<at::Tensor> &out,
+                         double clip_norm, const at::Tensor &norm) {
   c10::AutoGradMode no_grad(false);
-  auto inf = found_inf.reshape({}) > 0;
+  // clip_coefficient_of: NaN norm -> NaN coefficient (torch.maximum propagates it), inf -> 0.
+  auto clip = at::full({}, clip_norm, norm.options());
+  auto coef = clip / at::maximum(norm.reshape({}), clip);
+  for (std::size_t i = 0; i < in.size(); ++i)
+    out[i].copy_(in[i].to(at::kFloat) * coef);
+}
+
+void update_scale(const at::Tensor &scale, const at::Tensor &growth_tracker,
+                  const at::Tensor &found_inf, double growth_factor, double backoff_factor,
+                  std::int64_t growth_interval) {
+  c10::AutoGradMode no_grad(false);
+  // update_scale_rule: found_inf set when != 0 (NaN too); grow on exactly growth_interval.
+  auto inf = found_inf.reshape({}) != 0;
   auto tracker = at::where(inf, at::zeros_like(growth_tracker), growth_tracker + 1);
-  auto grow = at::logical_and(at::logical_not(inf), tracker >= growth_interval);
+  auto grow = at::logical_and(at::logical_not(inf), tracker == growth_interval);
   auto grown = scale * static_cast<float>(growth_factor);
   auto grown_ok = at::where(at::isfinite(grown), grown, scale);
   auto new_scale = at::where(inf, scale * static_cast<float>(backoff_factor),
@@ -173,6 +192,8 @@ void update_scale(const at::Tensor &scale, const at::Tensor &growth_tracker,
   scale.copy_(new_scale);
   growth_tracker.copy_(at::where(grow, at::zeros_like(tracker), tracker));
 }
+
+} // namespace torch_fallback
 
 void cast_copy(const std::vector<at::Tensor> &src, const std::vector<at::Tensor> &dst) {
   if (src.size() != dst.size())

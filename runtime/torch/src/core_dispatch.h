@@ -30,4 +30,15 @@ void cast_copy(const std::vector<at::Tensor> &src, const std::vector<at::Tensor>
 /// Whether the core takes these tensors (used by the tests to prove which path ran).
 bool core_takes(const std::vector<at::Tensor> &ts);
 
+/// The torch-op paths the dispatch takes for what the core does not (fp64, CUDA without a CUDA
+/// build). Declared so that the tests run them on the CPU next to the core: they must follow the
+/// core's NaN and growth rules (docs/runtime-core.md, "One rule for NaN").
+namespace torch_fallback {
+void clip_by_global_norm(const std::vector<at::Tensor> &in, const std::vector<at::Tensor> &out,
+                         double clip_norm, const at::Tensor &norm);
+void update_scale(const at::Tensor &scale, const at::Tensor &growth_tracker,
+                  const at::Tensor &found_inf, double growth_factor, double backoff_factor,
+                  std::int64_t growth_interval);
+} // namespace torch_fallback
+
 } // namespace amp::detail

@@ -5,6 +5,7 @@
 #include "core_dispatch.h"
 
 #include <ATen/autocast_mode.h>
+#include <fmt/format.h>
 #include <torch/nn/functional/instancenorm.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/instancenorm.h>
@@ -36,8 +37,8 @@ Level parse_level(const std::string &name) {
     return Level::O2;
   if (up == "O3")
     return Level::O3;
-  throw Error("amp::auto_mixed_precision: unknown level '" + name +
-              "'; valid levels are O0, O1, O2, O3");
+  throw Error(fmt::format(
+      "amp::auto_mixed_precision: unknown level '{}'; valid levels are O0, O1, O2, O3", name));
 }
 
 const char *level_name(Level level) {
@@ -281,18 +282,17 @@ std::shared_ptr<ConversionState> convert(torch::nn::Module &module,
                                          std::shared_ptr<torch::nn::Module> owner, Level level,
                                          std::optional<torch::Dtype> dtype) {
   if (dtype && *dtype != torch::kHalf && *dtype != torch::kBFloat16)
-    throw Error(std::string("amp::auto_mixed_precision: dtype must be torch::kHalf or "
-                            "torch::kBFloat16, got ") +
-                c10::toString(*dtype));
+    throw Error(fmt::format(
+        "amp::auto_mixed_precision: dtype must be torch::kHalf or torch::kBFloat16, got {}",
+        c10::toString(*dtype)));
   std::lock_guard<std::mutex> lock(registry_mutex);
   auto it = registry.find(&module);
   if (it != registry.end()) {
     if (auto existing = it->second.lock()) {
       if (existing->level != level || existing->requested_dtype != dtype)
-        throw Error(std::string("amp::auto_mixed_precision: this module is already converted "
-                                "at ") +
-                    level_name(existing->level) +
-                    " (with another dtype or level now); convert each module once");
+        throw Error(fmt::format("amp::auto_mixed_precision: this module is already converted at "
+                                "{} (with another dtype or level now); convert each module once",
+                                level_name(existing->level)));
       if (owner && !existing->owner)
         existing->owner = std::move(owner);
       return existing;
@@ -391,8 +391,9 @@ std::vector<torch::Tensor> grads_of(const torch::Tensor &value,
   if (!value.defined())
     throw Error("amp::value_and_grad: the function returned an undefined tensor");
   if (value.numel() != 1)
-    throw Error("amp::value_and_grad: the function must return a one-element loss, got shape " +
-                c10::str(value.sizes()));
+    throw Error(fmt::format(
+        "amp::value_and_grad: the function must return a one-element loss, got shape {}",
+        c10::str(value.sizes())));
   std::vector<torch::Tensor> inputs;
   std::vector<std::size_t> where;
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -445,8 +446,9 @@ void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::
     return;
   }
   if (acc.size() != micro.size())
-    throw Error("amp::accumulate_grads: " + std::to_string(micro.size()) +
-                " grads do not pair up with " + std::to_string(acc.size()) + " accumulated ones");
+    throw Error(fmt::format(
+        "amp::accumulate_grads: {} grads do not pair up with {} accumulated ones", micro.size(),
+        acc.size()));
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < acc.size(); ++i) {
     if (!micro[i].defined())

@@ -3,11 +3,18 @@
 #include <amp/torch.h>
 
 #include "core_dispatch.h"
+#include "distributed.h"
+
+#include <caffe2/serialize/inline_container.h>
+#include <torch/serialize.h>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <iterator>
-#include <sstream>
 
 namespace amp {
 namespace {
@@ -36,22 +43,18 @@ std::vector<DeviceGroup> by_device(const std::vector<torch::Tensor> &ts) {
   return groups;
 }
 
-std::string number(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 void validate(const GradScalerOptions &o) {
   if (!(o.init_scale() > 0))
-    throw Error("amp::GradScaler: init_scale must be > 0, got " + number(o.init_scale()));
+    throw Error(fmt::format("amp::GradScaler: init_scale must be > 0, got {:g}", o.init_scale()));
   if (!(o.growth_factor() > 1))
-    throw Error("amp::GradScaler: growth_factor must be > 1, got " + number(o.growth_factor()));
+    throw Error(
+        fmt::format("amp::GradScaler: growth_factor must be > 1, got {:g}", o.growth_factor()));
   if (!(o.backoff_factor() < 1))
-    throw Error("amp::GradScaler: backoff_factor must be < 1, got " + number(o.backoff_factor()));
+    throw Error(
+        fmt::format("amp::GradScaler: backoff_factor must be < 1, got {:g}", o.backoff_factor()));
   if (o.growth_interval() < 1 || o.growth_interval() > INT32_MAX)
-    throw Error("amp::GradScaler: growth_interval must be in [1, 2^31), got " +
-                std::to_string(o.growth_interval()));
+    throw Error(fmt::format("amp::GradScaler: growth_interval must be in [1, 2^31), got {}",
+                            o.growth_interval()));
 }
 
 /// The optimizer's parameters that `grads` pair up with: all groups, or the first group
@@ -67,9 +70,9 @@ std::vector<torch::Tensor *> paired_params(torch::optim::Optimizer &opt, std::si
     all.resize(n_grads);
     return all;
   }
-  throw Error("amp::GradScaler::step: " + std::to_string(n_grads) +
-              " grads do not pair up with the optimizer's " + std::to_string(all.size()) +
-              " parameters");
+  throw Error(fmt::format(
+      "amp::GradScaler::step: {} grads do not pair up with the optimizer's {} parameters", n_grads,
+      all.size()));
 }
 
 /// Runs the optimizer on `grads` through the parameters' `.grad`, then puts the old `.grad` back.
@@ -121,8 +124,13 @@ torch::Tensor global_norm(const std::vector<torch::Tensor> &xs) {
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm) {
   if (!(clip_norm > 0))
-    throw Error("amp::clip_by_global_norm: clip_norm must be > 0, got " + number(clip_norm));
-  auto norm = global_norm(xs);
+    throw Error(
+        fmt::format("amp::clip_by_global_norm: clip_norm must be > 0, got {:g}", clip_norm));
+  return detail::clip_to_norm(xs, clip_norm, global_norm(xs));
+}
+
+std::vector<torch::Tensor> detail::clip_to_norm(const std::vector<torch::Tensor> &xs,
+                                                double clip_norm, const torch::Tensor &norm) {
   std::vector<torch::Tensor> out(xs.size());
   for (const auto &g : by_device(xs)) {
     std::vector<torch::Tensor> outs;
@@ -158,8 +166,9 @@ void GradScaler::ensure_scale(const torch::Device &device) {
 
 void GradScaler::check_scale_exists(const char *what) const {
   if (!scale_.defined())
-    throw Error(std::string("amp::GradScaler: attempted ") + what +
-                "() but the scale does not exist yet: call scale(loss) earlier in the iteration");
+    throw Error(fmt::format("amp::GradScaler: attempted {}() but the scale does not exist yet: "
+                            "call scale(loss) earlier in the iteration",
+                            what));
 }
 
 torch::Tensor GradScaler::scale(const torch::Tensor &t) {
@@ -206,6 +215,10 @@ void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::T
   }
   if (state.found_inf_per_device.empty())
     state.found_inf_per_device.push_back(torch::zeros({}, scale_.options()));
+#if AMP_TORCH_DISTRIBUTED
+  if (options_.collective())
+    detail::reduce_found_inf(*options_.collective(), state.found_inf_per_device);
+#endif
 }
 
 void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
@@ -316,7 +329,7 @@ void GradScaler::load_state_dict(const std::map<std::string, double> &state) {
   auto get = [&](const char *key) {
     auto it = state.find(key);
     if (it == state.end())
-      throw Error(std::string("amp::GradScaler::load_state_dict: missing key '") + key + "'");
+      throw Error(fmt::format("amp::GradScaler::load_state_dict: missing key '{}'", key));
     return it->second;
   };
   GradScalerOptions next = options_;
@@ -336,6 +349,112 @@ void GradScaler::load_state_dict(const std::map<std::string, double> &state) {
     scale_.fill_(loaded_scale_);
     growth_tracker_.fill_(loaded_tracker_);
   }
+}
+
+// ---- checkpoints shared with Python (torch.save / torch.load of state_dict()) -----------------
+namespace {
+
+/// Python's GradScaler.state_dict() holds these two as ints, the other three as floats.
+bool is_int_key(const std::string &key) {
+  return key == "growth_interval" || key == "_growth_tracker";
+}
+
+/// The dict as pickle protocol 2 with plain opcodes only (no torch globals, unlike libtorch's
+/// pickle_save, which tags dicts with torch.jit._pickle.restore_type_tag): Python's torch.load
+/// with weights_only=True accepts exactly this.
+std::vector<char> pickle_plain_dict(const std::map<std::string, double> &state) {
+  std::vector<char> out{'\x80', '\x02', '}', '('}; // PROTO 2, EMPTY_DICT, MARK
+  auto put_u32 = [&out](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i)
+      out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
+  };
+  for (const auto &[key, value] : state) {
+    out.push_back('X'); // BINUNICODE: u32 little-endian length, UTF-8
+    put_u32(static_cast<std::uint32_t>(key.size()));
+    out.insert(out.end(), key.begin(), key.end());
+    if (is_int_key(key)) {
+      out.push_back('J'); // BININT: i32 little-endian
+      put_u32(static_cast<std::uint32_t>(static_cast<std::int32_t>(value)));
+      continue;
+    }
+    out.push_back('G'); // BINFLOAT: IEEE double, big-endian
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    for (int i = 7; i >= 0; --i)
+      out.push_back(static_cast<char>((bits >> (8 * i)) & 0xffu));
+  }
+  out.push_back('u'); // SETITEMS
+  out.push_back('.'); // STOP
+  return out;
+}
+
+[[noreturn]] void checkpoint_fail(const std::string &source, const std::string &problem) {
+  throw Error("amp::load_scaler_state: " + source + ": " + problem);
+}
+
+} // namespace
+
+std::vector<char> scaler_state_bytes(const GradScaler &scaler) {
+  const std::vector<char> data = pickle_plain_dict(scaler.state_dict());
+  std::vector<char> bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&bytes](const void *p, std::size_t n) {
+    const char *c = static_cast<const char *>(p);
+    bytes.insert(bytes.end(), c, c + n);
+    return n;
+  });
+  writer.writeRecord("data.pkl", data.data(), data.size());
+  writer.writeRecord("byteorder", "little", 6);
+  writer.writeEndOfFile(); // adds the version record, as torch.save's writer does
+  return bytes;
+}
+
+void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
+                             const std::string &source) {
+  torch::IValue loaded;
+  try {
+    loaded = torch::pickle_load(bytes);
+  } catch (const c10::Error &e) {
+    checkpoint_fail(source, std::string("not a file written by torch.save: ") +
+                                e.what_without_backtrace());
+  }
+  if (!loaded.isGenericDict())
+    checkpoint_fail(source, "holds a " + loaded.tagKind() + ", not a GradScaler state dict");
+  std::map<std::string, double> state;
+  for (const auto &entry : loaded.toGenericDict()) {
+    if (!entry.key().isString())
+      checkpoint_fail(source, "has a key that is not a string");
+    const std::string key = entry.key().toStringRef();
+    const torch::IValue &value = entry.value();
+    if (value.isDouble())
+      state[key] = value.toDouble();
+    else if (value.isInt())
+      state[key] = static_cast<double>(value.toInt());
+    else
+      checkpoint_fail(source, "key '" + key + "' holds a " + value.tagKind() + ", not a number");
+  }
+  try {
+    scaler.load_state_dict(state);
+  } catch (const Error &e) {
+    checkpoint_fail(source, e.what());
+  }
+}
+
+void save_scaler_state(const GradScaler &scaler, const std::string &path) {
+  const std::vector<char> bytes = scaler_state_bytes(scaler);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out)
+    throw Error("amp::save_scaler_state: cannot write " + path);
+}
+
+void load_scaler_state(GradScaler &scaler, const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error("amp::load_scaler_state: cannot open " + path);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+  load_scaler_state_bytes(scaler, bytes, path);
 }
 
 } // namespace amp

@@ -1,9 +1,11 @@
 // Shared by the e2e before- and after-programs: synthetic data, small models and the log format
-// the harness compares ("step <i> loss <v>", "params_fp32 <0|1>"). No AMP code lives here.
+// the harness compares ("step <i> loss <v>", "step <i> params <hash>", "params_fp32 <0|1>").
+// No AMP code lives here.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -54,6 +56,19 @@ TORCH_MODULE(Mlp);
 
 inline void log_step(int step, const torch::Tensor &loss) {
   std::printf("step %d loss %.6f\n", step, loss.item<double>());
+}
+
+/// "step <i> params <hash>": an FNV-1a hash of every parameter's bytes, so that the harness can
+/// check that data-parallel ranks hold bit-identical parameters after each step.
+inline void log_param_digest(int step, const std::vector<torch::Tensor> &params) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const auto &p : params) {
+    auto t = p.detach().contiguous().cpu();
+    const auto *bytes = static_cast<const unsigned char *>(t.data_ptr());
+    for (std::size_t i = 0, n = t.numel() * t.element_size(); i < n; ++i)
+      h = (h ^ bytes[i]) * 1099511628211ull;
+  }
+  std::printf("step %d params %016llx\n", step, static_cast<unsigned long long>(h));
 }
 
 inline void log_params(const std::vector<torch::Tensor> &params) {

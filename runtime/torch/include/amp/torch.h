@@ -11,6 +11,22 @@
 
 #include <amp/runtime.h>
 
+// AMP_TORCH_DISTRIBUTED (set to 1 or 0 by amp::torch's CMake, by whether the library was built with
+// c10d): the collectives below. Compiled without that definition (amp-migrate's verification parse
+// of migrated code, or the headers used alone), they are declared when libtorch has c10d.
+#ifndef AMP_TORCH_DISTRIBUTED
+#if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
+#define AMP_TORCH_DISTRIBUTED 1
+#endif
+#endif
+#if AMP_TORCH_DISTRIBUTED
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#if __has_include(<torch/csrc/distributed/c10d/Backend.hpp>)
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#define AMP_TORCH_C10D_BACKEND 1
+#endif
+#endif
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -318,6 +334,63 @@ torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm);
 
+// ---- across ranks (docs/distributed.md) -----------------------------------------------------------
+namespace detail {
+/// The process group a GradScaler reduces its inf checks over (defined with the collectives).
+struct Collective;
+} // namespace detail
+
+#if AMP_TORCH_DISTRIBUTED
+/// The caller's process group (NCCL, Gloo, ...) as the collectives take it: a
+/// c10::intrusive_ptr to a c10d::ProcessGroup (libtorch 1.x's ProcessGroupGloo/NCCL) or to a
+/// c10d::Backend (2.x's). Shares ownership; the runtime never creates a group of its own.
+class ProcessGroupRef {
+public:
+  ProcessGroupRef() = default;
+  template <class G, std::enable_if_t<std::is_base_of_v<c10d::ProcessGroup, G>, int> = 0>
+  ProcessGroupRef(c10::intrusive_ptr<G> group) : group_(std::move(group)) {}
+#if AMP_TORCH_C10D_BACKEND
+  template <class G, std::enable_if_t<std::is_base_of_v<c10d::Backend, G> &&
+                                          !std::is_base_of_v<c10d::ProcessGroup, G>, int> = 0>
+  ProcessGroupRef(c10::intrusive_ptr<G> backend) : backend_(std::move(backend)) {}
+#endif
+  explicit operator bool() const;
+  int rank() const;
+  int size() const;
+  /// Starts the collective (waiting is the caller's).
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<torch::Tensor> &tensors,
+                                           const c10d::AllreduceOptions &options) const;
+
+private:
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+#if AMP_TORCH_C10D_BACKEND
+  c10::intrusive_ptr<c10d::Backend> backend_;
+#endif
+};
+
+/// PyTorch DDP's default bucket size.
+constexpr std::size_t kDefaultBucketBytes = std::size_t{25} << 20;
+
+/// All-reduces `grads` in place across the ranks of `process_group` (sum, then / world size when
+/// `average`): the grads are packed in order into flat buckets of up to `bucket_bytes` per device
+/// and dtype, one collective per bucket, all in flight before the first wait. On CUDA the
+/// collectives are ordered after the current stream and the copies back wait for them on it (no
+/// host sync). Every rank must pass grads of the same shapes in the same order. Errors name the
+/// op, bucket and rank.
+void all_reduce_grads(const std::vector<torch::Tensor> &grads, const ProcessGroupRef &process_group,
+                      bool average = true, std::size_t bucket_bytes = kDefaultBucketBytes);
+
+/// For grads sharded across ranks (each rank holds a different part): sqrt of the sum over ranks
+/// of each rank's sum of squares (FSDP's clip_grad_norm_). Do not pass replicated grads (after
+/// all_reduce_grads): their norm is the local global_norm(grads).
+torch::Tensor global_norm(const std::vector<torch::Tensor> &xs, const ProcessGroupRef &process_group);
+/// clip_by_global_norm with the norm of global_norm(xs, process_group): every rank scales its
+/// shard by the same factor.
+std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
+                                               double clip_norm,
+                                               const ProcessGroupRef &process_group);
+#endif
+
 // ---- loss scaling -------------------------------------------------------------------------------
 class GradScalerOptions {
 public:
@@ -331,8 +404,16 @@ public:
   double backoff_factor() const { return backoff_factor_; }
   std::int64_t growth_interval() const { return growth_interval_; }
   bool enabled() const { return enabled_; }
+#if AMP_TORCH_DISTRIBUTED
+  /// unscale_/step all-reduce the inf check with MAX over this group, so that every rank skips
+  /// the step together (needed when ranks hold different grads: sharded, or reduced later).
+  GradScalerOptions &process_group(ProcessGroupRef process_group);
+#endif
+  /// Null unless process_group() was set.
+  const std::shared_ptr<const detail::Collective> &collective() const { return collective_; }
 
 private:
+  std::shared_ptr<const detail::Collective> collective_;
   double init_scale_ = 65536.0;
   double growth_factor_ = 2.0;
   double backoff_factor_ = 0.5;
@@ -400,5 +481,16 @@ private:
   std::int64_t loaded_tracker_ = 0;
   std::unordered_map<const torch::optim::Optimizer *, OptimizerState> per_optimizer_;
 };
+
+/// Scaler checkpoints shared with Python PyTorch. The bytes are those of
+/// `torch.save(scaler.state_dict(), f)`: a zip archive whose data.pkl is a plain dict (floats for
+/// scale and the factors, ints for growth_interval and _growth_tracker), so Python's torch.load
+/// reads what save_scaler_state writes (weights_only too), and load_scaler_state reads a file that
+/// Python saved (through libtorch's pickle loader). Errors name the file and the key.
+std::vector<char> scaler_state_bytes(const GradScaler &scaler);
+void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
+                             const std::string &source = "<bytes>");
+void save_scaler_state(const GradScaler &scaler, const std::string &path);
+void load_scaler_state(GradScaler &scaler, const std::string &path);
 
 } // namespace amp

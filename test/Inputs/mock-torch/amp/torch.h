@@ -14,10 +14,21 @@
 namespace amp {
 enum class Level { O0, O1, O2, O3 };
 
+/// The module a handle holds (as the binding's MixedPrecisionModel sees it).
+template <class Handle> struct module_of;
+template <class Impl> struct module_of<torch::nn::ModuleHolder<Impl>> { using type = Impl; };
+template <class M> struct module_of<std::shared_ptr<M>> { using type = M; };
+template <class M> struct module_of<std::reference_wrapper<M>> { using type = M; };
+
 template <class Handle> class MixedPrecisionModel {
 public:
-  template <class... Args> torch::Tensor forward(Args &&...args);
-  template <class... Args> torch::Tensor operator()(Args &&...args);
+  // As the binding: the module's own forward, whatever it returns (tensors come back fp32).
+  template <class... Args>
+  auto forward(Args &&...args)
+      -> decltype(std::declval<typename module_of<Handle>::type &>().forward(std::forward<Args>(args)...));
+  template <class... Args>
+  auto operator()(Args &&...args)
+      -> decltype(std::declval<typename module_of<Handle>::type &>().forward(std::forward<Args>(args)...));
   MixedPrecisionModel *operator->();
 };
 template <class Impl>
@@ -32,6 +43,9 @@ template <class M, std::enable_if_t<std::is_base_of_v<torch::nn::Module, M>, int
 MixedPrecisionModel<std::reference_wrapper<M>> auto_mixed_precision(M &model, Level level);
 
 torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x);
+template <class... Ts> std::tuple<Ts...> cast_to_adapter_tensor(const std::tuple<Ts...> &x);
+template <class A, class B> std::pair<A, B> cast_to_adapter_tensor(const std::pair<A, B> &x);
+std::vector<torch::Tensor> cast_to_adapter_tensor(const std::vector<torch::Tensor> &x);
 
 template <class Fn> class ValueAndGrad {
 public:
@@ -58,6 +72,10 @@ std::array<std::vector<torch::Tensor>, sizeof...(Opts)> split_grads(const std::v
                                                                      Opts &...optimizers);
 
 torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
+// The binding takes an amp::ProcessGroupRef made from the caller's c10::intrusive_ptr group.
+template <class Group>
+void all_reduce_grads(const std::vector<torch::Tensor> &grads, const Group &process_group,
+                      bool average = true);
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm);
 

@@ -55,6 +55,8 @@ public:
   Tensor &operator+=(const Tensor &o);
   Tensor &operator+=(double o);
   Tensor &operator/=(double o);
+  Tensor &div_(double o);
+  Tensor &mul_(double o);
   Tensor argmax(int64_t dim) const;
   Tensor eq(const Tensor &o) const;
 };

@@ -1,0 +1,21 @@
+// What the GradScaler and clipping share with the collectives (distributed.cpp): the inf check
+// reduced across ranks, and clipping to a norm computed elsewhere.
+#pragma once
+
+#include <amp/torch.h>
+
+#include <vector>
+
+namespace amp::detail {
+
+/// out_i = x_i * clip_norm / max(norm, clip_norm), out of place, per device through the core.
+std::vector<torch::Tensor> clip_to_norm(const std::vector<torch::Tensor> &xs, double clip_norm,
+                                        const torch::Tensor &norm);
+
+#if AMP_TORCH_DISTRIBUTED
+/// Combines the per-device inf checks into one and all-reduces it with MAX over `collective`:
+/// afterwards every rank holds the same single found_inf (on the first check's device).
+void reduce_found_inf(const Collective &collective, std::vector<torch::Tensor> &found_inf_per_device);
+#endif
+
+} // namespace amp::detail

@@ -1,0 +1,57 @@
+// RUN: %check_amp %s %t.cpp
+// Statements between the scaled backward and step() that touch .grad: after a rewrite they would
+// act on nothing (the explicit grads never reach .grad), so the step is reported with the
+// statement named, and nothing is edited.
+#include <torch/torch.h>
+#include "scaler.h"
+
+struct NetImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor &x);
+};
+TORCH_MODULE(Net);
+
+void all_reduce_grads(std::vector<torch::Tensor> params);
+
+void per_parameter_division(Net &model, torch::optim::SGD &opt, const torch::Tensor &data, int world) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled{{.*}} [amp-autocast-scope]
+    loss = model->forward(data).sum();
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+  for (auto &p : model->parameters()) // average over ranks
+    p.grad() /= world;
+  // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `for (auto &p : model->parameters()) // average over ranks ...` reads or writes .grad between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
+  scaler.step(opt);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+  scaler.update();
+}
+
+void project_helper(Net &model, torch::optim::SGD &opt, const torch::Tensor &data) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled{{.*}} [amp-autocast-scope]
+    loss = model->forward(data).sum();
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+  scaler.unscale_(opt);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads{{.*}} [amp-scaler-unscale]
+  all_reduce_grads(model->parameters());
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: `all_reduce_grads(model->parameters())` hands the parameters (or the model or optimizer) to code that may read or write .grad between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
+  torch::nn::utils::clip_grad_value_(model->parameters(), 0.5);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: `torch::nn::utils::clip_grad_value_(model->parameters(), 0.5)` hands the parameters{{.*}} [amp-manual-migration]
+  scaler.step(opt);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+  scaler.update();
+}
+// CHECK-FIXES: {{^}}  scaler.scale(loss).backward();
+// CHECK-FIXES: {{^}}    p.grad() /= world;
+// CHECK-FIXES: {{^}}  all_reduce_grads(model->parameters());

@@ -1,0 +1,209 @@
+// Unit tests of the analysis' one membership rule (which statements belong to a training step)
+// and of the planner on it, over small ASTs against the mock libtorch headers.
+#include "ampmigrate/MigrationPlan.h"
+#include "ampmigrate/StepFinder.h"
+#include "clang/Frontend/ASTUnit.h"
+#include "clang/Tooling/Tooling.h"
+#include "gtest/gtest.h"
+
+using namespace ampmigrate;
+using namespace clang;
+
+namespace {
+
+/// A parsed snippet and its analysis. The snippet is the body of a file that includes the mock
+/// torch headers and declares `Net` (a module) and `S` (a Python-style scaler class).
+struct Analysed {
+  std::unique_ptr<ASTUnit> AST;
+  RuleSet Rules;
+  TranslationUnitAnalysis TU;
+
+  explicit Analysed(const std::string &Body) {
+    std::string Code = "#include <torch/torch.h>\n#include \"scaler.h\"\n"
+                       "struct NetImpl : torch::nn::Module { torch::Tensor forward(const torch::Tensor &x); };\n"
+                       "TORCH_MODULE(Net);\n" + Body;
+    AST = tooling::buildASTFromCodeWithArgs(
+        Code, {"-std=c++17", "-I" AMP_MOCK_TORCH_DIR, "-resource-dir=" AMP_CLANG_RESOURCE_DIR}, "step.cpp");
+    if (!AST || AST->getDiagnostics().hasErrorOccurred()) {
+      ADD_FAILURE() << "the snippet does not compile";
+      return;
+    }
+    llvm::Expected<RuleSet> R = loadRules({});
+    if (!R) {
+      ADD_FAILURE() << llvm::toString(R.takeError());
+      return;
+    }
+    Rules = std::move(*R);
+    ASTContext &Ctx = AST->getASTContext();
+    const SourceManager &SM = Ctx.getSourceManager();
+    StepFinder SF(Ctx, Rules, [&SM](SourceLocation L) { return SM.isInMainFile(SM.getExpansionLoc(L)); });
+    TU = SF.run();
+  }
+
+  const TrainingStep *onlyStep() const {
+    const TrainingStep *Found = nullptr;
+    for (const FunctionAnalysis &FA : TU.Functions)
+      for (const TrainingStep &T : FA.Steps) {
+        EXPECT_EQ(Found, nullptr) << "more than one step";
+        Found = &T;
+      }
+    EXPECT_NE(Found, nullptr) << "no step";
+    return Found;
+  }
+
+  /// The text of the statement holding `E`, as written.
+  std::string text(const Stmt *S) const {
+    return StepFinder::textOf(AST->getASTContext(), S->getSourceRange());
+  }
+
+  /// The file after applying every planned edit (or the blockers' reasons, joined).
+  std::string migrated(std::string *Blockers = nullptr) {
+    ASTContext &Ctx = AST->getASTContext();
+    std::vector<MigrationPlan> Plans = planMigrations(Ctx, Rules, TU, PlannerOptions());
+    tooling::Replacements Reps;
+    for (const MigrationPlan &P : Plans) {
+      for (const Blocker &B : P.Blockers)
+        if (Blockers)
+          *Blockers += B.Reason + "\n";
+      for (const tooling::Replacement &R : P.Edits)
+        if (llvm::Error E = Reps.add(R))
+          ADD_FAILURE() << llvm::toString(std::move(E));
+    }
+    StringRef Code = Ctx.getSourceManager().getBufferData(Ctx.getSourceManager().getMainFileID());
+    llvm::Expected<std::string> Out = tooling::applyAllReplacements(Code, Reps);
+    if (!Out) {
+      ADD_FAILURE() << llvm::toString(Out.takeError());
+      return "";
+    }
+    return *Out;
+  }
+};
+
+const char *TwoOptimizersClipBetweenSteps = R"cpp(
+void train(Net &enc, Net &dec, const torch::Tensor &x, const torch::Tensor &y) {
+  torch::optim::SGD enc_opt(enc->parameters(), torch::optim::SGDOptions(0.1));
+  torch::optim::SGD dec_opt(dec->parameters(), torch::optim::SGDOptions(0.1));
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    loss = torch::mse_loss(dec->forward(enc->forward(x)), y);
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  scaler.unscale_(enc_opt);
+  scaler.unscale_(dec_opt);
+  scaler.step(enc_opt);
+  torch::nn::utils::clip_grad_norm_(dec_opt.parameters(), 1.0);
+  scaler.step(dec_opt);
+  scaler.update();
+}
+)cpp";
+
+TEST(StepMembership, ClipBetweenTwoStepsBelongsToTheStep) {
+  Analysed A(TwoOptimizersClipBetweenSteps);
+  const TrainingStep *T = A.onlyStep();
+  ASSERT_NE(T, nullptr);
+  ASSERT_EQ(T->Clips.size(), 1u);
+  EXPECT_EQ(T->Steps.size(), 2u);
+  EXPECT_TRUE(T->GradAccesses.empty());
+  // The clip names the second optimizer's parameters.
+  EXPECT_TRUE(T->stepsOptimizer(T->Clips.front()->ParamsOwner));
+  EXPECT_EQ(T->Clips.front()->ParamsOwner, T->Steps[1]->Optimizer);
+}
+
+TEST(StepMembership, ClipBetweenTwoStepsIsRewrittenOntoThatOptimizersGrads) {
+  Analysed A(TwoOptimizersClipBetweenSteps);
+  std::string Blockers;
+  std::string Out = A.migrated(&Blockers);
+  EXPECT_EQ(Blockers, "");
+  EXPECT_NE(Out.find("scaler.step(enc_opt, grads_enc_opt);\n  grads_dec_opt = "
+                     "amp::clip_by_global_norm(grads_dec_opt, 1.0);\n  scaler.step(dec_opt, grads_dec_opt);"),
+            std::string::npos)
+      << Out;
+  EXPECT_EQ(Out.find("clip_grad_norm_"), std::string::npos) << Out;
+}
+
+TEST(StepMembership, ClipAfterTheLastStepIsNotAMember) {
+  Analysed A(R"cpp(
+void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    loss = model->forward(x).sum();
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  scaler.step(opt);
+  scaler.update();
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+}
+)cpp");
+  const TrainingStep *T = A.onlyStep();
+  ASSERT_NE(T, nullptr);
+  EXPECT_TRUE(T->Clips.empty());
+}
+
+TEST(StepMembership, GradReadersAndParameterConsumersBetweenBackwardAndStep) {
+  Analysed A(R"cpp(
+void average(std::vector<torch::Tensor> params, int n);
+void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, int world) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    loss = model->forward(x).sum();
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  for (auto &p : model->parameters())
+    p.grad() /= world;
+  average(model->parameters(), world);
+  auto norm = loss.item<float>();
+  scaler.unscale_(opt);
+  scaler.step(opt);
+  scaler.update();
+  (void)norm;
+}
+)cpp");
+  const TrainingStep *T = A.onlyStep();
+  ASSERT_NE(T, nullptr);
+  ASSERT_EQ(T->GradAccesses.size(), 2u);
+  EXPECT_EQ(T->GradAccesses[0].How, GradAccess::Kind::GradAccessor);
+  EXPECT_EQ(A.text(T->GradAccesses[0].Statement).rfind("for (auto &p : model->parameters())", 0), 0u);
+  EXPECT_EQ(T->GradAccesses[1].How, GradAccess::Kind::ParametersPassed);
+  EXPECT_EQ(A.text(T->GradAccesses[1].Statement), "average(model->parameters(), world)");
+  // Never left behind: the step is reported, naming the statements, and nothing is edited.
+  std::string Blockers;
+  A.migrated(&Blockers);
+  EXPECT_NE(Blockers.find("`for (auto &p : model->parameters()) ...` reads or writes .grad"),
+            std::string::npos) << Blockers;
+  EXPECT_NE(Blockers.find("`average(model->parameters(), world)` hands the parameters"),
+            std::string::npos) << Blockers;
+}
+
+TEST(StepMembership, ZeroGradOfAnotherOptimizerIsNotAMember) {
+  Analysed A(R"cpp(
+void train(Net &model, torch::optim::SGD &opt, torch::optim::SGD &other, const torch::Tensor &x) {
+  torch::amp::GradScaler scaler;
+  opt.zero_grad();
+  other.zero_grad();
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    loss = model->forward(x).sum();
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  scaler.step(opt);
+  scaler.update();
+}
+)cpp");
+  const TrainingStep *T = A.onlyStep();
+  ASSERT_NE(T, nullptr);
+  ASSERT_EQ(T->ZeroGrads.size(), 1u);
+  EXPECT_EQ(T->ZeroGrads.front()->Owner, T->Steps.front()->Optimizer);
+}
+
+} // namespace
