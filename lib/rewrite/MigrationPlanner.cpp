@@ -9,6 +9,7 @@
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 #include <map>
 #include <optional>
@@ -1990,17 +1991,31 @@ static bool hasChildNamespace(const DeclContext *DC, IdentifierInfo *II) {
   return false;
 }
 
-/// Using-directives at namespace scope, anywhere in the TU (namespace-level declarations only).
-static bool usingDirectiveReaches(const DeclContext *DC, IdentifierInfo *II) {
-  for (const Decl *D : DC->decls()) {
-    if (const auto *UD = dyn_cast<UsingDirectiveDecl>(D)) {
-      if (const NamespaceDecl *N = UD->getNominatedNamespace(); N && hasChildNamespace(N, II))
-        return true;
-    } else if (isa<NamespaceDecl, LinkageSpecDecl>(D)) {
-      if (usingDirectiveReaches(cast<DeclContext>(D), II))
-        return true;
-    }
+/// Whether a namespace-scope using-directive that reaches `DC` (one of a function's enclosing
+/// contexts) makes a namespace `II` visible there: a directive in `DC`, or one in a namespace such
+/// a directive nominates (transitively). Found by name lookup (DeclContext::using_directives), as
+/// clang's own unqualified lookup finds them: with a precompiled preamble only the directives are
+/// read from it, never every declaration of the headers.
+static bool usingDirectiveReaches(const DeclContext *DC, IdentifierInfo *II,
+                                  llvm::SmallPtrSetImpl<const DeclContext *> &Seen) {
+  if (!Seen.insert(DC->getPrimaryContext()).second)
+    return false;
+  for (const UsingDirectiveDecl *UD : DC->getPrimaryContext()->using_directives()) {
+    const NamespaceDecl *N = UD->getNominatedNamespace();
+    if (N && (hasChildNamespace(N, II) || usingDirectiveReaches(N, II, Seen)))
+      return true;
   }
+  return false;
+}
+
+/// Whether a namespace-scope using-directive in scope of `FD`'s body (in its semantic or lexical
+/// enclosing namespaces, or the translation unit) makes a namespace `II` visible there.
+static bool usingDirectiveReaches(const FunctionDecl *FD, IdentifierInfo *II) {
+  llvm::SmallPtrSet<const DeclContext *, 8> Seen;
+  for (const DeclContext *Start : {FD->getDeclContext(), FD->getLexicalDeclContext()})
+    for (const DeclContext *DC = Start; DC; DC = DC->getParent())
+      if (DC->isFileContext() && usingDirectiveReaches(DC, II, Seen))
+        return true;
   return false;
 }
 
@@ -2020,14 +2035,13 @@ public:
 /// namespace `amp` is visible there without qualification: a hand-written scaler port in
 /// `torch::amp` with `using namespace torch;` (ambiguous), or the function inside `namespace torch`.
 /// Then the edits write `::amp::X`.
-static TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const FunctionDecl *FD,
-                               bool FileLevelDirective) {
+static TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const FunctionDecl *FD) {
   StringRef Q = T.ScalerClass;
   StringRef First = Q.split("::").first;
   if (First.empty() || Q.starts_with("::") || !Q.contains("::"))
     return T;
   IdentifierInfo *II = &Ctx.Idents.get(First);
-  bool Need = FileLevelDirective;
+  bool Need = usingDirectiveReaches(FD, II);
   for (const DeclContext *DC = FD->getDeclContext(); DC && !Need; DC = DC->getParent())
     if (isa<NamespaceDecl>(DC) && hasChildNamespace(DC, II))
       Need = true;
@@ -2053,18 +2067,12 @@ std::vector<MigrationPlan> planMigrations(ASTContext &Ctx, const RuleSet &Rules,
   std::vector<MigrationPlan> Plans;
   if (TU.Functions.empty())
     return Plans;
-  bool FileLevelDirective = false;
-  {
-    StringRef First = StringRef(Rules.Target.ScalerClass).split("::").first;
-    if (!First.empty())
-      FileLevelDirective = usingDirectiveReaches(Ctx.getTranslationUnitDecl(), &Ctx.Idents.get(First));
-  }
   for (const FunctionAnalysis &FA : TU.Functions) {
     NameCollector NC;
     NC.TraverseDecl(const_cast<FunctionDecl *>(FA.Function));
     llvm::StringSet<> Used = NC.Names;
     for (const TrainingStep &T : FA.Steps) {
-      const TargetApi Tgt = spelledTarget(Ctx, Rules.Target, FA.Function, FileLevelDirective);
+      const TargetApi Tgt = spelledTarget(Ctx, Rules.Target, FA.Function);
       StepPlanner P(Ctx, Rules, FA, T, Opts, Used, Tgt, TU);
       Plans.push_back(P.plan());
     }
