@@ -1,10 +1,12 @@
 // The driver: one frontend action per translation unit, run in parallel, merged into one report.
 #include "ampmigrate/Driver.h"
+#include "ampmigrate/FixApplier.h"
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/ASTContext.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendAction.h"
+#include "clang/Frontend/FrontendActions.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Lex/PPCallbacks.h"
 #include "clang/Lex/Preprocessor.h"
@@ -20,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <set>
 
 using namespace clang;
@@ -74,7 +77,82 @@ private:
 
 struct TUResult {
   std::vector<Finding> Findings;
+  std::map<std::string, std::string> Digests; ///< Report::ParsedDigests of this TU
+  unsigned SkippedBodies = 0;
+  bool hasFixes() const {
+    return llvm::any_of(Findings, [](const Finding &F) { return !F.Fixes.empty(); });
+  }
 };
+
+/// The compiler names files as it opened them, which may be relative to the compile command's
+/// directory (a relative "file" in compile_commands.json): the report names them absolutely, so
+/// that --fix writes the file that was parsed and not one at the same path under the current
+/// directory. Also records what each edited file held when parsed (Report::ParsedDigests).
+void anchorToParsedFiles(CompilerInstance &CI, TUResult &Out) {
+  FileManager &FM = CI.getFileManager();
+  SourceManager &SM = CI.getSourceManager();
+  std::map<std::string, std::string> Absolute; // name as opened -> absolute
+  auto Anchor = [&](const std::string &Name) -> const std::string & {
+    auto [It, New] = Absolute.try_emplace(Name, Name);
+    if (New && !Name.empty()) {
+      llvm::SmallString<256> P(Name);
+      FM.makeAbsolutePath(P);
+      llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true);
+      It->second = std::string(P);
+    }
+    return It->second;
+  };
+  for (Finding &F : Out.Findings) {
+    F.Pos.File = Anchor(F.Pos.File);
+    for (Note &N : F.Notes)
+      N.Pos.File = Anchor(N.Pos.File);
+    for (tooling::Replacement &R : F.Fixes) {
+      std::string Opened = R.getFilePath().str();
+      const std::string &File = Anchor(Opened);
+      if (!Out.Digests.count(File)) {
+        std::string Digest; // none: the file is never written
+        if (auto FE = FM.getOptionalFileRef(Opened)) {
+          FileID ID = SM.translateFile(*FE);
+          bool Invalid = false;
+          StringRef Text = ID.isValid() ? SM.getBufferData(ID, &Invalid) : StringRef();
+          if (ID.isValid() && !Invalid)
+            Digest = digestOf(Text);
+        }
+        Out.Digests[File] = Digest;
+      }
+      R = tooling::Replacement(File, R.getOffset(), R.getLength(), R.getReplacementText());
+    }
+  }
+}
+
+/// Adds one TU's digests; a file two TUs read differently gets "" (it is never written).
+void mergeDigests(std::map<std::string, std::string> &Into, const std::map<std::string, std::string> &From) {
+  for (const auto &[File, Digest] : From) {
+    auto [It, New] = Into.try_emplace(File, Digest);
+    if (!New && It->second != Digest)
+      It->second.clear();
+  }
+}
+
+/// UTF-16 and UTF-32 text reaches the lexer as NUL-interleaved bytes that mention no AMP name, so
+/// the file would pass silently: name the encoding instead. (Clang reads UTF-8 only.)
+std::optional<StringRef> unsupportedEncoding(StringRef Text) {
+  if (Text.starts_with(StringRef("\xFF\xFE\0\0", 4)) || Text.starts_with(StringRef("\0\0\xFE\xFF", 4)))
+    return StringRef("UTF-32");
+  if (Text.starts_with("\xFF\xFE") || Text.starts_with("\xFE\xFF"))
+    return StringRef("UTF-16");
+  // No byte order mark: ASCII text in UTF-16 has a NUL in every other byte.
+  StringRef Head = Text.take_front(512);
+  if (Head.size() >= 8) {
+    unsigned Even = 0, Odd = 0;
+    for (size_t I = 0; I < Head.size(); ++I)
+      if (Head[I] == '\0')
+        ++(I % 2 ? Odd : Even);
+    if (std::max(Even, Odd) * 8 >= Head.size() * 3 && std::min(Even, Odd) == 0)
+      return StringRef("UTF-16");
+  }
+  return std::nullopt;
+}
 
 class AmpConsumer : public ASTConsumer {
 public:
@@ -102,7 +180,10 @@ public:
       StringRef Text = SM.getBufferData(F, &Invalid);
       It = FileHasTokens.try_emplace(F, Invalid || mentionsAnyToken(Text, Tokens)).first;
     }
-    return !It->second;
+    if (It->second)
+      return false;
+    ++Out.SkippedBodies;
+    return true;
   }
 
   void HandleTranslationUnit(ASTContext &Ctx) override {
@@ -116,6 +197,7 @@ public:
     const ScopeFilter *F = &Filter;
     Out.Findings = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
                              Opts.Engine);
+    anchorToParsedFiles(CI, Out);
   }
 
 private:
@@ -284,6 +366,49 @@ std::string absolutePath(StringRef P) {
   return std::string(S);
 }
 
+/// Parses one TU with `Factory`'s action; false (and the compiler's errors in `Diags`) when the
+/// file does not compile.
+bool parseOnce(const tooling::CompilationDatabase &DB, const std::string &File,
+               const DriverOptions &Opts, tooling::FrontendActionFactory &Factory, std::string &Diags) {
+  Diags.clear();
+  llvm::raw_string_ostream DiagOS(Diags);
+  auto DiagOpts = llvm::makeIntrusiveRefCnt<DiagnosticOptions>();
+  TextDiagnosticPrinter Printer(DiagOS, DiagOpts.get());
+  struct ErrorsOnly : DiagnosticConsumer {
+    TextDiagnosticPrinter &P;
+    explicit ErrorsOnly(TextDiagnosticPrinter &P) : P(P) {}
+    void BeginSourceFile(const LangOptions &LO, const Preprocessor *PP) override { P.BeginSourceFile(LO, PP); }
+    void EndSourceFile() override { P.EndSourceFile(); }
+    void HandleDiagnostic(DiagnosticsEngine::Level L, const Diagnostic &Info) override {
+      DiagnosticConsumer::HandleDiagnostic(L, Info);
+      if (L >= DiagnosticsEngine::Error)
+        P.HandleDiagnostic(L, Info);
+    }
+  } Consumer(Printer);
+  tooling::ClangTool Tool(DB, {File});
+  Tool.setPrintErrorMessage(false);
+  Tool.setDiagnosticConsumer(&Consumer);
+  Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+      {"-resource-dir=" AMP_CLANG_RESOURCE_DIR, "-Wno-everything"},
+      tooling::ArgumentInsertPosition::BEGIN));
+  Tool.appendArgumentsAdjuster(tooling::getClangSyntaxOnlyAdjuster());
+  Tool.appendArgumentsAdjuster(stripPrecompiledHeaders());
+  Tool.appendArgumentsAdjuster(tooling::getClangStripOutputAdjuster());
+  for (const auto &[Path, Text] : Opts.Overlays)
+    Tool.mapVirtualFile(Path, Text);
+  int RC = Tool.run(&Factory);
+  DiagOS.flush();
+  return RC == 0 && Consumer.getNumErrors() == 0;
+}
+
+/// The encoding of the main file when it is one clang cannot read (UTF-16, UTF-32).
+std::optional<StringRef> encodingProblem(const std::string &File) {
+  auto Buf = llvm::MemoryBuffer::getFile(File, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!Buf)
+    return std::nullopt; // the parser says why
+  return unsupportedEncoding((*Buf)->getBuffer());
+}
+
 } // namespace
 
 /// One consistent report: a header finding seen from several TUs appears once.
@@ -306,6 +431,7 @@ void mergeReport(Report &Into, Report &&Part) {
     Into.Findings.push_back(std::move(F));
   for (FileOutcome &F : Part.Files)
     Into.Files.push_back(std::move(F));
+  mergeDigests(Into.ParsedDigests, Part.ParsedDigests);
   sortAndDeduplicate(Into);
 }
 
@@ -327,39 +453,33 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     if (Cmds.empty()) {
       O.Status = FileOutcome::State::Failed;
       O.Error = File + ": error: no compile command for this file in the compilation database";
+    } else if (StringRef(File).contains('\\')) {
+      // ClangTool makes paths "native", which on POSIX turns '\' into '/': it would parse, and
+      // --fix would write, another file.
+      O.Status = FileOutcome::State::Failed;
+      O.Error = File + ": error: a file name containing '\\' is not supported (clang's tooling "
+                       "reads it as '/', another file)";
+    } else if (std::optional<StringRef> Enc = encodingProblem(File)) {
+      O.Status = FileOutcome::State::Failed;
+      O.Error = File + ": error: the file is " + Enc->str() +
+                " encoded; amp-migrate reads UTF-8 (or ASCII) sources only";
     } else if (Opts.Prefilter && !mayHoldFindings(Cmds.front(), File, Tokens, Opts.Overlays)) {
       O.Status = FileOutcome::State::Skipped;
     } else {
       TUResult Res;
       std::string Diags;
-      llvm::raw_string_ostream DiagOS(Diags);
-      auto DiagOpts = llvm::makeIntrusiveRefCnt<DiagnosticOptions>();
-      TextDiagnosticPrinter Printer(DiagOS, DiagOpts.get());
-      struct ErrorsOnly : DiagnosticConsumer {
-        TextDiagnosticPrinter &P;
-        explicit ErrorsOnly(TextDiagnosticPrinter &P) : P(P) {}
-        void BeginSourceFile(const LangOptions &LO, const Preprocessor *PP) override { P.BeginSourceFile(LO, PP); }
-        void EndSourceFile() override { P.EndSourceFile(); }
-        void HandleDiagnostic(DiagnosticsEngine::Level L, const Diagnostic &Info) override {
-          DiagnosticConsumer::HandleDiagnostic(L, Info);
-          if (L >= DiagnosticsEngine::Error)
-            P.HandleDiagnostic(L, Info);
-        }
-      } Consumer(Printer);
-      tooling::ClangTool Tool(DB, {File});
-      Tool.setPrintErrorMessage(false);
-      Tool.setDiagnosticConsumer(&Consumer);
-      Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
-          {"-resource-dir=" AMP_CLANG_RESOURCE_DIR, "-Wno-everything"},
-          tooling::ArgumentInsertPosition::BEGIN));
-      Tool.appendArgumentsAdjuster(tooling::getClangSyntaxOnlyAdjuster());
-      Tool.appendArgumentsAdjuster(stripPrecompiledHeaders());
-      Tool.appendArgumentsAdjuster(tooling::getClangStripOutputAdjuster());
-      for (const auto &[Path, Text] : Opts.Overlays)
-        Tool.mapVirtualFile(Path, Text);
       AmpActionFactory Factory(Rules, Opts, Res);
-      int RC = Tool.run(&Factory);
-      if (RC != 0 || Consumer.getNumErrors() > 0) {
+      bool Parsed = parseOnce(DB, File, Opts, Factory, Diags);
+      // Errors in header bodies the fast path skipped are invisible to it; a TU that is going to
+      // be rewritten is parsed again in full first (a file that does not compile is never fixed).
+      if (Parsed && Opts.VerifyBeforeFix && Res.SkippedBodies > 0 && Res.hasFixes()) {
+        DriverOptions Full = Opts;
+        Full.SkipBodies = false;
+        std::unique_ptr<tooling::FrontendActionFactory> SyntaxOnly =
+            tooling::newFrontendActionFactory<SyntaxOnlyAction>();
+        Parsed = parseOnce(DB, File, Full, *SyntaxOnly, Diags);
+      }
+      if (!Parsed) {
         O.Status = FileOutcome::State::Failed;
         O.Error = Diags.empty() ? File + ": error: the file could not be parsed" : Diags;
         while (!O.Error.empty() && O.Error.back() == '\n')
@@ -368,6 +488,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
         std::lock_guard<std::mutex> L(M);
         for (Finding &F : Res.Findings)
           R.Findings.push_back(std::move(F));
+        mergeDigests(R.ParsedDigests, Res.Digests);
       }
     }
     std::lock_guard<std::mutex> L(M);

@@ -21,3 +21,5 @@ config.substitutions.append(("%inputs", os.path.join(root, "test", "Inputs")))
 if config.torch_include:
     config.available_features.add("libtorch")
     config.substitutions.append(("%torch_include", config.torch_include))
+if hasattr(os, "geteuid") and os.geteuid() == 0:
+    config.available_features.add("root")

@@ -20,6 +20,9 @@ struct DriverOptions {
   bool Prefilter = true;      ///< skip TUs whose sources hold no AMP token, without parsing
   bool SkipBodies = true;     ///< skip bodies of functions in headers with no AMP token
   bool Progress = false;      ///< progress lines on stderr
+  /// Before a TU's fixes are reported as applicable, parse it again with every body if the fast
+  /// path skipped some (--fix, --diff, --export-fixes): errors there make the TU Failed.
+  bool VerifyBeforeFix = false;
   /// Unsaved editor buffers: path -> contents (the language server).
   std::map<std::string, std::string> Overlays;
   EngineOptions Engine;
