@@ -68,7 +68,7 @@ llvm::Expected<ProjectConfig> parseConfig(const std::string &Path, llvm::StringR
   if (!Err.empty() || In.error())
     return Fail(Err.empty() ? Path + ": error: invalid configuration" : Err);
   // A second document would be ignored silently: a settings file holds exactly one.
-  if (In.nextDocument())
+  if (hasSeveralYamlDocuments(Text))
     return Fail(Path + ": error: more than one YAML document ('---'); a configuration file holds one");
   Cfg.Path = Path;
   for (std::string &Rule : Cfg.Rules) {

@@ -3,6 +3,8 @@
 #include "ampmigrate/InputLimits.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
 #include <algorithm>
 
 namespace ampmigrate {
@@ -151,6 +153,19 @@ unsigned jsonDepth(llvm::StringRef Text) {
     }
   }
   return Max;
+}
+
+bool hasSeveralYamlDocuments(llvm::StringRef Text) {
+  // yaml::Input reads the first document and ignores the rest; its nextDocument() steps past the
+  // end on an empty stream, so count with a plain stream (its errors are yaml::Input's to report).
+  llvm::SourceMgr SM;
+  SM.setDiagHandler([](const llvm::SMDiagnostic &, void *) {});
+  llvm::yaml::Stream S(Text, SM);
+  unsigned Documents = 0;
+  for (llvm::yaml::document_iterator It = S.begin(), End = S.end(); It != End; ++It)
+    if (++Documents > 1)
+      return true;
+  return false;
 }
 
 std::string checkYamlDepth(llvm::StringRef Path, llvm::StringRef Text, unsigned Limit) {

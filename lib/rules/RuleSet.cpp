@@ -298,7 +298,7 @@ llvm::Expected<RuleSet> ampmigrate::parseRules(llvm::StringRef Path, llvm::Strin
     if (In.error() && Diags.empty())
       Diags = (Path + ": error: not a valid rule file").str();
     // A later document would be ignored silently: a rule file holds exactly one.
-    if (Diags.empty() && In.nextDocument())
+    if (Diags.empty() && hasSeveralYamlDocuments(Text))
       Diags = (Path + ": error: more than one YAML document ('---'); a rule file holds one").str();
   }
   if (!Diags.empty())

@@ -176,3 +176,23 @@ TEST(RuleMerge, LongListsMergeWithoutDuplicates) {
 }
 
 } // namespace
+
+namespace {
+
+// Found by fuzz-rules: an empty file made the second-document check step past the end (SEGV).
+TEST(SettingsDocuments, EmptyFilesLoadAndASecondDocumentIsAnError) {
+  for (const char *Text : {"", "# only a comment\n", "---\n"}) {
+    auto R = parseRules("e.yaml", Text);
+    EXPECT_TRUE(bool(R)) << llvm::toString(R.takeError());
+    auto C = parseConfig("c.yaml", Text);
+    EXPECT_TRUE(bool(C)) << llvm::toString(C.takeError());
+  }
+  auto R = parseRules("d.yaml", "ignore: [a]\n---\nignore: [b]\n");
+  ASSERT_FALSE(bool(R));
+  EXPECT_NE(llvm::toString(R.takeError()).find("more than one YAML document"), std::string::npos);
+  auto C = parseConfig("d.yaml", "Level: O1\n---\nLevel: O3\n");
+  ASSERT_FALSE(bool(C));
+  EXPECT_NE(llvm::toString(C.takeError()).find("more than one YAML document"), std::string::npos);
+}
+
+} // namespace

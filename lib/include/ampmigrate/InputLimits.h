@@ -30,6 +30,10 @@ unsigned estimateYamlDepth(llvm::StringRef Text);
 /// The bracket nesting depth of a JSON text ([ and { outside strings).
 unsigned jsonDepth(llvm::StringRef Text);
 
+/// Whether a YAML text holds a second document ("---"), which yaml::Input would ignore silently.
+/// Run it only on text that passed checkYamlDepth (the YAML parser recurses).
+bool hasSeveralYamlDocuments(llvm::StringRef Text);
+
 /// "" when the YAML text is shallow enough, else "<Path>:<line>: error: ..." naming the limit.
 std::string checkYamlDepth(llvm::StringRef Path, llvm::StringRef Text,
                            unsigned Limit = MaxNestingDepth);
