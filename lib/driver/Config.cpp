@@ -54,16 +54,10 @@ llvm::Expected<ProjectConfig> parseConfig(const std::string &Path, llvm::StringR
   };
   if (std::string Deep = checkYamlDepth(Path, Text); !Deep.empty())
     return Fail(Deep);
-  std::string Err;
-  auto Handler = [](const llvm::SMDiagnostic &D, void *Ctx) {
-    auto &E = *static_cast<std::string *>(Ctx);
-    if (E.empty())
-      E = (D.getFilename() + ":" + llvm::Twine(D.getLineNo()) + ":" + llvm::Twine(D.getColumnNo() + 1) +
-           ": error: " + D.getMessage())
-              .str();
-  };
+  FirstYamlError First{Path, ""};
+  const std::string &Err = First.Message;
   ProjectConfig Cfg;
-  llvm::yaml::Input In(llvm::MemoryBufferRef(Text, Path), nullptr, Handler, &Err);
+  llvm::yaml::Input In(llvm::MemoryBufferRef(Text, Path), nullptr, FirstYamlError::handle, &First);
   In >> Cfg;
   if (!Err.empty() || In.error())
     return Fail(Err.empty() ? Path + ": error: invalid configuration" : Err);

@@ -155,6 +155,18 @@ unsigned jsonDepth(llvm::StringRef Text) {
   return Max;
 }
 
+void FirstYamlError::handle(const llvm::SMDiagnostic &D, void *Self) {
+  auto &E = *static_cast<FirstYamlError *>(Self);
+  if (!E.Message.empty())
+    return; // the first error is the useful one; later ones follow from it
+  if (D.getLineNo() <= 0 || D.getFilename().empty() || D.getFilename() == "<unknown>")
+    E.Message = (E.Path + ": error: " + D.getMessage()).str();
+  else
+    E.Message = (D.getFilename() + ":" + llvm::Twine(D.getLineNo()) + ":" +
+                 llvm::Twine(D.getColumnNo() + 1) + ": error: " + D.getMessage())
+                    .str();
+}
+
 bool hasSeveralYamlDocuments(llvm::StringRef Text) {
   // yaml::Input reads the first document and ignores the rest; its nextDocument() steps past the
   // end on an empty stream, so count with a plain stream (its errors are yaml::Input's to report).

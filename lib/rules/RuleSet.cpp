@@ -280,20 +280,13 @@ static std::string stripGlobalQualifier(llvm::StringRef Name) {
 }
 
 llvm::Expected<RuleSet> ampmigrate::parseRules(llvm::StringRef Path, llvm::StringRef Text) {
-  std::string Diags;
-  auto Handler = [](const llvm::SMDiagnostic &D, void *Ctx) {
-    auto &Out = *static_cast<std::string *>(Ctx);
-    if (!Out.empty())
-      return; // the first error is the useful one; later ones follow from it
-    llvm::raw_string_ostream OS(Out);
-    OS << D.getFilename() << ":" << D.getLineNo() << ":" << (D.getColumnNo() + 1)
-       << ": error: " << D.getMessage();
-  };
+  FirstYamlError First{Path, ""};
+  std::string &Diags = First.Message;
   if (std::string Deep = checkYamlDepth(Path, Text); !Deep.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), Deep);
   RuleFile F;
   {
-    yaml::Input In(llvm::MemoryBufferRef(Text, Path), nullptr, Handler, &Diags);
+    yaml::Input In(llvm::MemoryBufferRef(Text, Path), nullptr, FirstYamlError::handle, &First);
     In >> F;
     if (In.error() && Diags.empty())
       Diags = (Path + ": error: not a valid rule file").str();

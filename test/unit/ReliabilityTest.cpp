@@ -190,6 +190,10 @@ TEST(SettingsDocuments, EmptyFilesLoadAndASecondDocumentIsAnError) {
   auto R = parseRules("d.yaml", "ignore: [a]\n---\nignore: [b]\n");
   ASSERT_FALSE(bool(R));
   EXPECT_NE(llvm::toString(R.takeError()).find("more than one YAML document"), std::string::npos);
+  // Found by fuzz-config: a parser error without a position was reported as "<unknown>:0:0".
+  auto U = parseConfig("u.yaml", llvm::StringRef("?\n%R\0?\0", 7));
+  ASSERT_FALSE(bool(U));
+  EXPECT_EQ(llvm::toString(U.takeError()).rfind("u.yaml: error: ", 0), 0u);
   auto C = parseConfig("d.yaml", "Level: O1\n---\nLevel: O3\n");
   ASSERT_FALSE(bool(C));
   EXPECT_NE(llvm::toString(C.takeError()).find("more than one YAML document"), std::string::npos);

@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +30,15 @@ unsigned estimateYamlDepth(llvm::StringRef Text);
 
 /// The bracket nesting depth of a JSON text ([ and { outside strings).
 unsigned jsonDepth(llvm::StringRef Text);
+
+/// Collects the first YAML diagnostic as "<file>:<line>:<col>: error: <message>", or as
+/// "<Path>: error: <message>" when the parser gives no position (some errors have none).
+struct FirstYamlError {
+  llvm::StringRef Path;
+  std::string Message;
+  /// A yaml::Input diagnostic handler; its context is a FirstYamlError.
+  static void handle(const llvm::SMDiagnostic &D, void *Self);
+};
 
 /// Whether a YAML text holds a second document ("---"), which yaml::Input would ignore silently.
 /// Run it only on text that passed checkYamlDepth (the YAML parser recurses).
