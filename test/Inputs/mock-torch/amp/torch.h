@@ -14,9 +14,17 @@
 namespace amp {
 enum class Level { O0, O1, O2, O3 };
 
+namespace mock_detail {
+template <class H> auto &moduleOf(H &h) { return *h; } // ModuleHolder, shared_ptr
+template <class M> M &moduleOf(std::reference_wrapper<M> &h) { return h.get(); }
+} // namespace mock_detail
+
 template <class Handle> class MixedPrecisionModel {
 public:
-  template <class... Args> torch::Tensor forward(Args &&...args);
+  /// Returns what the module's forward returns (a tuple stays a tuple), as in the runtime.
+  template <class... Args>
+  auto forward(Args &&...args)
+      -> decltype(mock_detail::moduleOf(std::declval<Handle &>()).forward(std::forward<Args>(args)...));
   template <class... Args> torch::Tensor operator()(Args &&...args);
   MixedPrecisionModel *operator->();
 };
@@ -32,6 +40,9 @@ template <class M, std::enable_if_t<std::is_base_of_v<torch::nn::Module, M>, int
 MixedPrecisionModel<std::reference_wrapper<M>> auto_mixed_precision(M &model, Level level);
 
 torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x);
+/// Tuples and other structures of tensors keep their type, as in the runtime (fuzz-mutate found a
+/// migrated structured-binding forward that the mock did not accept).
+template <class T> std::decay_t<T> cast_to_adapter_tensor(T &&x);
 
 template <class Fn> class ValueAndGrad {
 public:
