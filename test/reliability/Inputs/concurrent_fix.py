@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 tool, mock, step_cpp, work = sys.argv[1:5]
-ROUNDS = 3
+ROUNDS = 2
 
 
 def run(args, cwd=None):
