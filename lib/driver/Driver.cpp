@@ -1,11 +1,13 @@
 // The driver: one frontend action per translation unit, run in parallel, merged into one report.
 #include "ampmigrate/Driver.h"
+#include "ampmigrate/FixApplier.h"
 #include "ampmigrate/StepFinder.h"
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/ASTContext.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendAction.h"
+#include "clang/Frontend/FrontendActions.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Lex/PPCallbacks.h"
 #include "clang/Lex/Preprocessor.h"
@@ -21,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <set>
 
 using namespace clang;
@@ -73,7 +76,87 @@ private:
   std::vector<SourceRange> &Out;
 };
 
-using TUResult = EngineResult;
+/// What the driver keeps of one translation unit: the engine's findings and, beside them, the
+/// fixes of each step; what each edited file held when parsed; how many header bodies were skipped.
+struct TUResult {
+  std::vector<Finding> Findings;
+  std::vector<StepFix> Fixes;
+  std::map<std::string, std::string> Digests; ///< Report::ParsedDigests of this TU
+  unsigned SkippedBodies = 0;
+  bool hasFixes() const { return !Fixes.empty(); }
+};
+
+/// The compiler names files as it opened them, which may be relative to the compile command's
+/// directory (a relative "file" in compile_commands.json): the report names them absolutely, so
+/// that --fix writes the file that was parsed and not one at the same path under the current
+/// directory. Also records what each edited file held when parsed (Report::ParsedDigests).
+void anchorToParsedFiles(CompilerInstance &CI, TUResult &Out) {
+  FileManager &FM = CI.getFileManager();
+  SourceManager &SM = CI.getSourceManager();
+  std::map<std::string, std::string> Absolute; // name as opened -> absolute
+  auto Anchor = [&](const std::string &Name) -> const std::string & {
+    auto [It, New] = Absolute.try_emplace(Name, Name);
+    if (New && !Name.empty()) {
+      llvm::SmallString<256> P(Name);
+      FM.makeAbsolutePath(P);
+      llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true);
+      It->second = std::string(P);
+    }
+    return It->second;
+  };
+  for (Finding &F : Out.Findings) {
+    F.Pos.File = Anchor(F.Pos.File);
+    for (Note &N : F.Notes)
+      N.Pos.File = Anchor(N.Pos.File);
+  }
+  for (StepFix &Fix : Out.Fixes) {
+    for (tooling::Replacement &R : Fix.Edits) {
+      std::string Opened = R.getFilePath().str();
+      const std::string &File = Anchor(Opened);
+      if (!Out.Digests.count(File)) {
+        std::string Digest; // none: the file is never written
+        if (auto FE = FM.getOptionalFileRef(Opened)) {
+          FileID ID = SM.translateFile(*FE);
+          bool Invalid = false;
+          StringRef Text = ID.isValid() ? SM.getBufferData(ID, &Invalid) : StringRef();
+          if (ID.isValid() && !Invalid)
+            Digest = digestOf(Text);
+        }
+        Out.Digests[File] = Digest;
+      }
+      R = tooling::Replacement(File, R.getOffset(), R.getLength(), R.getReplacementText());
+    }
+  }
+}
+
+/// Adds one TU's digests; a file two TUs read differently gets "" (it is never written).
+void mergeDigests(std::map<std::string, std::string> &Into, const std::map<std::string, std::string> &From) {
+  for (const auto &[File, Digest] : From) {
+    auto [It, New] = Into.try_emplace(File, Digest);
+    if (!New && It->second != Digest)
+      It->second.clear();
+  }
+}
+
+/// UTF-16 and UTF-32 text reaches the lexer as NUL-interleaved bytes that mention no AMP name, so
+/// the file would pass silently: name the encoding instead. (Clang reads UTF-8 only.)
+std::optional<StringRef> unsupportedEncoding(StringRef Text) {
+  if (Text.starts_with(StringRef("\xFF\xFE\0\0", 4)) || Text.starts_with(StringRef("\0\0\xFE\xFF", 4)))
+    return StringRef("UTF-32");
+  if (Text.starts_with("\xFF\xFE") || Text.starts_with("\xFE\xFF"))
+    return StringRef("UTF-16");
+  // No byte order mark: ASCII text in UTF-16 has a NUL in every other byte.
+  StringRef Head = Text.take_front(512);
+  if (Head.size() >= 8) {
+    unsigned Even = 0, Odd = 0;
+    for (size_t I = 0; I < Head.size(); ++I)
+      if (Head[I] == '\0')
+        ++(I % 2 ? Odd : Even);
+    if (std::max(Even, Odd) * 8 >= Head.size() * 3 && std::min(Even, Odd) == 0)
+      return StringRef("UTF-16");
+  }
+  return std::nullopt;
+}
 
 class AmpConsumer : public ASTConsumer {
 public:
@@ -96,7 +179,10 @@ public:
     SourceLocation L = SM.getExpansionLoc(D->getLocation());
     if (SM.isInMainFile(L))
       return false;
-    return !mentionsAmp(SM.getFileID(L));
+    if (mentionsAmp(SM.getFileID(L)))
+      return false;
+    ++Out.SkippedBodies;
+    return true;
   }
 
   /// Learns the user's guard and scaler classes as they are completed (their inline bodies are
@@ -128,8 +214,11 @@ public:
         Scope.push_back(D);
     Ctx.setTraversalScope(Scope);
     const ScopeFilter *F = &Filter;
-    Out = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
-                    Opts.Engine);
+    EngineResult E = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
+                               Opts.Engine);
+    Out.Findings = std::move(E.Findings);
+    Out.Fixes = std::move(E.Fixes);
+    anchorToParsedFiles(CI, Out);
   }
 
 private:
@@ -576,6 +665,14 @@ bool mayHoldFindings(const tooling::CompileCommand &Cmd, const std::string &File
 
 
 
+/// The encoding of the main file when it is one clang cannot read (UTF-16, UTF-32).
+std::optional<StringRef> encodingProblem(const std::string &File) {
+  auto Buf = llvm::MemoryBuffer::getFile(File, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!Buf)
+    return std::nullopt; // the parser says why
+  return unsupportedEncoding((*Buf)->getBuffer());
+}
+
 } // namespace
 
 /// One consistent report: a header finding seen from several TUs appears once.
@@ -605,6 +702,7 @@ void mergeReport(Report &Into, Report &&Part) {
     Into.Files.push_back(std::move(F));
   for (StepFix &F : Part.StepFixes)
     Into.StepFixes.push_back(std::move(F));
+  mergeDigests(Into.ParsedDigests, Part.ParsedDigests);
   sortAndDeduplicate(Into);
 }
 
@@ -626,13 +724,34 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     if (Cmds.empty()) {
       O.Status = FileOutcome::State::Failed;
       O.Error = File + ": error: no compile command for this file in the compilation database";
+    } else if (StringRef(File).contains('\\')) {
+      // ClangTool makes paths "native", which on POSIX turns '\' into '/': it would parse, and
+      // --fix would write, another file.
+      O.Status = FileOutcome::State::Failed;
+      O.Error = File + ": error: a file name containing '\\' is not supported (clang's tooling "
+                       "reads it as '/', another file)";
+    } else if (std::optional<StringRef> Enc = encodingProblem(File)) {
+      O.Status = FileOutcome::State::Failed;
+      O.Error = File + ": error: the file is " + Enc->str() +
+                " encoded; amp-migrate reads UTF-8 (or ASCII) sources only";
     } else if (Opts.Prefilter && !mayHoldFindings(Cmds.front(), File, Tokens, Opts.Overlays)) {
       O.Status = FileOutcome::State::Skipped;
     } else {
       TUResult Res;
       AmpActionFactory Factory(Rules, Opts, Res);
       ErrorCollector Errors;
-      if (!parseTU(DB, File, Opts.Overlays, {}, Factory, Errors)) {
+      bool Parsed = parseTU(DB, File, Opts.Overlays, {}, Factory, Errors);
+      // Errors in header bodies the fast path skipped are invisible to it; a TU that is going to
+      // be rewritten is parsed again in full first (a file that does not compile is never fixed).
+      if (Parsed && Opts.VerifyBeforeFix && Res.SkippedBodies > 0 && Res.hasFixes()) {
+        std::unique_ptr<tooling::FrontendActionFactory> SyntaxOnly =
+            tooling::newFrontendActionFactory<SyntaxOnlyAction>();
+        Errors.Text.clear();
+        ErrorCollector Full;
+        Parsed = parseTU(DB, File, Opts.Overlays, {}, *SyntaxOnly, Full);
+        Errors.Text = Full.Text;
+      }
+      if (!Parsed) {
         O.Status = FileOutcome::State::Failed;
         O.Error = Errors.Text.empty() ? File + ": error: the file could not be parsed" : Errors.Text;
         while (!O.Error.empty() && O.Error.back() == '\n')
@@ -645,6 +764,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
           R.Findings.push_back(std::move(F));
         for (StepFix &F : Res.Fixes)
           R.StepFixes.push_back(std::move(F));
+        mergeDigests(R.ParsedDigests, Res.Digests);
       }
     }
     std::lock_guard<std::mutex> L(M);
