@@ -7,7 +7,19 @@ namespace {
 
 const llvm::StringRef Utf8Bom = "\xEF\xBB\xBF";
 
-/// Whether the file's lines end in "\r\n": by majority, a tie going to the first line ending.
+std::string toCrlf(llvm::StringRef S) {
+  std::string Out;
+  Out.reserve(S.size() + S.count('\n'));
+  for (size_t I = 0; I < S.size(); ++I) {
+    if (S[I] == '\n' && (I == 0 || S[I - 1] != '\r'))
+      Out += '\r';
+    Out += S[I];
+  }
+  return Out;
+}
+
+} // namespace
+
 bool usesCrlf(llvm::StringRef Text) {
   unsigned Crlf = 0, Lf = 0;
   int First = -1;
@@ -24,25 +36,28 @@ bool usesCrlf(llvm::StringRef Text) {
   return First == 1;
 }
 
-std::string toCrlf(llvm::StringRef S) {
-  std::string Out;
-  Out.reserve(S.size() + S.count('\n'));
-  for (size_t I = 0; I < S.size(); ++I) {
-    if (S[I] == '\n' && (I == 0 || S[I - 1] != '\r'))
-      Out += '\r';
-    Out += S[I];
-  }
-  return Out;
+namespace {
+clang::tooling::Replacement adapt(const clang::tooling::Replacement &R, llvm::StringRef FileText,
+                                  bool Crlf) {
+  // Clang's offsets count the BOM; an edit "at the start of the file" belongs after it.
+  const unsigned Floor = FileText.starts_with(Utf8Bom) ? Utf8Bom.size() : 0;
+  unsigned Begin = R.getOffset(), End = Begin + R.getLength();
+  if (End < Begin || End > FileText.size())
+    return R; // out of range: the caller reports it
+  Begin = std::max(Begin, Floor);
+  End = std::max(End, Floor);
+  std::string Text = Crlf ? toCrlf(R.getReplacementText()) : R.getReplacementText().str();
+  return clang::tooling::Replacement(R.getFilePath(), Begin, End - Begin, Text);
 }
-
 } // namespace
+
+clang::tooling::Replacement adaptToFile(const clang::tooling::Replacement &R, llvm::StringRef FileText) {
+  return adapt(R, FileText, usesCrlf(FileText));
+}
 
 llvm::Expected<std::string> applyEdits(llvm::StringRef File, llvm::StringRef Original,
                                        const clang::tooling::Replacements &Reps) {
   const bool Crlf = usesCrlf(Original);
-  // Clang's offsets count the BOM; an edit "at the start of the file" belongs after it.
-  const unsigned Floor = Original.starts_with(Utf8Bom) ? Utf8Bom.size() : 0;
-
   std::string Out;
   Out.reserve(Original.size());
   unsigned Cursor = 0;
@@ -55,14 +70,15 @@ llvm::Expected<std::string> applyEdits(llvm::StringRef File, llvm::StringRef Ori
           "%s: edit at offset %u (length %u) lies outside the file (%zu bytes); was it "
           "changed since it was analysed?",
           File.str().c_str(), Rep.getOffset(), Rep.getLength(), Original.size());
-    Begin = std::max(Begin, Floor);
-    End = std::max(End, Floor);
+    clang::tooling::Replacement Adapted = adapt(Rep, Original, Crlf);
+    Begin = Adapted.getOffset();
+    End = Begin + Adapted.getLength();
     if (Begin < Cursor)
       return llvm::createStringError(std::errc::invalid_argument,
                                      "%s: overlapping edits at offset %u", File.str().c_str(),
                                      Rep.getOffset());
     Out.append(Original.data() + Cursor, Begin - Cursor);
-    Out += Crlf ? toCrlf(Rep.getReplacementText()) : Rep.getReplacementText().str();
+    Out += Adapted.getReplacementText();
     Cursor = End;
   }
   Out.append(Original.data() + Cursor, Original.size() - Cursor);

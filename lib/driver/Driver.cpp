@@ -1,6 +1,7 @@
 // The driver: one frontend action per translation unit, run in parallel, merged into one report.
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Checks.h"
+#include "ampmigrate/FixApplier.h"
 #include "ampmigrate/ResultCache.h"
 #include "ampmigrate/StepFinder.h"
 
@@ -8,6 +9,7 @@
 #include "clang/AST/ASTContext.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendAction.h"
+#include "clang/Frontend/FrontendActions.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "clang/Lex/PPCallbacks.h"
 #include "clang/Lex/Preprocessor.h"
@@ -23,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <set>
 
 using namespace clang;
@@ -75,7 +78,87 @@ private:
   std::vector<SourceRange> &Out;
 };
 
-using TUResult = EngineResult;
+/// What the driver keeps of one translation unit: the engine's findings and, beside them, the
+/// fixes of each step; what each edited file held when parsed; how many header bodies were skipped.
+struct TUResult {
+  std::vector<Finding> Findings;
+  std::vector<StepFix> Fixes;
+  std::map<std::string, std::string> Digests; ///< Report::ParsedDigests of this TU
+  unsigned SkippedBodies = 0;
+  bool hasFixes() const { return !Fixes.empty(); }
+};
+
+/// The compiler names files as it opened them, which may be relative to the compile command's
+/// directory (a relative "file" in compile_commands.json): the report names them absolutely, so
+/// that --fix writes the file that was parsed and not one at the same path under the current
+/// directory. Also records what each edited file held when parsed (Report::ParsedDigests).
+void anchorToParsedFiles(CompilerInstance &CI, TUResult &Out) {
+  FileManager &FM = CI.getFileManager();
+  SourceManager &SM = CI.getSourceManager();
+  std::map<std::string, std::string> Absolute; // name as opened -> absolute
+  auto Anchor = [&](const std::string &Name) -> const std::string & {
+    auto [It, New] = Absolute.try_emplace(Name, Name);
+    if (New && !Name.empty()) {
+      llvm::SmallString<256> P(Name);
+      FM.makeAbsolutePath(P);
+      llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true);
+      It->second = std::string(P);
+    }
+    return It->second;
+  };
+  for (Finding &F : Out.Findings) {
+    F.Pos.File = Anchor(F.Pos.File);
+    for (Note &N : F.Notes)
+      N.Pos.File = Anchor(N.Pos.File);
+  }
+  for (StepFix &Fix : Out.Fixes) {
+    for (tooling::Replacement &R : Fix.Edits) {
+      std::string Opened = R.getFilePath().str();
+      const std::string &File = Anchor(Opened);
+      if (!Out.Digests.count(File)) {
+        std::string Digest; // none: the file is never written
+        if (auto FE = FM.getOptionalFileRef(Opened)) {
+          FileID ID = SM.translateFile(*FE);
+          bool Invalid = false;
+          StringRef Text = ID.isValid() ? SM.getBufferData(ID, &Invalid) : StringRef();
+          if (ID.isValid() && !Invalid)
+            Digest = digestOf(Text);
+        }
+        Out.Digests[File] = Digest;
+      }
+      R = tooling::Replacement(File, R.getOffset(), R.getLength(), R.getReplacementText());
+    }
+  }
+}
+
+/// Adds one TU's digests; a file two TUs read differently gets "" (it is never written).
+void mergeDigests(std::map<std::string, std::string> &Into, const std::map<std::string, std::string> &From) {
+  for (const auto &[File, Digest] : From) {
+    auto [It, New] = Into.try_emplace(File, Digest);
+    if (!New && It->second != Digest)
+      It->second.clear();
+  }
+}
+
+/// UTF-16 and UTF-32 text reaches the lexer as NUL-interleaved bytes that mention no AMP name, so
+/// the file would pass silently: name the encoding instead. (Clang reads UTF-8 only.)
+std::optional<StringRef> unsupportedEncoding(StringRef Text) {
+  if (Text.starts_with(StringRef("\xFF\xFE\0\0", 4)) || Text.starts_with(StringRef("\0\0\xFE\xFF", 4)))
+    return StringRef("UTF-32");
+  if (Text.starts_with("\xFF\xFE") || Text.starts_with("\xFE\xFF"))
+    return StringRef("UTF-16");
+  // No byte order mark: ASCII text in UTF-16 has a NUL in every other byte.
+  StringRef Head = Text.take_front(512);
+  if (Head.size() >= 8) {
+    unsigned Even = 0, Odd = 0;
+    for (size_t I = 0; I < Head.size(); ++I)
+      if (Head[I] == '\0')
+        ++(I % 2 ? Odd : Even);
+    if (std::max(Even, Odd) * 8 >= Head.size() * 3 && std::min(Even, Odd) == 0)
+      return StringRef("UTF-16");
+  }
+  return std::nullopt;
+}
 
 bool cancelled(const DriverOptions &Opts) { return Opts.Cancelled && Opts.Cancelled->load(); }
 
@@ -95,7 +178,10 @@ public:
   bool shouldSkipFunctionBody(Decl *D) override {
     if (cancelled())
       return true; // the result is discarded: finish the parse as fast as possible
-    return Opts.SkipBodies && Skipper.shouldSkip(CI.getSourceManager(), D);
+    if (!Opts.SkipBodies || !Skipper.shouldSkip(CI.getSourceManager(), D))
+      return false;
+    ++Out.SkippedBodies;
+    return true;
   }
 
   /// Keeps the top-level declarations for the traversal scope, and learns the guard and scaler
@@ -119,8 +205,11 @@ public:
         Scope.push_back(D);
     Ctx.setTraversalScope(Scope);
     const ScopeFilter *F = &Filter;
-    Out = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
-                    Opts.Engine);
+    EngineResult E = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
+                               Opts.Engine);
+    Out.Findings = std::move(E.Findings);
+    Out.Fixes = std::move(E.Fixes);
+    anchorToParsedFiles(CI, Out);
   }
 
 private:
@@ -545,6 +634,14 @@ std::string cacheConfiguration(const DriverOptions &Opts) {
   return S;
 }
 
+/// The encoding of the main file when it is one clang cannot read (UTF-16, UTF-32).
+std::optional<StringRef> encodingProblem(const std::string &File) {
+  auto Buf = llvm::MemoryBuffer::getFile(File, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!Buf)
+    return std::nullopt; // the parser says why
+  return unsupportedEncoding((*Buf)->getBuffer());
+}
+
 } // namespace
 
 tooling::ArgumentsAdjuster parseArgumentsAdjuster() {
@@ -652,6 +749,7 @@ void mergeReport(Report &Into, Report &&Part) {
     Into.Files.push_back(std::move(F));
   for (StepFix &F : Part.StepFixes)
     Into.StepFixes.push_back(std::move(F));
+  mergeDigests(Into.ParsedDigests, Part.ParsedDigests);
   sortAndDeduplicate(Into);
 }
 
@@ -680,9 +778,22 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     if (Cmds.empty()) {
       O.Status = FileOutcome::State::Failed;
       O.Error = File + ": error: no compile command for this file in the compilation database";
+    } else if (StringRef(File).contains('\\')) {
+      // ClangTool makes paths "native", which on POSIX turns '\' into '/': it would parse, and
+      // --fix would write, another file.
+      O.Status = FileOutcome::State::Failed;
+      O.Error = File + ": error: a file name containing '\\' is not supported (clang's tooling "
+                       "reads it as '/', another file)";
+    } else if (std::optional<StringRef> Enc = encodingProblem(File)) {
+      O.Status = FileOutcome::State::Failed;
+      O.Error = File + ": error: the file is " + Enc->str() +
+                " encoded; amp-migrate reads UTF-8 (or ASCII) sources only";
     } else if (Opts.Prefilter && !mayHoldFindings(Cmds.front(), File, Tokens, Opts.Overlays)) {
       O.Status = FileOutcome::State::Skipped;
-    } else if (std::optional<CachedTU> Hit = Cache ? Cache->lookup(Key) : std::nullopt) {
+    } else if (std::optional<CachedTU> Hit = Cache ? Cache->lookup(Key) : std::nullopt;
+               Hit && !(Opts.VerifyBeforeFix && Hit->BodiesUnchecked)) {
+      // (An entry of a run that did not fix, whose header bodies were never parsed, is a miss
+      // for a run that fixes: it parses them first.)
       // What a miss leaves after verification: the same NOLINT and attachFixes below apply.
       std::lock_guard<std::mutex> L(M);
       if (Stats)
@@ -691,6 +802,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
         R.Findings.push_back(std::move(F));
       for (StepFix &F : Hit->Fixes)
         R.StepFixes.push_back(std::move(F));
+      mergeDigests(R.ParsedDigests, Hit->Digests);
     } else {
       TUResult Res;
       AmpActionFactory Factory(Rules, Opts, Res);
@@ -703,7 +815,19 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
       bool Parsed = Opts.Parser ? Opts.Parser(Cmds, File, Factory, Errors)
                                 : parseTU(DB, File, Opts.Overlays, {}, Factory, Errors, FS);
       Errors.OS.flush();
-      if (!Parsed || Errors.getNumErrors() > 0) {
+      Parsed = Parsed && Errors.getNumErrors() == 0;
+      bool BodiesUnchecked = Res.SkippedBodies > 0 && Res.hasFixes() && !Opts.VerifyBeforeFix;
+      // Errors in header bodies the fast path skipped are invisible to it; a TU that is going to
+      // be rewritten is parsed again in full first (a file that does not compile is never fixed).
+      if (Parsed && Opts.VerifyBeforeFix && Res.SkippedBodies > 0 && Res.hasFixes()) {
+        std::unique_ptr<tooling::FrontendActionFactory> SyntaxOnly =
+            tooling::newFrontendActionFactory<SyntaxOnlyAction>();
+        Errors.Text.clear();
+        ErrorCollector Full;
+        Parsed = parseTU(DB, File, Opts.Overlays, {}, *SyntaxOnly, Full, FS);
+        Errors.Text = Full.Text;
+      }
+      if (!Parsed) {
         O.Status = FileOutcome::State::Failed;
         O.Error = Errors.Text.empty() ? File + ": error: the file could not be parsed" : Errors.Text;
         while (!O.Error.empty() && O.Error.back() == '\n')
@@ -712,7 +836,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
         if (Opts.VerifyFixes)
           verifyFixes(Res, DB, File, Opts, FS);
         if (Cache && !cancelled(Opts))
-          Cache->store(Key, Deps.take(), Res.Findings, Res.Fixes);
+          Cache->store(Key, Deps.take(), CachedTU{Res.Findings, Res.Fixes, Res.Digests, BodiesUnchecked});
         std::lock_guard<std::mutex> L(M);
         if (Stats && Cache)
           ++Stats->CacheMisses;
@@ -720,6 +844,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
           R.Findings.push_back(std::move(F));
         for (StepFix &F : Res.Fixes)
           R.StepFixes.push_back(std::move(F));
+        mergeDigests(R.ParsedDigests, Res.Digests);
       }
     }
     std::lock_guard<std::mutex> L(M);

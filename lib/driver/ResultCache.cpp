@@ -20,7 +20,7 @@ namespace ampmigrate {
 namespace {
 
 /// Bumped whenever the entry format or what a key covers changes.
-constexpr int FormatVersion = 2;
+constexpr int FormatVersion = 3;
 
 std::string hashBytes(StringRef Bytes) {
   llvm::BLAKE3 H;
@@ -231,7 +231,9 @@ std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
     return std::nullopt;
   const json::Array *Deps = O->getArray("deps");
   const json::Value *Findings = O->get("findings"), *Fixes = O->get("fixes");
-  if (!Deps || !Findings || !Fixes)
+  const json::Object *Digests = O->getObject("digests");
+  std::optional<bool> BodiesUnchecked = O->getBoolean("bodies-unchecked");
+  if (!Deps || !Findings || !Fixes || !Digests || !BodiesUnchecked)
     return std::nullopt;
   for (const json::Value &D : *Deps) {
     const json::Array *A = D.getAsArray();
@@ -260,7 +262,14 @@ std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
   std::optional<std::vector<StepFix>> StoredFixes = stepFixesFromJson(*Fixes);
   if (!StoredFindings || !StoredFixes)
     return std::nullopt;
-  CachedTU Result{std::move(*StoredFindings), std::move(*StoredFixes)};
+  CachedTU Result{std::move(*StoredFindings), std::move(*StoredFixes), {}, *BodiesUnchecked};
+  for (const auto &[File, Hex] : *Digests) {
+    std::optional<StringRef> H = Hex.getAsString();
+    std::string Digest;
+    if (!H || !llvm::tryGetFromHex(*H, Digest))
+      return std::nullopt;
+    Result.Digests[File.str()] = std::move(Digest);
+  }
   // Recently used: trimming removes the least recently used entries first.
   int FD;
   if (!llvm::sys::fs::openFileForReadWrite(Path, FD, llvm::sys::fs::CD_OpenExisting, llvm::sys::fs::OF_None)) {
@@ -271,7 +280,7 @@ std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
 }
 
 void ResultCache::store(StringRef Key, const std::map<std::string, DependencyLog::Entry> &Deps,
-                        const std::vector<Finding> &Findings, const std::vector<StepFix> &Fixes) {
+                        const CachedTU &Result) {
   json::Array DepArray;
   for (const auto &[Path, E] : Deps) {
     if (E.K == DependencyLog::Kind::Content)
@@ -279,11 +288,16 @@ void ResultCache::store(StringRef Key, const std::map<std::string, DependencyLog
     else
       DepArray.push_back(json::Array{Path, E.K == DependencyLog::Kind::Missing ? "missing" : "exists"});
   }
+  json::Object Digests; // raw bytes: stored as hex
+  for (const auto &[File, Digest] : Result.Digests)
+    Digests[File] = llvm::toHex(Digest, /*LowerCase=*/true);
   json::Object Entry{{"format", FormatVersion},
                      {"key", Key.str()},
                      {"deps", std::move(DepArray)},
-                     {"findings", findingsToJson(Findings)},
-                     {"fixes", stepFixesToJson(Fixes)}};
+                     {"findings", findingsToJson(Result.Findings)},
+                     {"fixes", stepFixesToJson(Result.Fixes)},
+                     {"digests", std::move(Digests)},
+                     {"bodies-unchecked", Result.BodiesUnchecked}};
   std::string Path = entryPath(Key);
   llvm::SmallString<256> Model(llvm::sys::path::parent_path(Path));
   if (llvm::sys::fs::create_directories(Model))

@@ -13,6 +13,8 @@
 #include "ampmigrate/Config.h"
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Finding.h"
+#include "ampmigrate/InputLimits.h"
+#include "ampmigrate/LspTransport.h"
 #include "ampmigrate/Rules.h"
 
 #include "clang/Tooling/ArgumentsAdjusters.h"
@@ -40,41 +42,6 @@ namespace ampmigrate {
 namespace {
 
 // ---- Transport ---------------------------------------------------------------------------------
-
-/// Reads one message body; nullopt at end of input or on a malformed header block.
-std::optional<std::string> readMessage(std::FILE *In) {
-  long Length = -1;
-  std::string Line;
-  for (;;) {
-    Line.clear();
-    int C;
-    while ((C = std::fgetc(In)) != EOF && C != '\n')
-      Line.push_back(static_cast<char>(C));
-    if (C == EOF && Line.empty())
-      return std::nullopt;
-    StringRef L = StringRef(Line).rtrim("\r");
-    if (L.empty()) {
-      if (Length >= 0)
-        break;
-      if (C == EOF)
-        return std::nullopt;
-      continue; // stray blank line between messages
-    }
-    auto [Name, Value] = L.split(':');
-    if (Name.trim().equals_insensitive("Content-Length")) {
-      long long N;
-      if (Value.trim().getAsInteger(10, N) || N < 0)
-        return std::nullopt;
-      Length = static_cast<long>(N);
-    }
-    if (C == EOF)
-      return std::nullopt;
-  }
-  std::string Body(static_cast<size_t>(Length), '\0');
-  if (Length > 0 && std::fread(&Body[0], 1, Body.size(), In) != Body.size())
-    return std::nullopt;
-  return Body;
-}
 
 void writeMessage(std::FILE *Out, const json::Value &V) {
   std::string Body;
@@ -235,11 +202,27 @@ public:
   }
 
   int run() {
-    while (std::optional<std::string> Body = readMessage(Opts.In)) {
+    for (;;) {
+      LspIncoming In = readLspMessage(Opts.In);
+      if (!In.Body && In.FramingError.empty())
+        break; // end of input
+      // A protocol error is answered, not fatal: the editor's next message may be fine.
+      if (!In.Body) {
+        llvm::errs() << "amp-migrate --lsp: " << In.FramingError << "\n";
+        reply(nullptr, error(-32700, "parse error: " + In.FramingError));
+        continue;
+      }
+      const std::string *Body = &*In.Body;
+      // json::parse recurses per nesting level: bound the depth before it runs.
+      if (jsonDepth(*Body) > MaxNestingDepth) {
+        reply(nullptr, error(-32700, "parse error: JSON nested deeper than " +
+                                         std::to_string(MaxNestingDepth) + " levels"));
+        continue;
+      }
       llvm::Expected<json::Value> V = json::parse(*Body);
       if (!V) {
         llvm::errs() << "amp-migrate --lsp: invalid JSON: " << llvm::toString(V.takeError()) << "\n";
-        reply(nullptr, error(-32700, "parse error"));
+        reply(nullptr, error(-32700, "parse error: invalid JSON"));
         continue;
       }
       const json::Object *Msg = V->getAsObject();
@@ -640,6 +623,7 @@ private:
     DO.Engine.CheckEnabled = [Glob](StringRef Id) { return checkEnabledByGlobs(Glob, Id); };
     DO.Parser = Parser.parserFor(Text, DO.SkipBodies, St.Rules);
     DO.Cancelled = Cancel;
+    DO.VerifyFixes = Opts.VerifyFixes;
     auto DB = database(Path);
     Report R = runDriver(DO, St.Rules, *DB);
     auto Ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - Start);

@@ -1,6 +1,7 @@
 // --export-fixes: the YAML clang-tidy writes and clang-apply-replacements reads, produced through
 // clang's own serialisation so the two stay in step.
 #include "ampmigrate/Emitters.h"
+#include "ampmigrate/FixApplier.h"
 #include "clang/Tooling/Core/Diagnostic.h"
 #include "clang/Tooling/DiagnosticsYaml.h"
 #include "llvm/ADT/STLExtras.h"
@@ -20,7 +21,7 @@ clang::tooling::DiagnosticMessage messageAt(const SourcePos &Pos, llvm::StringRe
 
 } // namespace
 
-void emitExportFixes(const Report &R, llvm::raw_ostream &OS) {
+void emitExportFixes(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS) {
   clang::tooling::TranslationUnitDiagnostics TUD;
   if (!R.Files.empty())
     TUD.MainSourceFile = R.Files.front().File;
@@ -34,7 +35,10 @@ void emitExportFixes(const Report &R, llvm::raw_ostream &OS) {
     clang::tooling::DiagnosticMessage Message = messageAt(F.Pos, F.Message);
     std::vector<clang::tooling::Replacement> New;
     bool Broken = false;
-    for (const clang::tooling::Replacement &Rep : F.Fixes) {
+    for (const clang::tooling::Replacement &Fix : F.Fixes) {
+      // clang-apply-replacements inserts the text as given: CRLF files need CRLF text.
+      const std::string *Text = Texts.get(Fix.getFilePath().str());
+      clang::tooling::Replacement Rep = Text ? adaptToFile(Fix, *Text) : Fix;
       if (Exported.count(Rep) || llvm::is_contained(New, Rep))
         continue;
       New.push_back(Rep);

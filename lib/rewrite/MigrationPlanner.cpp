@@ -1407,6 +1407,15 @@ private:
                                           " is not L2; clip_by_global_norm only does the L2 norm");
         continue;
       }
+      // A user rule may name an argument this call does not have (a rule for another overload).
+      unsigned Arity = C->Call->getNumArgs();
+      if ((unsigned)C->Rule->ParamsArg >= Arity || (unsigned)C->Rule->MaxNormArg >= Arity) {
+        block(C->Call->getBeginLoc(),
+              "the clip rule for '" + C->Rule->Function + "' names argument " +
+                  std::to_string(std::max(C->Rule->ParamsArg, C->Rule->MaxNormArg)) +
+                  " but this call has " + std::to_string(Arity) + " argument(s); fix the rule");
+        continue;
+      }
       const Expr *Params = C->Call->getArg(C->Rule->ParamsArg);
       const ScalerCall *OfOptimizer = nullptr;
       if (!paramsOfStep(Params, &OfOptimizer)) {

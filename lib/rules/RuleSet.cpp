@@ -1,7 +1,10 @@
 // Loading, validating and merging rule files (YAML, schema in docs/rules.md).
 #include "ampmigrate/Rules.h"
+#include "ampmigrate/InputLimits.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -38,6 +41,32 @@ struct RuleFile {
   std::optional<TargetApi> Target;
 };
 
+/// No real function has more parameters; a larger index is a typo, not an overload.
+constexpr int MaxArgumentIndex = 63;
+
+/// "" when every name of the list is non-empty, else the reason naming the key.
+std::string emptyNameIn(llvm::StringRef Key, const std::vector<std::string> &Names) {
+  for (const std::string &N : Names)
+    if (llvm::StringRef(N).trim().empty())
+      return ("an empty name in '" + Key + "'").str();
+  return "";
+}
+
+/// The first non-empty reason of several checks.
+template <typename... Reasons> std::string firstReason(Reasons... Rs) {
+  std::string Out;
+  ((Out.empty() ? (void)(Out = Rs) : (void)0), ...);
+  return Out;
+}
+
+std::string argIndexProblem(llvm::StringRef Key, int Index, bool Optional) {
+  if (Index > MaxArgumentIndex || Index < (Optional ? -1 : 0))
+    return ("'" + Key + "' must be an argument index from 0 to " + llvm::Twine(MaxArgumentIndex) +
+            (Optional ? " (or -1: none)" : "") + ", not " + llvm::Twine(Index))
+        .str();
+  return "";
+}
+
 const char *const KnownOptions[] = {"init_scale", "growth_factor", "backoff_factor",
                                     "growth_interval", "enabled"};
 } // namespace
@@ -66,8 +95,12 @@ template <> struct MappingTraits<AutocastFunctionRule> {
     Io.mapOptional("generation", R.Generation, std::string());
   }
   static std::string validate(IO &, AutocastFunctionRule &R) {
-    if (R.Function.empty())
+    if (llvm::StringRef(R.Function).trim().empty())
       return "'function' must name a function";
+    if (std::string P = firstReason(argIndexProblem("enabled-arg", R.EnabledArg, true),
+                                    argIndexProblem("device-arg", R.DeviceArg, true));
+        !P.empty())
+      return P;
     if (R.Role == AutocastRole::Enable && R.EnabledArg < 0)
       return "role 'enable' needs 'enabled-arg' (the index of the bool argument)";
     if (!R.Device.empty() && R.Device != "cuda" && R.Device != "cpu")
@@ -83,8 +116,15 @@ template <> struct MappingTraits<ClipFunctionRule> {
     Io.mapOptional("norm-type-arg", R.NormTypeArg, -1);
   }
   static std::string validate(IO &, ClipFunctionRule &R) {
+    if (llvm::StringRef(R.Function).trim().empty())
+      return "'function' must name a function";
     if (R.ParamsArg < 0 || R.MaxNormArg < 0)
       return "'params-arg' and 'max-norm-arg' must be argument indices (>= 0)";
+    if (std::string P = firstReason(argIndexProblem("params-arg", R.ParamsArg, false),
+                                    argIndexProblem("max-norm-arg", R.MaxNormArg, false),
+                                    argIndexProblem("norm-type-arg", R.NormTypeArg, true));
+        !P.empty())
+      return P;
     if (R.ParamsArg == R.MaxNormArg)
       return "'params-arg' and 'max-norm-arg' must differ";
     return "";
@@ -97,6 +137,11 @@ template <> struct MappingTraits<ScalerMethodNames> {
     Io.mapOptional("step", M.Step);
     Io.mapOptional("update", M.Update);
     Io.mapOptional("get-scale", M.GetScale);
+  }
+  static std::string validate(IO &, ScalerMethodNames &M) {
+    return firstReason(emptyNameIn("scale", M.Scale), emptyNameIn("unscale", M.Unscale),
+                       emptyNameIn("step", M.Step), emptyNameIn("update", M.Update),
+                       emptyNameIn("get-scale", M.GetScale));
   }
 };
 template <> struct CustomMappingTraits<std::map<std::string, std::vector<std::string>>> {
@@ -119,11 +164,21 @@ template <> struct MappingTraits<ScalerSection> {
     Io.mapOptional("methods", S.Methods);
     Io.mapOptional("options", S.Options);
   }
+  static std::string validate(IO &, ScalerSection &S) {
+    std::string P = emptyNameIn("classes", S.Classes);
+    for (const auto &[Key, Params] : S.Options)
+      if (P.empty())
+        P = emptyNameIn(Key, Params);
+    return P;
+  }
 };
 template <> struct MappingTraits<ZeroGradSection> {
   static void mapping(IO &Io, ZeroGradSection &S) {
     Io.mapOptional("methods", S.Methods);
     Io.mapOptional("classes", S.Classes);
+  }
+  static std::string validate(IO &, ZeroGradSection &S) {
+    return firstReason(emptyNameIn("methods", S.Methods), emptyNameIn("classes", S.Classes));
   }
 };
 template <> struct MappingTraits<TypesSection> {
@@ -132,6 +187,10 @@ template <> struct MappingTraits<TypesSection> {
     Io.mapOptional("module-holders", S.ModuleHolders);
     Io.mapOptional("optimizers", S.Optimizers);
     Io.mapOptional("tensors", S.Tensors);
+  }
+  static std::string validate(IO &, TypesSection &S) {
+    return firstReason(emptyNameIn("modules", S.Modules), emptyNameIn("module-holders", S.ModuleHolders),
+                       emptyNameIn("optimizers", S.Optimizers), emptyNameIn("tensors", S.Tensors));
   }
 };
 template <> struct MappingTraits<TargetApi> {
@@ -156,6 +215,13 @@ template <> struct MappingTraits<TargetApi> {
     if (!(Inc.starts_with("<") && Inc.ends_with(">")) &&
         !(Inc.starts_with("\"") && Inc.ends_with("\"")))
       return "'include' must be spelled <header> or \"header\"";
+    if (Inc.size() < 3)
+      return "'include' names no header";
+    for (const std::string *Name :
+         {&T.Convert, &T.LevelEnum, &T.ValueAndGrad, &T.CastOutput, &T.ScalerClass, &T.ScalerOptions,
+          &T.Clip, &T.GlobalNorm, &T.Accumulate, &T.ParametersOf, &T.SplitGrads})
+      if (llvm::StringRef(*Name).trim().empty())
+        return "an empty name in 'target'";
     return "";
   }
 };
@@ -174,15 +240,37 @@ template <> struct MappingTraits<RuleFile> {
   static std::string validate(IO &, RuleFile &F) {
     if (F.Version != 1)
       return "unsupported rules version " + std::to_string(F.Version) + " (this tool reads 1)";
-    return "";
+    return firstReason(emptyNameIn("ignore", F.Ignore), emptyNameIn("guards", F.Guards));
   }
 };
 } // namespace llvm::yaml
 
+/// Appends the names of `From` not yet in `To`, in linear time (rule lists may be long).
 static void appendAll(std::vector<std::string> &To, const std::vector<std::string> &From) {
+  if (From.empty())
+    return;
+  llvm::StringSet<> Seen;
+  for (const auto &S : To)
+    Seen.insert(S);
   for (const auto &S : From)
-    if (!llvm::is_contained(To, S))
+    if (Seen.insert(S).second)
       To.push_back(S);
+}
+
+/// A later rule for the same function replaces the earlier one (users can correct built-ins).
+template <typename Rule> static void mergeByFunction(std::vector<Rule> &To, const std::vector<Rule> &From) {
+  if (From.empty())
+    return;
+  llvm::StringMap<size_t> Index;
+  for (size_t I = 0; I < To.size(); ++I)
+    Index.try_emplace(To[I].Function, I);
+  for (const Rule &R : From) {
+    auto [It, New] = Index.try_emplace(R.Function, To.size());
+    if (New)
+      To.push_back(R);
+    else
+      To[It->second] = R;
+  }
 }
 
 static std::string stripGlobalQualifier(llvm::StringRef Name) {
@@ -193,21 +281,19 @@ static std::string stripGlobalQualifier(llvm::StringRef Name) {
 }
 
 llvm::Expected<RuleSet> ampmigrate::parseRules(llvm::StringRef Path, llvm::StringRef Text) {
-  std::string Diags;
-  auto Handler = [](const llvm::SMDiagnostic &D, void *Ctx) {
-    auto &Out = *static_cast<std::string *>(Ctx);
-    if (!Out.empty())
-      return; // the first error is the useful one; later ones follow from it
-    llvm::raw_string_ostream OS(Out);
-    OS << D.getFilename() << ":" << D.getLineNo() << ":" << (D.getColumnNo() + 1)
-       << ": error: " << D.getMessage();
-  };
+  FirstYamlError First{Path, ""};
+  std::string &Diags = First.Message;
+  if (std::string Deep = checkYamlDepth(Path, Text); !Deep.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), Deep);
   RuleFile F;
   {
-    yaml::Input In(llvm::MemoryBufferRef(Text, Path), nullptr, Handler, &Diags);
+    yaml::Input In(llvm::MemoryBufferRef(Text, Path), nullptr, FirstYamlError::handle, &First);
     In >> F;
     if (In.error() && Diags.empty())
       Diags = (Path + ": error: not a valid rule file").str();
+    // A later document would be ignored silently: a rule file holds exactly one.
+    if (Diags.empty() && hasSeveralYamlDocuments(Text))
+      Diags = (Path + ": error: more than one YAML document ('---'); a rule file holds one").str();
   }
   if (!Diags.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), Diags);
@@ -249,10 +335,9 @@ llvm::Expected<RuleSet> ampmigrate::parseRules(llvm::StringRef Path, llvm::Strin
 }
 
 llvm::Expected<RuleSet> ampmigrate::loadRuleFile(llvm::StringRef Path) {
-  auto Buf = llvm::MemoryBuffer::getFile(Path);
+  auto Buf = readBoundedRegularFile(Path, "rule file");
   if (!Buf)
-    return llvm::createStringError(Buf.getError(), "%s: error: cannot read rule file: %s",
-                                   Path.str().c_str(), Buf.getError().message().c_str());
+    return Buf.takeError();
   return parseRules(Path, (*Buf)->getBuffer());
 }
 
@@ -305,21 +390,8 @@ llvm::Expected<RuleSet> ampmigrate::loadRules(const std::vector<std::string> &Us
 }
 
 void RuleSet::merge(const RuleSet &O) {
-  for (const auto &A : O.Autocast) {
-    // A later rule for the same function replaces the earlier one (users can correct built-ins).
-    auto It = llvm::find_if(Autocast, [&](const auto &X) { return X.Function == A.Function; });
-    if (It != Autocast.end())
-      *It = A;
-    else
-      Autocast.push_back(A);
-  }
-  for (const auto &C : O.Clip) {
-    auto It = llvm::find_if(Clip, [&](const auto &X) { return X.Function == C.Function; });
-    if (It != Clip.end())
-      *It = C;
-    else
-      Clip.push_back(C);
-  }
+  mergeByFunction(Autocast, O.Autocast);
+  mergeByFunction(Clip, O.Clip);
   appendAll(Ignore, O.Ignore);
   appendAll(Guards, O.Guards);
   appendAll(ScalerClasses, O.ScalerClasses);

@@ -28,14 +28,24 @@ void check_operand(const char *name, const TensorView &t, std::int64_t expected,
     gemm_fail(fmt::format("{} has a null data pointer", name));
 }
 
+/// x * y, or a clear error where the product of two dimensions does not fit int64 (an overflowed
+/// size could match a small buffer, and the kernel would write past it).
+std::int64_t checked_product(const char *what, std::int64_t x, std::int64_t y) {
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(x, y, &product))
+    gemm_fail(std::string(what) + " = " + std::to_string(x) + " * " + std::to_string(y) +
+              " overflows a 64-bit element count");
+  return product;
+}
+
 } // namespace
 
 void gemm(const GemmArgs &args, const ExecContext &ctx) {
   if (args.m < 0 || args.n < 0 || args.k < 0)
     gemm_fail("m, n and k must be >= 0");
-  check_operand("a", args.a, args.m * args.k, ctx);
-  check_operand("b", args.b, args.k * args.n, ctx);
-  check_operand("c", args.c, args.m * args.n, ctx);
+  check_operand("a", args.a, checked_product("m*k", args.m, args.k), ctx);
+  check_operand("b", args.b, checked_product("k*n", args.k, args.n), ctx);
+  check_operand("c", args.c, checked_product("m*n", args.m, args.n), ctx);
   if (args.a.dtype != args.b.dtype)
     gemm_fail(fmt::format("a and b must have one dtype, got {} and {}", dtype_name(args.a.dtype),
                           dtype_name(args.b.dtype)));

@@ -201,10 +201,18 @@ void check_and_norm(const std::vector<TensorView> &grads, const float *inv_scale
   run(fn, args);
 }
 
+/// A ClipRule cast from an out-of-range integer would silently pick one of the two rules.
+static void check_rule(const char *op, ClipRule rule) {
+  if (rule != ClipRule::MindSpore && rule != ClipRule::PyTorch)
+    fail(op, -1, "invalid ClipRule value " + std::to_string(static_cast<int>(rule)) +
+                     " (MindSpore or PyTorch)");
+}
+
 void clip_coefficient(float clip_norm, const float *norm, ClipRule rule, float *coef_out,
                       const ExecContext &ctx) {
   const char *op = "clip_coefficient";
   check_context(op, ctx);
+  check_rule(op, rule);
   if (!(clip_norm > 0.0f) || std::isinf(clip_norm))
     fail(op, -1, fmt::format("clip_norm must be positive and finite, got {}", clip_norm));
   check_scalar(op, "norm", norm, ctx);
@@ -221,6 +229,7 @@ void clip_by_global_norm(const std::vector<TensorView> &in, const std::vector<Te
                          const ExecContext &ctx) {
   const char *op = "clip_by_global_norm";
   check_context(op, ctx);
+  check_rule(op, rule);
   if (!(clip_norm > 0.0f) || std::isinf(clip_norm))
     fail(op, -1, fmt::format("clip_norm must be positive and finite, got {}", clip_norm));
   check_list(op, "in", in, ctx);
@@ -242,8 +251,8 @@ void update_scale(float *scale, std::int32_t *growth_tracker, const float *found
                   const ExecContext &ctx) {
   const char *op = "update_scale";
   check_context(op, ctx);
-  if (!(growth_factor > 1.0f))
-    fail(op, -1, fmt::format("growth_factor must be > 1, got {}", growth_factor));
+  if (!(growth_factor > 1.0f) || std::isinf(growth_factor))
+    fail(op, -1, fmt::format("growth_factor must be > 1 and finite, got {}", growth_factor));
   if (!(backoff_factor < 1.0f) || !(backoff_factor > 0.0f))
     fail(op, -1, fmt::format("backoff_factor must be in (0, 1), got {}", backoff_factor));
   if (growth_interval < 1)

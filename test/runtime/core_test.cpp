@@ -6,6 +6,7 @@
 #include "launch_plan.h"
 #include "numeric.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 
@@ -212,6 +213,18 @@ TEST(Errors, NameTheOpTheTensorAndTheProblem) {
               update_scale(&scale, &tracker, &found, 2.0f, 0.5f, 0, kCpu);
             }).find("growth_interval"),
             std::string::npos);
+  // Issue 13 item 14: an infinite growth factor, and a ClipRule cast from an out-of-range integer.
+  EXPECT_NE(error_of([&] {
+              update_scale(&scale, &tracker, &found, INFINITY, 0.5f, 10, kCpu);
+            }).find("growth_factor must be > 1 and finite"),
+            std::string::npos);
+  float coef = 0.0f;
+  EXPECT_EQ(error_of([&] { clip_coefficient(1.0f, &norm, static_cast<ClipRule>(7), &coef, kCpu); }),
+            "amp::clip_coefficient: invalid ClipRule value 7 (MindSpore or PyTorch)");
+  EXPECT_NE(error_of([&] {
+              clip_by_global_norm(v, v, 1.0f, &norm, static_cast<ClipRule>(2), nullptr, kCpu);
+            }).find("invalid ClipRule value 2"),
+            std::string::npos);
   SgdOptions nesterov;
   nesterov.nesterov = true;
   EXPECT_NE(error_of([&] {
@@ -310,6 +323,20 @@ TEST(Gemm, ShapeErrors) {
   EXPECT_NO_THROW(gemm(g, kCpu));
   g.k = 4;
   EXPECT_EQ(error_of([&] { gemm(g, kCpu); }), "amp::gemm: a has 6 elements, expected 8");
+}
+
+// Issue 13 item 10: sizes whose products overflow int64 (and could wrap to a small buffer's size)
+// are an error before any kernel runs.
+TEST(Gemm, SizeProductsThatOverflowAreErrors) {
+  HostTensor a(DType::F16, 6), b(DType::F16, 6), c(DType::F32, 4);
+  GemmArgs g;
+  g.a = a.view(), g.b = b.view(), g.c = c.view();
+  g.m = std::int64_t(1) << 40, g.k = std::int64_t(1) << 40, g.n = 2;
+  EXPECT_EQ(error_of([&] { gemm(g, kCpu); }),
+            "amp::gemm: m*k = 1099511627776 * 1099511627776 overflows a 64-bit element count");
+  // 2^62 * 4 wraps to 0 in two's complement: an empty a would have "matched".
+  g.m = std::int64_t(1) << 62, g.k = 4, g.n = 0;
+  EXPECT_NE(error_of([&] { gemm(g, kCpu); }).find("overflows"), std::string::npos);
 }
 
 } // namespace

@@ -238,6 +238,61 @@ TEST(Scaler, PointerLikeOptimizers) {
   EXPECT_TRUE(torch::allclose(p.detach(), torch::full({2}, -1.0)));
 }
 
+/// The message of the amp::Error `f` throws ("" when it throws none).
+template <class F> std::string message_of(F &&f) {
+  try {
+    f();
+  } catch (const amp::Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Issue 13 item 14: each invalid value is an amp::Error at the call that passes it.
+TEST(Scaler, RejectsNonFiniteAndNonPositiveScales) {
+  using O = amp::GradScalerOptions;
+  for (double bad : {0.0, -1.0, double(INFINITY), double(NAN)})
+    EXPECT_NE(message_of([&] { amp::GradScaler g(O().init_scale(bad)); })
+                  .find("init_scale must be finite and > 0"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(message_of([&] { amp::GradScaler g(O().growth_factor(INFINITY)); }).find("growth_factor"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { amp::GradScaler g(O().backoff_factor(0.0)); }).find("backoff_factor"),
+            std::string::npos);
+  amp::GradScaler s;
+  s.scale(torch::tensor(1.0));
+  for (double bad : {0.0, -2.0, double(INFINITY), double(NAN)})
+    EXPECT_NE(message_of([&] { s.update(bad); }).find("the scale must be finite and > 0"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(message_of([&] { s.update(torch::tensor(0.0)); }).find("the scale must be finite and > 0"),
+            std::string::npos);
+  EXPECT_EQ(s.get_scale(), 65536.0); // the bad updates changed nothing
+}
+
+TEST(Scaler, IntegerGradsAndOtherShapesAreErrors) {
+  auto p = torch::ones({2}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 1.0);
+  amp::GradScaler s;
+  s.scale(torch::tensor(1.0));
+  std::vector<Tensor> ints{torch::ones({2}, torch::kInt)};
+  EXPECT_NE(message_of([&] { s.unscale_(opt, ints); }).find("grad 0 has dtype Int"), std::string::npos);
+  amp::GradScaler t;
+  t.scale(torch::tensor(1.0));
+  std::vector<Tensor> wide{torch::ones({1})}; // would broadcast over the parameter's 2 elements
+  EXPECT_NE(message_of([&] { t.step(opt, wide); }).find("grad 0 has shape [1] but its parameter has shape [2]"),
+            std::string::npos);
+  EXPECT_TRUE(torch::equal(p.detach(), torch::ones({2}))); // not stepped
+}
+
+TEST(Levels, InvalidLevelValueIsAnError) {
+  Mlp model;
+  EXPECT_NE(message_of([&] { amp::auto_mixed_precision(model, static_cast<amp::Level>(9)); })
+                .find("invalid Level value 9"),
+            std::string::npos);
+}
+
 TEST(Scaler, GradCountMustMatch) {
   auto p = torch::ones({2}, torch::requires_grad());
   torch::optim::SGD opt({p}, 1.0);

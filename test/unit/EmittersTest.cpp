@@ -1,6 +1,7 @@
 // Unit tests of the report formats: golden text for the line formats, parsed-back JSON/SARIF/YAML
 // for the structured ones, and clang-apply-replacements run on the exported fixes.
 #include "ampmigrate/Emitters.h"
+#include "ampmigrate/FixApplier.h"
 #include "ampmigrate/Checks.h"
 #include "clang/Tooling/DiagnosticsYaml.h"
 #include "llvm/ADT/SmallString.h"
@@ -531,7 +532,8 @@ TEST(ExportFixes, ClangTidyYamlReadsBack) {
   R.Findings[0].Fixes.push_back(R.Findings[0].Fixes[0]);
   R.Findings.push_back(sampleReport(false).Findings[0]);
   R.Findings.back().Level = Severity::Error;
-  std::string Out = capture([&](llvm::raw_ostream &OS) { emitExportFixes(R, OS); });
+  MapTexts T = sampleTexts();
+  std::string Out = capture([&](llvm::raw_ostream &OS) { emitExportFixes(R, T, OS); });
 
   EXPECT_NE(Out.find("MainSourceFile:"), std::string::npos);
   EXPECT_NE(Out.find("DiagnosticName:  amp-autocast-scope"), std::string::npos) << Out;
@@ -570,45 +572,72 @@ void writeFile(llvm::StringRef Path, llvm::StringRef Text) {
   OS << Text;
 }
 
-TEST(ExportFixes, ClangApplyReplacementsAppliesThem) {
+/// Exports the sample step's fixes for a file holding `Text`, runs clang-apply-replacements over
+/// them, and returns the file's contents after it ("" and a failure when the tool is missing).
+std::string applyExportedFixes(llvm::StringRef Text) {
   std::string Tool = std::string(AMP_LLVM_TOOLS_DIR) + "/clang-apply-replacements";
   if (!llvm::sys::fs::can_execute(Tool))
-    GTEST_SKIP() << "no " << Tool;
+    return "<no clang-apply-replacements>";
   llvm::SmallString<128> Dir;
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("amp-export-fixes", Dir));
+  EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("amp-export-fixes", Dir));
   llvm::SmallString<128> Src(Dir), Fixes(Dir);
   llvm::sys::path::append(Src, "train.cpp");
   llvm::sys::path::append(Fixes, "fixes.yaml");
-  writeFile(Src, TrainCpp);
+  writeFile(Src, Text);
 
   // Two TUs (two findings) export the same header insertion: the tool merges identical edits.
   Report R = sampleReport(true);
   for (Finding &F : R.Findings) {
     F.Pos.File = Src.str().str();
     F.Notes[0].Pos.File = Src.str().str();
-    for (Replacement &Rep : F.Fixes)
-      Rep = Replacement(Src, Rep.getOffset(), Rep.getLength(), Rep.getReplacementText());
+    for (Replacement &Rep : F.Fixes) {
+      // The sample's offsets are into the LF text; a CRLF text has one more byte per line before.
+      unsigned Lines = llvm::StringRef(TrainCpp).take_front(Rep.getOffset()).count('\n');
+      unsigned Offset = Rep.getOffset() + (usesCrlf(Text) ? Lines : 0);
+      Rep = Replacement(Src, Offset, Rep.getLength(), Rep.getReplacementText());
+    }
   }
   Finding Again = R.Findings[0];
   Again.Fixes.resize(1);
   R.Findings.push_back(Again);
   R.BuildDirectory = Dir.str().str();
+  MapTexts T;
+  T.Files[Src.str().str()] = Text.str();
   std::error_code EC;
   {
     llvm::raw_fd_ostream OS(Fixes, EC);
-    ASSERT_FALSE(EC);
-    emitExportFixes(R, OS);
+    EXPECT_FALSE(EC);
+    emitExportFixes(R, T, OS);
   }
   std::string Msg;
   llvm::StringRef Args[] = {Tool, Dir};
   int RC = llvm::sys::ExecuteAndWait(Tool, Args, std::nullopt, {}, 60, 0, &Msg);
-  ASSERT_EQ(RC, 0) << Msg << "\n" << readFile(Fixes);
-  EXPECT_EQ(readFile(Src), "#include <amp/torch.h>\n"
-                           "int main() {\n"
-                           "\tamp::foo(1);\n"
-                           "  bar();\n"
-                           "}\n");
+  EXPECT_EQ(RC, 0) << Msg << "\n" << readFile(Fixes);
+  std::string After = readFile(Src);
   llvm::sys::fs::remove_directories(Dir);
+  return After;
+}
+
+TEST(ExportFixes, ClangApplyReplacementsAppliesThem) {
+  if (!llvm::sys::fs::can_execute(std::string(AMP_LLVM_TOOLS_DIR) + "/clang-apply-replacements"))
+    GTEST_SKIP() << "no clang-apply-replacements";
+  EXPECT_EQ(applyExportedFixes(TrainCpp), "#include <amp/torch.h>\n"
+                                          "int main() {\n"
+                                          "\tamp::foo(1);\n"
+                                          "  bar();\n"
+                                          "}\n");
+}
+
+// Issue 13 item 13: inserted lines in a CRLF file were exported with "\n", leaving mixed endings.
+TEST(ExportFixes, CrlfFileStaysCrlfAfterClangApplyReplacements) {
+  if (!llvm::sys::fs::can_execute(std::string(AMP_LLVM_TOOLS_DIR) + "/clang-apply-replacements"))
+    GTEST_SKIP() << "no clang-apply-replacements";
+  EXPECT_EQ(applyExportedFixes("int main() {\r\n\tfoo(1);\r\n  bar();\r\n}\r\n"),
+            "#include <amp/torch.h>\r\n"
+            "int main() {\r\n"
+            "\tamp::foo(1);\r\n"
+            "  bar();\r\n"
+            "}\r\n");
 }
 
 } // namespace

@@ -16,6 +16,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 #include <map>
 
@@ -77,6 +78,27 @@ static int fail(int Code, const llvm::Twine &Msg) {
   return Code;
 }
 
+/// Writes a report or fixes file whole or not at all; "-", a terminal, a pipe or /dev/stdout is
+/// written directly.
+static llvm::Error writeOutputFile(llvm::StringRef Path, llvm::StringRef Text) {
+  llvm::sys::fs::file_status St;
+  bool Special = Path == "-" || (!llvm::sys::fs::status(Path, St) &&
+                                 St.type() != llvm::sys::fs::file_type::regular_file);
+  if (!Special)
+    return writeFileAtomically(Path, Text);
+  std::error_code EC;
+  llvm::raw_fd_ostream OS(Path, EC);
+  if (EC)
+    return llvm::createStringError(EC, "%s: %s", Path.str().c_str(), EC.message().c_str());
+  OS << Text;
+  OS.close();
+  if (!OS.has_error())
+    return llvm::Error::success();
+  EC = OS.error();
+  OS.clear_error();
+  return llvm::createStringError(EC, "%s: %s", Path.str().c_str(), EC.message().c_str());
+}
+
 static int printStats(const Report &R, const DriverStats &DS, bool Cached, llvm::raw_ostream &OS) {
   unsigned Scanned = 0, Skipped = 0, Failed = 0;
   for (const FileOutcome &F : R.Files)
@@ -129,7 +151,7 @@ static int runMerge() {
     }
     llvm::errs() << "amp-migrate: merged " << Inputs.size() << " SARIF logs: " << *N << " results\n";
   }
-  if (llvm::Error E = writeFileAtomically(Out, OS.str()))
+  if (llvm::Error E = writeOutputFile(Out, OS.str()))
     return fail(2, llvm::toString(std::move(E)));
   return Exit;
 }
@@ -171,6 +193,7 @@ int main(int argc, const char **argv) {
     LO.Checks = Checks;
     LO.CompilationDatabasePath = BuildPath;
     LO.ExtraArgs = CompilerArgs;
+    LO.VerifyFixes = VerifyFixes;
     return runLanguageServer(LO);
   }
 
@@ -203,6 +226,10 @@ int main(int argc, const char **argv) {
     return fail(2, "no input files (usage: amp-migrate [options] <files...> [-- <compiler args>])");
   if (Fix + Diff > 1)
     return fail(2, "--fix and --diff are exclusive");
+  if (std::string RegexError; !HeaderFilter.empty() && !llvm::Regex(HeaderFilter).isValid(RegexError))
+    return fail(2, "--header-filter '" + HeaderFilter + "' is not a valid regular expression: " + RegexError);
+  if (Jobs == 0)
+    return fail(2, "-j must be at least 1");
 
   std::vector<std::string> Inputs(Files.begin(), Files.end());
   if (!Shard.empty()) {
@@ -267,6 +294,7 @@ int main(int argc, const char **argv) {
     Opts.CacheMaxSize = *CacheBound;
     Opts.VerifyFixes = VerifyFixes;
     Opts.Progress = Inputs.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
+    Opts.VerifyBeforeFix = Fix || Diff || !ExportFixes.empty();
     Opts.Engine.Planner.Level = L;
     Opts.Engine.CheckEnabled = [ChecksGlob](llvm::StringRef Id) { return checkEnabledByGlobs(ChecksGlob, Id); };
     Report Part = runDriver(Opts, *Rules, *DB, &DS);
@@ -285,15 +313,11 @@ int main(int argc, const char **argv) {
     }
 
   FileTexts Texts;
-  std::unique_ptr<llvm::raw_fd_ostream> OutFile;
-  llvm::raw_ostream *OS = &llvm::outs();
-  if (!Output.empty()) {
-    std::error_code EC;
-    OutFile = std::make_unique<llvm::raw_fd_ostream>(Output, EC);
-    if (EC)
-      return fail(2, Output + ": cannot write: " + EC.message());
-    OS = OutFile.get();
-  }
+  // --output and --export-fixes are written whole or not at all (a truncated report reads as a
+  // complete one), and a write error is an error of the tool, not a finding.
+  std::string OutText;
+  llvm::raw_string_ostream OutBuf(OutText);
+  llvm::raw_ostream *OS = Output.empty() ? static_cast<llvm::raw_ostream *>(&llvm::outs()) : &OutBuf;
   EmitOptions EO;
   EO.ToolVersion = AMP_MIGRATE_VERSION;
   EO.ShowFixes = ShowFixes;
@@ -308,13 +332,16 @@ int main(int argc, const char **argv) {
   case OutputFormat::Github: emitGithub(R, ReportOS); break;
   case OutputFormat::Fixits: emitFixits(R, Texts, ReportOS, EO); break;
   }
+  if (!Output.empty())
+    if (llvm::Error E = writeOutputFile(Output, OutBuf.str()))
+      return fail(2, "cannot write the report: " + llvm::toString(std::move(E)));
 
   if (!ExportFixes.empty()) {
-    std::error_code EC;
-    llvm::raw_fd_ostream FOS(ExportFixes, EC);
-    if (EC)
-      return fail(2, ExportFixes + ": cannot write: " + EC.message());
-    emitExportFixes(R, FOS);
+    std::string Yaml;
+    llvm::raw_string_ostream YOS(Yaml);
+    emitExportFixes(R, Texts, YOS);
+    if (llvm::Error E = writeOutputFile(ExportFixes, YOS.str()))
+      return fail(2, "cannot write the fixes: " + llvm::toString(std::move(E)));
   }
 
   if (Fix || Diff) {
@@ -329,39 +356,44 @@ int main(int argc, const char **argv) {
     for (const auto &[Path, Reps] : Edits.ByFile) {
       if (FailedFiles.count(Path))
         continue; // never rewrite a file that failed to parse
-      const std::string *Old = Texts.get(Path);
-      if (!Old) {
-        llvm::errs() << Path << ": error: cannot read the file to fix\n";
+      auto Digest = R.ParsedDigests.find(Path);
+      if (Digest == R.ParsedDigests.end() || Digest->second.empty()) {
+        llvm::errs() << Path << ": error: the translation units that include this file read "
+                     << "different contents of it (it changed during the run); not rewritten\n";
         Exit = 3;
         continue;
       }
-      auto New = applyEdits(Path, *Old, Reps);
-      if (!New) {
-        llvm::errs() << llvm::toString(New.takeError()) << "\n";
-        Exit = 3;
-        continue;
-      }
-      if (FormatStyle != "none") {
-        auto Formatted = formatChangedLines(Path, *New, Reps, FormatStyle);
-        if (!Formatted) {
-          llvm::errs() << llvm::toString(Formatted.takeError()) << "\n";
-          Exit = 2;
+      // The parsed bytes, edited and (optionally) formatted.
+      auto Rewrite = [&, &Path = Path, &Reps = Reps](llvm::StringRef Old) -> llvm::Expected<std::string> {
+        auto New = applyEdits(Path, Old, Reps);
+        if (!New || FormatStyle == "none")
+          return New;
+        return formatChangedLines(Path, *New, Reps, FormatStyle);
+      };
+      if (Diff) {
+        const std::string *Old = Texts.get(Path);
+        if (!Old || digestOf(*Old) != Digest->second) {
+          llvm::errs() << Path << ": error: the file changed since it was analysed; no diff\n";
+          Exit = 3;
           continue;
         }
-        *New = std::move(*Formatted);
-      }
-      if (*New == *Old)
+        auto New = Rewrite(*Old);
+        if (!New) {
+          llvm::errs() << llvm::toString(New.takeError()) << "\n";
+          Exit = 3;
+          continue;
+        }
+        if (*New != *Old)
+          llvm::outs() << unifiedDiff(Path, *Old, *New);
         continue;
-      if (Diff) {
-        llvm::outs() << unifiedDiff(Path, *Old, *New);
-        continue;
       }
-      if (auto E = writeFileAtomically(Path, *New)) {
-        llvm::errs() << llvm::toString(std::move(E)) << "\n";
+      llvm::Expected<bool> Written = rewriteFileIfUnchanged(Path, Digest->second, Rewrite);
+      if (!Written) {
+        llvm::errs() << llvm::toString(Written.takeError()) << "\n";
         Exit = 3;
         continue;
       }
-      ++Changed;
+      Changed += *Written;
     }
     if (Fix)
       llvm::errs() << "amp-migrate: fixed " << Changed << " file" << (Changed == 1 ? "" : "s") << "\n";
@@ -372,5 +404,12 @@ int main(int argc, const char **argv) {
   }
   if (Exit == 0 && AnyWarningsAsErrors && !R.Findings.empty())
     Exit = 1;
+  // A full disk or a closed pipe on stdout: say so (instead of LLVM's fatal "IO failure" at exit).
+  llvm::outs().flush();
+  if (llvm::outs().has_error()) {
+    std::error_code EC = llvm::outs().error();
+    llvm::outs().clear_error();
+    return fail(2, "cannot write to standard output: " + EC.message());
+  }
   return Exit;
 }

@@ -24,7 +24,10 @@ std::string findConfigUpward(llvm::StringRef File);
 
 /// Reads a configuration file. Errors say "<file>:<line>:<col>: error: <reason>" (an unknown key, a
 /// value of the wrong type) or "<file>: cannot read the configuration file".
+/// Only regular files of bounded size and nesting are read (docs/reliability.md).
 llvm::Expected<ProjectConfig> readConfig(const std::string &Path);
+/// The same, from text already read (`Path` names it in messages and anchors relative rule paths).
+llvm::Expected<ProjectConfig> parseConfig(const std::string &Path, llvm::StringRef Text);
 
 
 } // namespace ampmigrate

@@ -45,6 +45,9 @@ struct DriverOptions {
   /// Re-parse each fixed translation unit in memory before offering its fixes; a step whose
   /// rewrite does not compile is withdrawn and reported (amp-manual-migration).
   bool VerifyFixes = true;
+  /// Before a TU's fixes are reported as applicable, parse it again with every body if the fast
+  /// path skipped some (--fix, --diff, --export-fixes): errors there make the TU Failed.
+  bool VerifyBeforeFix = false;
   /// Unsaved editor buffers: path -> contents (the language server).
   std::map<std::string, std::string> Overlays;
   EngineOptions Engine;

@@ -29,7 +29,7 @@ void emitGithub(const Report &R, llvm::raw_ostream &OS);
 void emitFixits(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS, const EmitOptions &O);
 /// clang-apply-replacements YAML: MainSourceFile, Diagnostics[{DiagnosticName,
 /// DiagnosticMessage{Message, FilePath, FileOffset, Replacements[]}, Level, BuildDirectory}].
-void emitExportFixes(const Report &R, llvm::raw_ostream &OS);
+void emitExportFixes(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS);
 
 /// Converts a byte offset in `Text` to a 1-based line and column.
 std::pair<unsigned, unsigned> lineAndColumn(llvm::StringRef Text, unsigned Offset);

@@ -66,6 +66,10 @@ struct Report {
   std::vector<StepFix> StepFixes;
   std::vector<FileOutcome> Files;
   std::string BuildDirectory;
+  /// For every file the fixes edit: a digest (digestOf) of the bytes the parser read, which the
+  /// fixes' offsets index. "" when two translation units read different bytes of one file.
+  /// --fix writes a file only while it still holds exactly these bytes.
+  std::map<std::string, std::string> ParsedDigests;
 };
 
 /// Contents of the files a report refers to, as the findings saw them (disk or editor buffers).

@@ -5,6 +5,7 @@
 
 #include "ampmigrate/Finding.h"
 #include "clang/Tooling/Core/Replacement.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 #include <map>
 #include <string>
@@ -28,8 +29,28 @@ llvm::Expected<std::string> applyEdits(llvm::StringRef File, llvm::StringRef Ori
                                        const clang::tooling::Replacements &Reps);
 
 /// Writes `Contents` to `Path` through a temporary file in the same directory and a rename,
-/// keeping the original file's permissions.
+/// keeping the original file's permissions and owner, writing through a symlink. An existing file
+/// that is read-only, not writable by this user, or hard-linked is refused ("...; not rewritten").
+/// The temporary is removed on failure and on a fatal signal.
 llvm::Error writeFileAtomically(llvm::StringRef Path, llvm::StringRef Contents);
+
+/// A digest (SHA-256, raw bytes) of a file's text, as Report::ParsedDigests holds it.
+std::string digestOf(llvm::StringRef Text);
+
+/// Replaces `Path` with `Rewrite(current contents)`, holding an advisory lock (flock) on it from
+/// the read to the rename, and only if the current contents still have `ParsedDigest`: the edits
+/// are offsets into the bytes that were parsed, and spliced into other bytes they corrupt code.
+/// Returns whether the file was written (false: the rewrite changed nothing).
+llvm::Expected<bool>
+rewriteFileIfUnchanged(llvm::StringRef Path, llvm::StringRef ParsedDigest,
+                       llvm::function_ref<llvm::Expected<std::string>(llvm::StringRef)> Rewrite);
+
+/// Whether a text's lines end in "\r\n" (by majority; a tie goes to the first line ending).
+bool usesCrlf(llvm::StringRef Text);
+
+/// A replacement as it must be applied to `FileText`: inserted "\n" become "\r\n" in a CRLF
+/// file, and an edit at the very start of a file with a UTF-8 BOM goes after the BOM.
+clang::tooling::Replacement adaptToFile(const clang::tooling::Replacement &R, llvm::StringRef FileText);
 
 /// A unified diff (3 lines of context) from `Old` to `New`, headers "--- a/<Path>" / "+++ b/<Path>".
 /// Empty when the texts are equal.

@@ -23,6 +23,9 @@ struct LanguageServerOptions {
   /// Compiler arguments appended to every compile command (the arguments after `--`);
   /// `initializationOptions.extraArgs` adds more.
   std::vector<std::string> ExtraArgs;
+  /// Verify each check's fixes by an in-memory re-parse before offering them (--verify-fixes);
+  /// that re-parse reads every header again, which is most of an edit's re-check time.
+  bool VerifyFixes = true;
   /// The streams the protocol runs over (stdin/stdout by default). Logs go to stderr.
   std::FILE *In = stdin;
   std::FILE *Out = stdout;

@@ -39,10 +39,16 @@ private:
 llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> makeRecordingFileSystem(DependencyLog &Log);
 
 /// What the driver keeps of one translation unit once its fixes are verified: the findings (fixes
-/// not attached yet) and the edits of each step that survived verification.
+/// not attached yet), the edits of each step that survived verification, and what each edited
+/// file held when parsed (Report::ParsedDigests: --fix writes only over those bytes).
 struct CachedTU {
   std::vector<Finding> Findings;
   std::vector<StepFix> Fixes;
+  std::map<std::string, std::string> Digests;
+  /// The parse skipped header bodies, the TU has fixes, and no parse with every body checked them
+  /// (a run that does not fix): a run that fixes (DriverOptions::VerifyBeforeFix) treats the
+  /// entry as a miss, parses again and replaces it.
+  bool BodiesUnchecked = false;
 };
 
 class ResultCache {
@@ -64,7 +70,7 @@ public:
   /// Stores a TU's findings and verified step fixes with the dependency log of its parses
   /// (written atomically: a concurrent reader sees the old entry, the new one, or none).
   void store(llvm::StringRef Key, const std::map<std::string, DependencyLog::Entry> &Deps,
-             const std::vector<Finding> &Findings, const std::vector<StepFix> &Fixes);
+             const CachedTU &Result);
 
   /// Removes the least recently used entries until the cache is within its size bound.
   void trim();

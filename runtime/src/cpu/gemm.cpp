@@ -52,7 +52,8 @@ void gemm(const GemmArgs &g, int threads) {
   (void)threads;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static)                                                          \
-    num_threads(threads > 0 ? threads : omp_get_max_threads()) if (m * n * k > (1 << 18))
+    num_threads(threads > 0 ? threads : omp_get_max_threads())                                     \
+        if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) > (1 << 18))
 #endif
   for (std::int64_t i = 0; i < m; ++i) {
     std::vector<float> acc(static_cast<std::size_t>(n), 0.0f);

@@ -281,6 +281,10 @@ ConversionState::~ConversionState() {
 std::shared_ptr<ConversionState> convert(torch::nn::Module &module,
                                          std::shared_ptr<torch::nn::Module> owner, Level level,
                                          std::optional<torch::Dtype> dtype) {
+  // A Level cast from an out-of-range integer would fall through every policy switch.
+  if (level != Level::O0 && level != Level::O1 && level != Level::O2 && level != Level::O3)
+    throw Error("amp::auto_mixed_precision: invalid Level value " +
+                std::to_string(static_cast<int>(level)) + " (O0, O1, O2 or O3)");
   if (dtype && *dtype != torch::kHalf && *dtype != torch::kBFloat16)
     throw Error(fmt::format(
         "amp::auto_mixed_precision: dtype must be torch::kHalf or torch::kBFloat16, got {}",

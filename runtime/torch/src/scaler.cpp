@@ -43,15 +43,22 @@ std::vector<DeviceGroup> by_device(const std::vector<torch::Tensor> &ts) {
   return groups;
 }
 
+/// A loss scale must be a positive finite number: 0 zeroes every grad, inf or NaN poisons them.
+void check_scale_value(const char *where, double scale) {
+  if (!(scale > 0) || !std::isfinite(scale))
+    throw Error(fmt::format("{}: the scale must be finite and > 0, got {:g}", where, scale));
+}
+
 void validate(const GradScalerOptions &o) {
-  if (!(o.init_scale() > 0))
-    throw Error(fmt::format("amp::GradScaler: init_scale must be > 0, got {:g}", o.init_scale()));
-  if (!(o.growth_factor() > 1))
-    throw Error(
-        fmt::format("amp::GradScaler: growth_factor must be > 1, got {:g}", o.growth_factor()));
-  if (!(o.backoff_factor() < 1))
-    throw Error(
-        fmt::format("amp::GradScaler: backoff_factor must be < 1, got {:g}", o.backoff_factor()));
+  if (!(o.init_scale() > 0) || !std::isfinite(o.init_scale()))
+    throw Error(fmt::format("amp::GradScaler: init_scale must be finite and > 0, got {:g}",
+                            o.init_scale()));
+  if (!(o.growth_factor() > 1) || !std::isfinite(o.growth_factor()))
+    throw Error(fmt::format("amp::GradScaler: growth_factor must be finite and > 1, got {:g}",
+                            o.growth_factor()));
+  if (!(o.backoff_factor() < 1) || !(o.backoff_factor() > 0))
+    throw Error(fmt::format("amp::GradScaler: backoff_factor must be in (0, 1), got {:g}",
+                            o.backoff_factor()));
   if (o.growth_interval() < 1 || o.growth_interval() > INT32_MAX)
     throw Error(fmt::format("amp::GradScaler: growth_interval must be in [1, 2^31), got {}",
                             o.growth_interval()));
@@ -82,6 +89,14 @@ void step_with(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &g
   saved.reserve(params.size());
   {
     torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const torch::Tensor &g = grads[i];
+      // A grad of another shape would broadcast in the optimizer's arithmetic.
+      if (g.defined() && g.sizes() != params[i]->sizes())
+        throw Error("amp::GradScaler::step: grad " + std::to_string(i) + " has shape " +
+                    c10::str(g.sizes()) + " but its parameter has shape " +
+                    c10::str(params[i]->sizes()));
+    }
     for (std::size_t i = 0; i < params.size(); ++i) {
       torch::Tensor &p = *params[i];
       saved.push_back(p.grad());
@@ -187,6 +202,10 @@ std::vector<torch::Tensor> GradScaler::scale(const std::vector<torch::Tensor> &t
 }
 
 void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::Tensor> &grads) {
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    if (grads[i].defined() && !grads[i].is_floating_point())
+      throw Error("amp::GradScaler::unscale_: grad " + std::to_string(i) + " has dtype " +
+                  c10::toString(grads[i].scalar_type()) + "; gradients must be floating point");
   torch::NoGradGuard no_grad;
   // inv_scale = float(1 / double(scale)), on the device, no sync.
   auto inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
@@ -248,6 +267,7 @@ void GradScaler::step(torch::optim::Optimizer &optimizer, const std::vector<torc
     throw Error("step() has already been called since the last update().");
   if (state.stage == Stage::Ready)
     unscale_grads(state, grads);
+
   // The one host read of the step: whether any grad had an inf or NaN.
   torch::Tensor found = torch::zeros({}, state.found_inf_per_device.front().options());
   for (const auto &f : state.found_inf_per_device)
@@ -282,6 +302,7 @@ void GradScaler::update(double new_scale) {
   if (!options_.enabled())
     return;
   check_scale_exists("update");
+  check_scale_value("amp::GradScaler::update", new_scale);
   torch::NoGradGuard no_grad;
   scale_.fill_(new_scale);
   per_optimizer_.clear();
@@ -293,6 +314,8 @@ void GradScaler::update(const torch::Tensor &new_scale) {
   check_scale_exists("update");
   if (new_scale.numel() != 1 || !new_scale.is_floating_point())
     throw Error("amp::GradScaler::update: new_scale must be a one-element floating tensor");
+  // An explicit new scale is rare: checking its value is worth the one host read.
+  check_scale_value("amp::GradScaler::update", new_scale.item<double>());
   torch::NoGradGuard no_grad;
   scale_.copy_(new_scale.reshape({}));
   per_optimizer_.clear();

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzzing configuration (CI, after the test suite): a Debug + ASan/UBSan build
+# with clang-19 of the AST-free core of the tool (rules, configuration, input limits, fix
+# application, LSP framing) and of the runtime's CPU backend; runs their unit tests, then each
+# libFuzzer harness of test/fuzz for a bounded time. The clang-AST half of the tool is not built
+# with sanitizers here (it does not fit the CI budget on 2 cores; docs/reliability.md).
+#   AMP_FUZZ_SECONDS  seconds per harness (default 10; the longer run is in docs/reliability.md)
+#   AMP_FUZZ_MUTATE_RUNS  executions of the mutation driver (default 12; needs build/'s tool)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${AMP_SANITIZE_BUILD:-build-sanitize}
+seconds=${AMP_FUZZ_SECONDS:-10}
+mutate_runs=${AMP_FUZZ_MUTATE_RUNS:-12}
+tool=${AMP_MIGRATE:-$PWD/build/tools/amp-migrate/amp-migrate}
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+  -DAMP_SANITIZE=address,undefined -DAMP_BUILD_FUZZ=ON \
+  -DAMP_ENABLE_CUDA=OFF -DAMP_BUILD_TORCH=OFF -DAMP_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j"${AMP_JOBS:-2}" --target amp-core-unit-tests runtime_core_tests \
+  fuzz-rules fuzz-config fuzz-lsp_framing fuzz-mutate
+
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+"$build/test/unit/amp-core-unit-tests" --gtest_brief=1
+# The runtime's tests without the large cases (the *_Many shapes and the 2^31-element tensor):
+# under ASan those take minutes, and the small shapes reach the same code.
+"$build/test/runtime/runtime_core_tests" --gtest_brief=1 --gtest_filter='-*Many:LargeTensor.*'
+
+
+# Bounded fuzzing from the checked-in seeds; a crash leaves crash-* in $build/fuzz-out.
+out="$build/fuzz-out"
+rm -rf "$out" && mkdir -p "$out"
+fuzz() { # harness, seed dirs..., libFuzzer options...
+  local harness=$1; shift
+  local seeds=()
+  while [[ $# -gt 0 && $1 != -* ]]; do seeds+=("$1"); shift; done
+  local corpus="$out/$harness"
+  mkdir -p "$corpus"
+  "$build/test/fuzz/fuzz-$harness" -artifact_prefix="$out/" -timeout=20 -rss_limit_mb=2048 \
+    "$@" "$corpus" "${seeds[@]}" 2>"$out/$harness.log" ||
+    { tail -40 "$out/$harness.log"; echo "fuzz-$harness failed (log: $out/$harness.log)"; exit 1; }
+  echo "fuzz-$harness: $(grep -o 'Done [0-9]* runs' "$out/$harness.log" || echo done)"
+}
+fuzz rules rewrite-rules test/cli/Inputs test/checks/Inputs -max_total_time="$seconds"
+fuzz config test/fuzz/seeds/config test/driver/Inputs/configured -max_total_time="$seconds"
+fuzz lsp_framing test/fuzz/seeds/lsp_framing -max_total_time="$seconds"
+if [[ -x $tool ]]; then
+  AMP_MIGRATE=$tool fuzz mutate test/checks -runs="$mutate_runs" -max_len=16384
+else
+  echo "fuzz-mutate: skipped (no $tool; build the tool first)"
+fi
