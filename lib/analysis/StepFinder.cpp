@@ -306,6 +306,8 @@ ObjectRef resolveObject(const Expr *E) {
   return R;
 }
 
+} // namespace
+
 /// The `parameters()` call a parameter-list expression names (`model->parameters()`,
 /// `opt.parameters()`), through temporaries and copies; null for anything else.
 const CXXMemberCallExpr *parametersCall(const Expr *E) {
@@ -323,6 +325,20 @@ ObjectRef parametersOwner(const Expr *E) {
     return {};
   return resolveObject(MC->getImplicitObjectArgument());
 }
+
+bool isGradAccessor(const CallExpr *CE) {
+  const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+  const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+  if (!MD || !MD->getIdentifier() || MC->getNumArgs() != 0)
+    return false;
+  StringRef N = MD->getName();
+  if (N != "grad" && N != "mutable_grad")
+    return false;
+  const CXXRecordDecl *RD = MD->getParent();
+  return RD && RD->getIdentifier() && RD->getName().contains("Tensor");
+}
+
+namespace {
 
 class BodyCollector : public RecursiveASTVisitor<BodyCollector> {
 public:
@@ -1142,18 +1158,6 @@ private:
     return llvm::any_of(T.Backwards, [&](const ImplicitBackward *B) {
       return B->Backward == CE || B->Scale->Call == CE;
     });
-  }
-
-  static bool isGradAccessor(const CallExpr *CE) {
-    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
-    const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
-    if (!MD || !MD->getIdentifier() || MC->getNumArgs() != 0)
-      return false;
-    StringRef N = MD->getName();
-    if (N != "grad" && N != "mutable_grad")
-      return false;
-    const CXXRecordDecl *RD = MD->getParent();
-    return RD && RD->getIdentifier() && RD->getName().contains("Tensor");
   }
 
   /// The statement of the step's block (the block of its first backward) that holds `S`; else the

@@ -1533,10 +1533,8 @@ private:
 
   /// `p.grad()` / `p.mutable_grad()` of the loop variable.
   static bool isGradOf(const Expr *E, const VarDecl *P) {
-    const CXXMemberCallExpr *MC = memberCall(E, "grad");
-    if (!MC)
-      MC = memberCall(E, "mutable_grad");
-    if (!MC)
+    const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E ? E->IgnoreImplicit()->IgnoreParenImpCasts() : nullptr);
+    if (!MC || !isGradAccessor(MC))
       return false;
     const auto *DRE = dyn_cast<DeclRefExpr>(MC->getImplicitObjectArgument()->IgnoreParenImpCasts());
     return DRE && DRE->getDecl() == P;
@@ -1597,16 +1595,9 @@ private:
     const auto *FR = dyn_cast<CXXForRangeStmt>(S);
     if (!FR)
       return std::nullopt;
-    const CXXMemberCallExpr *Params = memberCall(FR->getRangeInit(), "parameters");
-    if (!Params)
-      return std::nullopt;
-    const Expr *Owner = Params->getImplicitObjectArgument()->IgnoreParenImpCasts();
-    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Owner); OC && OC->getNumArgs())
-      Owner = OC->getArg(0)->IgnoreParenImpCasts();
-    const auto *OwnerRef = dyn_cast<DeclRefExpr>(Owner);
-    const ValueDecl *OwnerDecl = OwnerRef ? OwnerRef->getDecl() : nullptr;
-    if (!OwnerDecl || !(llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == OwnerDecl; }) ||
-                        llvm::any_of(T.Steps, [&](const ScalerCall *C) { return C->Optimizer.Decl == OwnerDecl; })))
+    // Over the parameters of the step's model or of one of its optimizers.
+    ObjectRef Owner = parametersOwner(FR->getRangeInit());
+    if (!Owner || !(T.forwardsModel(Owner) || T.stepsOptimizer(Owner)))
       return std::nullopt;
     const VarDecl *P = FR->getLoopVariable();
     std::vector<const Stmt *> Body;

@@ -34,5 +34,12 @@ bool isScalerClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
 /// turn it off.
 bool isAutocastGuardClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables);
 std::string qualifiedName(const clang::NamedDecl *D);
+/// The `parameters()` / `named_parameters()` call a parameter-list expression names (through
+/// temporaries and copies); null for anything else.
+const clang::CXXMemberCallExpr *parametersCall(const clang::Expr *E);
+/// Whose parameters such an expression names (the model or optimizer of `x.parameters()`).
+ObjectRef parametersOwner(const clang::Expr *E);
+/// `t.grad()` / `t.mutable_grad()` on a tensor.
+bool isGradAccessor(const clang::CallExpr *CE);
 
 } // namespace ampmigrate
