@@ -238,6 +238,55 @@ TEST(Scaler, PointerLikeOptimizers) {
   EXPECT_TRUE(torch::allclose(p.detach(), torch::full({2}, -1.0)));
 }
 
+/// Without a scaler: amp::step does what optimizer.step() after backward() did, and leaves .grad.
+TEST(Step, NoScalerStepMatchesBackwardAndStep) {
+  auto run = [](bool explicit_grads) {
+    torch::manual_seed(0);
+    Mlp model;
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    auto x = torch::randn({5, 8});
+    auto y = torch::randint(0, 4, {5}, torch::kLong);
+    for (int i = 0; i < 3; ++i) {
+      if (explicit_grads) {
+        auto grad_fn = amp::value_and_grad(
+            [&] { return torch::nll_loss(model->forward(x), y); }, amp::parameters_of(opt));
+        auto [loss, grads] = grad_fn();
+        amp::step(opt, grads);
+      } else {
+        opt.zero_grad();
+        torch::nll_loss(model->forward(x), y).backward();
+        opt.step();
+      }
+    }
+    std::vector<Tensor> out;
+    for (auto &p : model->parameters())
+      out.push_back(p.detach().clone());
+    if (explicit_grads)
+      for (auto &p : model->parameters())
+        EXPECT_FALSE(p.grad().defined());
+    return out;
+  };
+  auto ref = run(false), got = run(true);
+  ASSERT_EQ(ref.size(), got.size());
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    EXPECT_TRUE(torch::allclose(ref[i], got[i], 1e-6, 1e-7)) << i;
+}
+
+TEST(Step, NoScalerStepPointerAndErrors) {
+  auto p = torch::ones({2}, torch::requires_grad());
+  auto opt = std::make_shared<torch::optim::SGD>(std::vector<Tensor>{p}, 1.0);
+  amp::step(opt, {torch::full({2}, 2.0)});
+  EXPECT_TRUE(torch::allclose(p.detach(), torch::full({2}, -1.0)));
+  std::vector<Tensor> two{torch::ones({2}), torch::ones({2})};
+  try {
+    amp::step(*opt, two);
+    ADD_FAILURE() << "no error";
+  } catch (const amp::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("amp::step: 2 grads do not pair up"), std::string::npos)
+        << e.what();
+  }
+}
+
 /// The message of the amp::Error `f` throws ("" when it throws none).
 template <class F> std::string message_of(F &&f) {
   try {

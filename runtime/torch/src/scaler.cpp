@@ -66,7 +66,8 @@ void validate(const GradScalerOptions &o) {
 
 /// The optimizer's parameters that `grads` pair up with: all groups, or the first group
 /// (what Optimizer::parameters() returns).
-std::vector<torch::Tensor *> paired_params(torch::optim::Optimizer &opt, std::size_t n_grads) {
+std::vector<torch::Tensor *> paired_params(torch::optim::Optimizer &opt, std::size_t n_grads,
+                                          const char *who) {
   std::vector<torch::Tensor *> all;
   for (auto &group : opt.param_groups())
     for (auto &p : group.params())
@@ -78,13 +79,14 @@ std::vector<torch::Tensor *> paired_params(torch::optim::Optimizer &opt, std::si
     return all;
   }
   throw Error(fmt::format(
-      "amp::GradScaler::step: {} grads do not pair up with the optimizer's {} parameters", n_grads,
-      all.size()));
+      "{}: {} grads do not pair up with the optimizer's {} parameters", who, n_grads, all.size()));
 }
 
 /// Runs the optimizer on `grads` through the parameters' `.grad`, then puts the old `.grad` back.
-void step_with(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &grads) {
-  auto params = paired_params(opt, grads.size());
+/// `who` names the caller in errors.
+void step_with(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &grads,
+               const char *who = "amp::GradScaler::step") {
+  auto params = paired_params(opt, grads.size(), who);
   std::vector<torch::Tensor> saved;
   saved.reserve(params.size());
   {
@@ -93,7 +95,7 @@ void step_with(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &g
       const torch::Tensor &g = grads[i];
       // A grad of another shape would broadcast in the optimizer's arithmetic.
       if (g.defined() && g.sizes() != params[i]->sizes())
-        throw Error("amp::GradScaler::step: grad " + std::to_string(i) + " has shape " +
+        throw Error(std::string(who) + ": grad " + std::to_string(i) + " has shape " +
                     c10::str(g.sizes()) + " but its parameter has shape " +
                     c10::str(params[i]->sizes()));
     }
@@ -253,6 +255,11 @@ void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
     throw Error("unscale_() is being called after step().");
   unscale_grads(state, grads);
   state.stage = Stage::Unscaled;
+}
+
+void step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads) {
+  detail::restore_masters();
+  step_with(optimizer, grads, "amp::step");
 }
 
 void GradScaler::step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads) {

@@ -327,6 +327,18 @@ std::array<std::vector<torch::Tensor>, sizeof...(Opts)> split_grads(const std::v
   return out;
 }
 
+// ---- an optimizer step on explicit grads, without a scaler ----------------------------------------
+/// What `optimizer.step()` did after `loss.backward()` filled `.grad`, for training with no loss
+/// scaler (bf16, fp32): puts `grads` into the parameters' `.grad` (cast to each parameter's dtype
+/// and device), calls optimizer.step() and puts the old `.grad` back. `grads` pair up with the
+/// parameters of all groups (amp::parameters_of), or of the first group. Errors are amp::Error.
+void step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
+/// Pointer-like optimizers: std::shared_ptr, std::unique_ptr, raw pointers.
+template <class P, class = decltype(static_cast<torch::optim::Optimizer &>(*std::declval<P>()))>
+void step(const P &optimizer, const std::vector<torch::Tensor> &grads) {
+  step(static_cast<torch::optim::Optimizer &>(*optimizer), grads);
+}
+
 // ---- norms and clipping -----------------------------------------------------------------------
 /// sqrt(sum_i sum(x_i^2)) as a 0-dim fp32 tensor on the first tensor's device (no host sync).
 torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
