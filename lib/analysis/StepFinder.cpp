@@ -6,7 +6,9 @@
 #include "clang/Basic/SourceManager.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Lex/Lexer.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include <algorithm>
 #include <map>
 
@@ -1196,6 +1198,110 @@ private:
   }
 };
 
+/// What one function body calls, for the inference-only rule: whether it runs a backward pass,
+/// and which functions it calls (lambdas in it count as its own code).
+class CallSummary : public RecursiveASTVisitor<CallSummary> {
+public:
+  explicit CallSummary(const RuleSet &Rules) : Rules(Rules) {}
+  bool CallsBackward = false;
+  llvm::SmallPtrSet<const FunctionDecl *, 8> Callees;
+  /// A call handing code to the callee (a lambda, a function, a variable holding a lambda): the
+  /// functions that code calls run when the callee runs it, e.g. under its backward().
+  struct Callback {
+    const FunctionDecl *Callee;
+    llvm::SmallVector<const FunctionDecl *, 4> Runs;
+  };
+  std::vector<Callback> Callbacks;
+
+  /// One key for a function, its redeclarations and its template's instantiations.
+  static const FunctionDecl *key(const FunctionDecl *F) {
+    if (const FunctionDecl *Pattern = F->getTemplateInstantiationPattern())
+      F = Pattern;
+    return F->getCanonicalDecl();
+  }
+
+  bool VisitCallExpr(CallExpr *CE) {
+    const FunctionDecl *Callee = CE->getDirectCallee();
+    if (!Callee) {
+      // In a template: `f().backward()` on a dependent type may well be a tensor's.
+      const Expr *C = CE->getCallee()->IgnoreParenImpCasts();
+      DeclarationName Name;
+      if (const auto *DM = dyn_cast<CXXDependentScopeMemberExpr>(C))
+        Name = DM->getMember();
+      else if (const auto *UM = dyn_cast<UnresolvedMemberExpr>(C))
+        Name = UM->getMemberName();
+      if (const IdentifierInfo *II = Name.getAsIdentifierInfo(); II && II->getName() == "backward")
+        CallsBackward = true;
+      return true;
+    }
+    Callees.insert(key(Callee));
+    if (isBackward(CE, Callee))
+      CallsBackward = true;
+    addCallbacks(key(Callee), CE->arguments());
+    return true;
+  }
+  bool VisitCXXConstructExpr(CXXConstructExpr *CE) {
+    if (const CXXConstructorDecl *Ctor = CE->getConstructor())
+      Callees.insert(key(Ctor));
+    return true;
+  }
+  /// A function named without being called (a callback, `&f`, `&C::m`) may run from here too.
+  bool VisitDeclRefExpr(DeclRefExpr *DRE) {
+    if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl()))
+      Callees.insert(key(F));
+    return true;
+  }
+  bool VisitMemberExpr(MemberExpr *ME) {
+    if (const auto *F = dyn_cast<FunctionDecl>(ME->getMemberDecl()))
+      Callees.insert(key(F));
+    return true;
+  }
+
+private:
+  const RuleSet &Rules;
+  template <class Args> void addCallbacks(const FunctionDecl *Callee, Args Arguments) {
+    Callback CB{Callee, {}};
+    for (const Expr *A : Arguments) {
+      const Expr *E = A->IgnoreImplicit()->IgnoreParenImpCasts();
+      if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
+        E = MT->getSubExpr()->IgnoreImplicit();
+      if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
+        E = BT->getSubExpr()->IgnoreImplicit();
+      if (const auto *DRE = dyn_cast<DeclRefExpr>(E)) {
+        if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl())) {
+          CB.Runs.push_back(key(F));
+          continue;
+        }
+        if (const auto *V = dyn_cast<VarDecl>(DRE->getDecl()); V && V->getInit())
+          E = V->getInit()->IgnoreImplicit();
+      }
+      if (const auto *U = dyn_cast<UnaryOperator>(E); U && U->getOpcode() == UO_AddrOf)
+        if (const auto *DRE = dyn_cast<DeclRefExpr>(U->getSubExpr()->IgnoreParenImpCasts()))
+          if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl()))
+            CB.Runs.push_back(key(F));
+      if (const auto *LE = dyn_cast<LambdaExpr>(E)) {
+        CallSummary Inner(Rules);
+        Inner.TraverseStmt(LE->getBody());
+        CB.Runs.append(Inner.Callees.begin(), Inner.Callees.end());
+      }
+    }
+    if (!CB.Runs.empty())
+      Callbacks.push_back(std::move(CB));
+  }
+  bool isBackward(const CallExpr *CE, const FunctionDecl *Callee) const {
+    const IdentifierInfo *II = Callee->getIdentifier();
+    if (!II)
+      return false;
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE))
+      return II->getName() == "backward" && MC->getImplicitObjectArgument() &&
+             isTensorType(MC->getImplicitObjectArgument()->getType(), Rules);
+    if (II->getName() != "backward" && II->getName() != "grad")
+      return false;
+    std::string Q = qualifiedName(Callee);
+    return Q == "torch::autograd::backward" || Q == "torch::autograd::grad";
+  }
+};
+
 /// Visits function definitions in scope.
 class FunctionVisitor : public RecursiveASTVisitor<FunctionVisitor> {
 public:
@@ -1210,6 +1316,18 @@ public:
       return true;
     if (!InScope(FD->getLocation()))
       return true;
+    if (const auto *MD = dyn_cast<CXXMethodDecl>(FD); !MD || !MD->getParent()->isLambda()) {
+      CallSummary CS(Rules);
+      CS.TraverseStmt(FD->getBody());
+      if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(FD))
+        for (const CXXCtorInitializer *Init : Ctor->inits())
+          CS.TraverseStmt(Init->getInit());
+      FunctionCalls &Entry = Calls[CallSummary::key(FD)];
+      Entry.CallsBackward |= CS.CallsBackward;
+      Entry.Callees.insert(CS.Callees.begin(), CS.Callees.end());
+      for (CallSummary::Callback &CB : CS.Callbacks)
+        Callbacks.push_back(std::move(CB));
+    }
     if (const auto *MD = dyn_cast<CXXMethodDecl>(FD)) {
       if (MD->getParent()->isLambda())
         return true;
@@ -1225,12 +1343,55 @@ public:
     return true;
   }
 
+  /// Sets FunctionAnalysis::InferenceOnly: a function reached from no function that calls
+  /// backward() (following the calls of the analysed code from each such function).
+  void markInferenceOnly() {
+    llvm::SmallPtrSet<const FunctionDecl *, 32> Training;
+    std::vector<const FunctionDecl *> Work;
+    for (const auto &[F, C] : Calls)
+      if (C.CallsBackward && Training.insert(F).second)
+        Work.push_back(F);
+    // What a training function calls trains; so does the code handed to one (a callback).
+    for (bool Grew = true; Grew;) {
+      while (!Work.empty()) {
+        const FunctionDecl *F = Work.back();
+        Work.pop_back();
+        auto It = Calls.find(F);
+        if (It == Calls.end())
+          continue;
+        for (const FunctionDecl *Callee : It->second.Callees)
+          if (Training.insert(Callee).second)
+            Work.push_back(Callee);
+      }
+      Grew = false;
+      for (const CallSummary::Callback &CB : Callbacks)
+        if (Training.contains(CB.Callee))
+          for (const FunctionDecl *F : CB.Runs)
+            if (Training.insert(F).second) {
+              Work.push_back(F);
+              Grew = true;
+            }
+    }
+    // A virtual method may be called through its base, which this rule cannot follow.
+    for (FunctionAnalysis &FA : Out.Functions) {
+      const auto *MD = dyn_cast<CXXMethodDecl>(FA.Function);
+      FA.InferenceOnly =
+          !Training.contains(CallSummary::key(FA.Function)) && !(MD && MD->isVirtual());
+    }
+  }
+
 private:
   ASTContext &Ctx;
   const RuleSet &Rules;
   std::function<bool(SourceLocation)> &InScope;
   const std::vector<SourceRange> &Inactive;
   TranslationUnitAnalysis &Out;
+  struct FunctionCalls {
+    bool CallsBackward = false;
+    llvm::SmallPtrSet<const FunctionDecl *, 8> Callees;
+  };
+  llvm::DenseMap<const FunctionDecl *, FunctionCalls> Calls;
+  std::vector<CallSummary::Callback> Callbacks;
 };
 } // namespace
 
@@ -1239,6 +1400,7 @@ TranslationUnitAnalysis StepFinder::run() {
   FunctionVisitor V(Ctx, Rules, InScope, Inactive, Out);
   for (Decl *D : Ctx.getTraversalScope())
     V.TraverseDecl(D);
+  V.markInferenceOnly();
   return Out;
 }
 

@@ -25,6 +25,18 @@ static std::string scopeMessage(const AutocastScope &S, const RuleSet &Rules) {
          " instead";
 }
 
+static std::string inferenceMessage(const AutocastScope &S, const RuleSet &Rules) {
+  std::string Opened;
+  if (S.Shape == AutocastScope::Kind::Guard)
+    Opened = "by guard '" + S.GuardVar->getType().getUnqualifiedType().getAsString() + "' ";
+  else if (S.Enable)
+    Opened = "with '" + qualifiedName(S.Enable->Call->getDirectCallee()) + "' ";
+  return "autocast scope opened " + Opened +
+         "in inference code: no backward() runs in this function or in any function of this file "
+         "that calls it, so there is no training step to migrate; keep the scope for inference, or "
+         "convert the model once with " + Rules.Target.Convert + " where it is created";
+}
+
 void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
   for (const AutocastScope &S : In.Function.Scopes) {
     // A region that turns autocast off is reported only nested in a region of this function that
@@ -35,6 +47,11 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
           return !O.DisablesAutocast && O.Begin <= S.Begin && S.Begin <= O.End;
         }))
       continue;
+    if (isInferenceScope(In, S)) {
+      Out.report("amp-autocast-inference", S.ReportLoc,
+                 inferenceMessage(S, In.Rules));
+      continue;
+    }
     Finding *F = Out.report("amp-autocast-scope", S.ReportLoc, scopeMessage(S, In.Rules));
     for (const TrainingStep &T : In.Function.Steps)
       if (T.Scope == &S)

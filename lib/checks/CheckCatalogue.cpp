@@ -11,6 +11,7 @@ namespace ampmigrate {
 
 static const CheckInfo Catalogue[] = {
     {"amp-autocast-scope", "autocast scope in training code; the converted model applies mixed precision instead", true},
+    {"amp-autocast-inference", "autocast scope in inference code (no backward() in the function or its callers in the file): nothing to migrate", false},
     {"amp-autocast-leak", "autocast enabled and never disabled on some path (braces do not end it)", false},
     {"amp-scaler-implicit-grad", "scaler.scale(loss).backward(): gradients flow implicitly into .grad", true},
     {"amp-scaler-unscale", "unscale_(optimizer) without explicit grads", true},
@@ -77,6 +78,11 @@ std::string stepIdOf(ASTContext &Ctx, const FunctionAnalysis &FA, const Training
   return (FE ? FE->getName().str() : std::string()) + ":" + std::to_string(S.Begin);
 }
 
+bool isInferenceScope(const CheckInput &In, const AutocastScope &S) {
+  return In.Function.InferenceOnly && !S.DisablesAutocast &&
+         S.Shape != AutocastScope::Kind::Unclosed && In.CalleePlans.empty();
+}
+
 void markStep(Finding *F, const CheckInput &In, const TrainingStep *Step) {
   if (!F || !Step)
     return;
@@ -100,7 +106,7 @@ EngineResult runChecks(ASTContext &Ctx, const RuleSet &Rules,
       if (P.CalleeFunction == &FA)
         In.CalleePlans.push_back(&P);
     }
-    checkAutocastScope(In, Sink);
+    checkAutocastScope(In, Sink); // and amp-autocast-inference
     checkAutocastLeak(In, Sink);
     checkScalerImplicitGrad(In, Sink);
     checkScalerUnscale(In, Sink);

@@ -9,7 +9,7 @@ void checkManualMigration(const CheckInput &In, FindingSink &Out) {
     for (const Blocker &B : P->Blockers)
       Out.report("amp-manual-migration", B.Loc, "not migrated automatically: " + B.Reason);
   for (const AutocastScope &S : In.Function.Scopes) {
-    if (S.DisablesAutocast)
+    if (S.DisablesAutocast || isInferenceScope(In, S))
       continue;
     bool InStep = llvm::any_of(In.Function.Steps, [&](const TrainingStep &T) { return T.Scope == &S; }) ||
                   llvm::any_of(In.CalleePlans, [&](const MigrationPlan *P) { return P->CalleeScope == &S; });

@@ -63,6 +63,10 @@ struct CheckInput {
   const TrainingStep *stepContaining(unsigned Offset) const;
 };
 
+/// An autocast scope of inference code (FunctionAnalysis::InferenceOnly; not a start-up switch,
+/// not a region that turns autocast off): amp-autocast-inference reports it, and only it.
+bool isInferenceScope(const CheckInput &In, const AutocastScope &S);
+
 /// Marks a finding as part of `Step` (StepId) and fixable when the step's plan is.
 void markStep(Finding *F, const CheckInput &In, const TrainingStep *Step);
 std::string stepIdOf(clang::ASTContext &Ctx, const FunctionAnalysis &FA, const TrainingStep &S);

@@ -165,6 +165,10 @@ struct FunctionAnalysis {
   std::vector<TrainingStep> Steps;
   /// Inactive preprocessor regions inside the function that mention AMP names.
   std::vector<clang::SourceRange> InactiveAmpCode;
+  /// No backward() (Tensor::backward, torch::autograd::backward/grad) in this function, nor in any
+  /// function of the analysed code that calls it, directly or through others: its autocast
+  /// scopes are inference, not a training step's forward.
+  bool InferenceOnly = false;
 };
 
 /// The analysis of a translation unit.
