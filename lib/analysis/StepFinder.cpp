@@ -393,14 +393,18 @@ public:
     FA.ZeroGrads.reserve(BC.Calls.size());
     FA.Forwards.reserve(BC.Calls.size());
     FA.Backwards.reserve(BC.Calls.size());
+    FA.PlainBackwards.reserve(BC.Calls.size());
+    FA.OptimizerSteps.reserve(BC.Calls.size());
     for (const CallExpr *CE : BC.Calls)
       classifyCall(CE);
     for (const DeclStmt *DS : BC.Decls)
       classifyDecl(DS);
     findImplicitBackwards();
+    findPlainBackwards();
     buildScopes();
     collectInactive();
     groupSteps();
+    groupUnscaledSteps();
     return std::move(FA);
   }
 
@@ -655,6 +659,10 @@ private:
       addScalerCall(MC, MD);
       return;
     }
+    if (Name == "step" && isDerivedFromAny(Class, Rules.OptimizerClasses)) {
+      addOptimizerStep(MC);
+      return;
+    }
     if (llvm::is_contained(Rules.ZeroGradMethods, Name.str()) &&
         isDerivedFromAny(Class, Rules.ZeroGradClasses)) {
       ZeroGradCall Z;
@@ -703,6 +711,21 @@ private:
     F.ReturnsTensors = returnsTensors(OC->getType(), Rules);
     if (F.Model)
       FA.Forwards.push_back(F);
+  }
+
+  /// `optimizer.step()` (no closure): the step of a training step without a scaler.
+  void addOptimizerStep(const CXXMemberCallExpr *MC) {
+    if (llvm::any_of(MC->arguments(), [](const Expr *A) { return !isa<CXXDefaultArgExpr>(A); }))
+      return; // step(closure): LBFGS-style, re-evaluates the loss itself
+    ScalerCall C;
+    C.Kind = ScalerCall::Method::Step;
+    C.Call = MC;
+    const Expr *Obj = MC->getImplicitObjectArgument();
+    if (!Obj || Obj->isImplicitCXXThis())
+      return;
+    C.OptimizerArg = receiverExpr(Obj);
+    C.Optimizer = resolveObject(Obj);
+    FA.OptimizerSteps.push_back(C);
   }
 
   void addScalerCall(const CXXMemberCallExpr *MC, const CXXMethodDecl *MD) {
@@ -809,6 +832,31 @@ private:
       }
       if (B.Scale)
         FA.Backwards.push_back(B);
+    }
+  }
+
+  /// `loss.backward()` with no arguments on a local tensor that no scaler scaled: the backward
+  /// of a step without a scaler when the loss was computed under autocast.
+  void findPlainBackwards() {
+    for (const CallExpr *CE : AllCalls) {
+      const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+      const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+      if (!MD || !MD->getIdentifier() || MD->getName() != "backward" ||
+          !isDerivedFromAny(MD->getParent(), Rules.TensorClasses))
+        continue;
+      if (llvm::any_of(FA.Backwards, [&](const ImplicitBackward &B) { return B.Backward == MC; }))
+        continue;
+      if (llvm::any_of(MC->arguments(), [](const Expr *A) { return !isa<CXXDefaultArgExpr>(A); }))
+        continue; // a gradient or retain_graph: not the plain training backward
+      const auto *DRE = dyn_cast<DeclRefExpr>(strip(MC->getImplicitObjectArgument()));
+      const auto *VD = DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : nullptr;
+      if (!VD || !VD->isLocalVarDecl() || inLambda(MC))
+        continue;
+      ImplicitBackward B;
+      B.Backward = MC;
+      B.BackwardStmt = statementOf(MC);
+      B.Loss = DRE;
+      FA.PlainBackwards.push_back(B);
     }
   }
 
@@ -1117,6 +1165,70 @@ private:
     llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
   }
 
+  /// Whether the loss of a plain backward is computed in the scope: its initialisation, or an
+  /// assignment to it, lies within [Begin, End] of the scope.
+  bool computedIn(const AutocastScope &S, const ImplicitBackward &B) const {
+    const auto *VD = cast<VarDecl>(cast<DeclRefExpr>(B.Loss)->getDecl());
+    auto Inside = [&](const Stmt *X) {
+      unsigned O = offsetOf(X->getBeginLoc());
+      return O >= S.Begin && O <= S.End;
+    };
+    if (VD->getInit() && Inside(VD->getInit()))
+      return true;
+    for (const CallExpr *CE : AllCalls) {
+      const auto *OC = dyn_cast<CXXOperatorCallExpr>(CE);
+      if (!OC || OC->getOperator() != OO_Equal || OC->getNumArgs() != 2 || !Inside(OC))
+        continue;
+      if (const auto *L = dyn_cast<DeclRefExpr>(strip(OC->getArg(0))); L && L->getDecl() == VD)
+        return true;
+    }
+    return false;
+  }
+
+  /// Steps without a scaler (bf16/fp32 autocast), in a function with no scaler calls: each plain
+  /// `loss.backward()` whose loss was computed in the last autocast scope opened before it, with
+  /// the `optimizer.step()` calls between it and the next plain backward. Membership of the rest
+  /// (clips, zero_grad, `.grad` accesses) is addMembers', as for a scaled step.
+  void groupUnscaledSteps() {
+    if (!FA.ScalerCalls.empty())
+      return;
+    std::vector<const ImplicitBackward *> Plain;
+    for (const ImplicitBackward &B : FA.PlainBackwards)
+      Plain.push_back(&B);
+    llvm::sort(Plain, [&](const ImplicitBackward *A, const ImplicitBackward *B) {
+      return offsetOf(A->Backward->getBeginLoc()) < offsetOf(B->Backward->getBeginLoc());
+    });
+    for (size_t I = 0; I < Plain.size(); ++I) {
+      const ImplicitBackward *B = Plain[I];
+      unsigned At = offsetOf(B->Backward->getBeginLoc());
+      unsigned Next = I + 1 < Plain.size() ? offsetOf(Plain[I + 1]->Backward->getBeginLoc()) : ~0u;
+      TrainingStep T;
+      T.Unscaled = true;
+      for (const AutocastScope &S : FA.Scopes)
+        if (!S.DisablesAutocast && S.Begin < At)
+          T.Scope = &S;
+      if (!T.Scope || !computedIn(*T.Scope, *B))
+        continue;
+      for (const ScalerCall &C : FA.OptimizerSteps) {
+        unsigned O = offsetOf(C.Call->getBeginLoc());
+        if (O > At && O < Next)
+          T.Steps.push_back(&C);
+      }
+      if (T.Steps.empty())
+        continue;
+      T.Backwards.push_back(B);
+      T.Begin = std::min(T.Scope->Begin, At);
+      for (const ForwardCall &F : FA.Forwards) {
+        unsigned O = offsetOf(F.Call->getBeginLoc());
+        if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, At))
+          T.Forwards.push_back(&F);
+      }
+      addMembers(T);
+      FA.Steps.push_back(std::move(T));
+    }
+    llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
+  }
+
   // ---- step membership: the one rule ----------------------------------------------------------
 
   /// The gradient window, the clips in it, the zero_grad() calls of the step's optimizers and
@@ -1158,7 +1270,7 @@ private:
         Is(T.ZeroGrads) || Is(T.Forwards))
       return true;
     return llvm::any_of(T.Backwards, [&](const ImplicitBackward *B) {
-      return B->Backward == CE || B->Scale->Call == CE;
+      return B->Backward == CE || (B->Scale && B->Scale->Call == CE);
     });
   }
 

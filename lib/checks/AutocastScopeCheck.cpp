@@ -53,9 +53,13 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
       continue;
     }
     Finding *F = Out.report("amp-autocast-scope", S.ReportLoc, scopeMessage(S, In.Rules));
+    const TrainingStep *Unscaled = nullptr;
     for (const TrainingStep &T : In.Function.Steps)
-      if (T.Scope == &S)
+      if (T.Scope == &S) {
         markStep(F, In, &T);
+        if (T.Unscaled)
+          Unscaled = &T;
+      }
     // The scope of a step in another function that calls this one for its loss.
     for (const MigrationPlan *P : In.CalleePlans)
       if (P->CalleeScope == &S && F) {
@@ -65,6 +69,11 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
     if (F && S.Disable)
       Out.note(F, S.Disable->MacroUse.isValid() ? S.Disable->MacroUse : S.Disable->Call->getBeginLoc(),
                "the scope ends here");
+    if (F && Unscaled)
+      Out.note(F, Unscaled->Backwards.front()->Backward->getBeginLoc(),
+               "the loss computed in this scope is backpropagated here, with no loss scaler; the "
+               "step becomes " + In.Rules.Target.ValueAndGrad + " and " + In.Rules.Target.Step +
+                   "(optimizer, grads)");
   }
 }
 

@@ -8,7 +8,7 @@ namespace ampmigrate {
 void checkClipBeforeUnscale(const CheckInput &In, FindingSink &Out) {
   const SourceManager &SM = In.Ctx.getSourceManager();
   for (const TrainingStep &T : In.Function.Steps) {
-    if (T.Backwards.empty() || T.Steps.empty())
+    if (T.Backwards.empty() || T.Steps.empty() || T.Unscaled) // no scaler: nothing is scaled
       continue;
     for (const ClipCall *C : T.Clips) {
       // Clipping an optimizer's parameters needs that optimizer's unscale_(); a model's, any.

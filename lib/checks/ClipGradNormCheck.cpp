@@ -7,8 +7,10 @@ namespace ampmigrate {
 void checkClipGradNorm(const CheckInput &In, FindingSink &Out) {
   for (const TrainingStep &T : In.Function.Steps)
     for (const ClipCall *C : T.Clips) {
+      std::string Where = T.Unscaled ? "in a step whose loss was computed under autocast"
+                                     : "inside a scaled step";
       Finding *F = Out.report("amp-clip-grad-norm", C->Call->getBeginLoc(),
-                              "clipping the parameters' .grad inside a scaled step; clip the "
+                              "clipping the parameters' .grad " + Where + "; clip the "
                               "explicit grads instead: grads = " + In.Rules.Target.Clip +
                                   "(grads, max_norm)");
       markStep(F, In, &T);

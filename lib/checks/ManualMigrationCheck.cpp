@@ -17,11 +17,12 @@ void checkManualMigration(const CheckInput &In, FindingSink &Out) {
       continue;
     std::string Why =
         S.Shape == AutocastScope::Kind::Unclosed
-            ? "autocast is enabled with no scaled training step in this function (a global or "
+            ? "autocast is enabled with no training step in this function (a global or "
               "start-up switch?); convert the model where it is created with " +
                   In.Rules.Target.Convert
-            : "no scaled training step follows this autocast scope in this function; when the "
-              "scaler calls are in another function, move the step into one function or migrate by hand";
+            : "no training step (a backward of the loss computed here, then the optimizer's or "
+              "the scaler's step) follows this autocast scope in this function; when they are in "
+              "another function, move the step into one function or migrate by hand";
     Out.report("amp-manual-migration", S.ReportLoc, "not migrated automatically: " + Why);
   }
 }

@@ -7,6 +7,8 @@ namespace ampmigrate {
 void checkScalerImplicitGrad(const CheckInput &In, FindingSink &Out) {
   for (const TrainingStep &T : In.Function.Steps)
     for (const ImplicitBackward *B : T.Backwards) {
+      if (T.Unscaled)
+        continue; // a plain loss.backward(): reported with its scope (amp-autocast-scope)
       Finding *F = Out.report("amp-scaler-implicit-grad", B->Backward->getBeginLoc(),
                               "backward() of a scaled loss puts the gradients in .grad implicitly; "
                               "use " + In.Rules.Target.ValueAndGrad +

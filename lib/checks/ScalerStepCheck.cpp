@@ -7,7 +7,7 @@ namespace ampmigrate {
 void checkScalerStep(const CheckInput &In, FindingSink &Out) {
   for (const TrainingStep &T : In.Function.Steps)
     for (const ScalerCall *C : T.Steps) {
-      if (C->HasExplicitGrads)
+      if (C->HasExplicitGrads || T.Unscaled) // Unscaled: the optimizer's own step()
         continue;
       Finding *F = Out.report("amp-scaler-step", C->Call->getBeginLoc(),
                               "step() without explicit grads; with explicit gradients it takes "

@@ -397,11 +397,15 @@ private:
 
     const ImplicitBackward &B = *T.Backwards.front();
     planRegion(B);
-    planScalerCalls();
+    if (T.Unscaled)
+      planOptimizerSteps();
+    else
+      planScalerCalls();
     planClips();
     planGradAccesses();
     planZeroGrads(B);
-    planScalerDecl();
+    if (!T.Unscaled)
+      planScalerDecl();
     planInclude();
   }
 
@@ -1103,7 +1107,7 @@ private:
         RC.TraverseStmt(const_cast<Stmt *>(FA.Function->getBody()));
         bool UsedAfter = llvm::any_of(RC.Refs, [&](const Expr *E) { return off(E->getBeginLoc()) > AfterRegion; });
         bool UsedByScale = false;
-        if (B.Scale->Call->getNumArgs())
+        if (B.Scale && B.Scale->Call->getNumArgs())
           for (const Expr *E : RC.Refs)
             if (within(E, B.Scale->Call->getArg(0)))
               UsedByScale = true;
@@ -1204,6 +1208,10 @@ private:
     // The function returns the scaled loss (the sum of them, with several backwards).
     std::string ScaleCall;
     for (const ImplicitBackward *Bi : AllBackwards) {
+      if (!Bi->Scale) { // no scaler: the function returns the loss itself
+        ScaleCall += (ScaleCall.empty() ? "" : " + ") + text(Bi->Loss->getSourceRange());
+        continue;
+      }
       const CXXMemberCallExpr *SCall = Bi->Scale->Call;
       std::string ScaleArg = SCall->getNumArgs() ? text(SCall->getArg(0)->getSourceRange()) : "";
       // The receiver as written, with its `.` or `->` (`scaler.`, `scaler->` on a smart pointer,
@@ -1225,7 +1233,9 @@ private:
 
     ValueName = "scaled_loss";
     bool AssignBack = false;
-    if (B.SplitVar && !B.SplitAssignsArgument && isa<DeclStmt>(B.ScaleStmt))
+    if (T.Unscaled)
+      ValueName = freshName("loss_value");
+    else if (B.SplitVar && !B.SplitAssignsArgument && isa<DeclStmt>(B.ScaleStmt))
       ValueName = B.SplitVar->getNameAsString();
     else {
       ValueName = freshName("scaled_loss");
@@ -1349,6 +1359,30 @@ private:
       renameMethod(G);
   }
 
+  /// A step without a scaler: `optimizer.step();` becomes `amp::step(optimizer, grads);`, which
+  /// puts the explicit grads where step() reads them for the duration of the call.
+  void planOptimizerSteps() {
+    if (Tgt.Step.empty()) {
+      block(T.Steps.front()->Call->getBeginLoc(), "a step without a scaler needs target.step in the rules");
+      return;
+    }
+    for (const ScalerCall *S : T.Steps) {
+      if (resultUsed(S->Call) || S->Call->getBeginLoc().isMacroID()) {
+        block(S->Call->getBeginLoc(), "`" + firstLine(text(S->Call->getSourceRange())) +
+                                          "` is not a statement of its own (its result is used, "
+                                          "or it is inside a macro); migrate this step by hand");
+        continue;
+      }
+      unsigned B, E;
+      if (!fileRange(S->Call->getSourceRange(), B, E)) {
+        block(S->Call->getBeginLoc(), "the optimizer's step() is inside a macro");
+        continue;
+      }
+      Edits.push_back({B, E - B, Tgt.Step + "(" + text(S->OptimizerArg->getSourceRange()) + ", " +
+                                     gradsFor(S->Optimizer) + ")"});
+    }
+  }
+
   /// `OfOptimizer` is set when the parameters are named through one of the step's optimizers.
   bool paramsOfStep(const Expr *Params, const ScalerCall **OfOptimizer = nullptr) const {
     // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's.
@@ -1397,7 +1431,7 @@ private:
     for (const ClipCall *C : T.Clips) {
       unsigned O = off(C->Call->getBeginLoc());
       ObjectRef Of = T.stepsOptimizer(C->ParamsOwner) ? C->ParamsOwner : ObjectRef();
-      if (!T.unscaledBefore(O, Of, SM)) {
+      if (!T.Unscaled && !T.unscaledBefore(O, Of, SM)) {
         block(C->Call->getBeginLoc(), "clipping still-scaled gradients (no unscale_ before it); "
                                       "fix the order first (amp-clip-before-unscale)");
         continue;
@@ -1497,15 +1531,16 @@ private:
                                        (AR->Average ? "" : ", /*average=*/false") + ");"});
         continue;
       }
+      std::string Backward = T.Unscaled ? "backward()" : "the scaled backward";
       if (A.How == GradAccess::Kind::GradAccessor)
         block(A.Access->getBeginLoc(),
-              "`" + Stmt + "` reads or writes .grad between the scaled backward and step(); the "
+              "`" + Stmt + "` reads or writes .grad between " + Backward + " and step(); the "
               "explicit grads of " + Tgt.ValueAndGrad + " never reach .grad, so after the rewrite "
               "it would act on nothing: rewrite it onto the grads or migrate this step by hand");
       else
         block(A.Access->getBeginLoc(),
               "`" + Stmt + "` hands the parameters (or the model or optimizer) to code that may "
-              "read or write .grad between the scaled backward and step(); the explicit grads of " +
+              "read or write .grad between " + Backward + " and step(); the explicit grads of " +
               Tgt.ValueAndGrad + " never reach .grad: rewrite it onto the grads or migrate this "
               "step by hand");
     }
@@ -2055,7 +2090,7 @@ static TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const Functi
   TargetApi R = T;
   for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.ScalerClass,
                          &R.ScalerOptions, &R.Clip, &R.GlobalNorm, &R.Accumulate, &R.ParametersOf,
-                         &R.SplitGrads, &R.AllReduceGrads})
+                         &R.SplitGrads, &R.AllReduceGrads, &R.Step})
     if (StringRef(*S).contains("::") && !StringRef(*S).starts_with("::"))
       *S = "::" + *S;
   return R;

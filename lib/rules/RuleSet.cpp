@@ -209,6 +209,7 @@ template <> struct MappingTraits<TargetApi> {
     Io.mapOptional("parameters-of", T.ParametersOf, D.ParametersOf);
     Io.mapOptional("split-grads", T.SplitGrads, D.SplitGrads);
     Io.mapOptional("all-reduce-grads", T.AllReduceGrads, D.AllReduceGrads);
+    Io.mapOptional("step", T.Step, D.Step);
   }
   static std::string validate(IO &, TargetApi &T) {
     StringRef Inc = T.Include;
@@ -219,7 +220,7 @@ template <> struct MappingTraits<TargetApi> {
       return "'include' names no header";
     for (const std::string *Name :
          {&T.Convert, &T.LevelEnum, &T.ValueAndGrad, &T.CastOutput, &T.ScalerClass, &T.ScalerOptions,
-          &T.Clip, &T.GlobalNorm, &T.Accumulate, &T.ParametersOf, &T.SplitGrads})
+          &T.Clip, &T.GlobalNorm, &T.Accumulate, &T.ParametersOf, &T.SplitGrads, &T.Step})
       if (llvm::StringRef(*Name).trim().empty())
         return "an empty name in 'target'";
     return "";

@@ -16,7 +16,7 @@ torch::Tensor rethrows(Net &model, const torch::Tensor &x) {
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast enabled here stays on when an exception leaves the function before the disable [amp-autocast-leak]
   // CHECK-MESSAGES: :[[@LINE+7]]:5: note: autocast is still enabled when this throws
   // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-4]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-4]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   torch::Tensor y;
   try {
     y = model.forward(x);
@@ -32,7 +32,7 @@ torch::Tensor returns_from_catch(Net &model, const torch::Tensor &x) {
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast enabled here stays on past an early return that skips the disable [amp-autocast-leak]
   // CHECK-MESSAGES: :[[@LINE+7]]:5: note: autocast is still enabled when this returns
   // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-4]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-4]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   torch::Tensor y;
   try {
     y = model.forward(x);
@@ -48,7 +48,7 @@ torch::Tensor throws_a_new_error(Net &model, const torch::Tensor &x) {
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast enabled here stays on when an exception leaves the function before the disable [amp-autocast-leak]
   // CHECK-MESSAGES: :[[@LINE+7]]:5: note: autocast is still enabled when this throws
   // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-4]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-4]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   torch::Tensor y;
   try {
     y = model.forward(x);
@@ -62,7 +62,7 @@ torch::Tensor throws_a_new_error(Net &model, const torch::Tensor &x) {
 torch::Tensor disables_before_rethrow(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   torch::Tensor y;
   try {
     y = model.forward(x);
@@ -77,7 +77,7 @@ torch::Tensor disables_before_rethrow(Net &model, const torch::Tensor &x) {
 torch::Tensor handled_in_the_try(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   torch::Tensor y;
   try {
     if (!x.defined())

@@ -13,7 +13,7 @@ torch::Tensor braces_do_not_end_it(Net &model, const torch::Tensor &x) {
     at::autocast::set_enabled(true);
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast is enabled here and never disabled; it stays on for backward and every later step (braces do not end it) [amp-autocast-leak]
     // CHECK-MESSAGES: :[[@LINE-2]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-    // CHECK-MESSAGES: :[[@LINE-3]]:5: warning: not migrated automatically: autocast is enabled with no scaled training step in this function (a global or start-up switch?); convert the model where it is created with amp::auto_mixed_precision [amp-manual-migration]
+    // CHECK-MESSAGES: :[[@LINE-3]]:5: warning: not migrated automatically: autocast is enabled with no training step in this function (a global or start-up switch?); convert the model where it is created with amp::auto_mixed_precision [amp-manual-migration]
   }
   return model->forward(x);
 }
@@ -22,7 +22,7 @@ torch::Tensor early_return(Net &model, const torch::Tensor &x, bool fast) {
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast enabled here stays on past an early return that skips the disable [amp-autocast-leak]
   // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   auto y = model->forward(x);
   if (fast)
     return y;
@@ -33,7 +33,7 @@ torch::Tensor early_return(Net &model, const torch::Tensor &x, bool fast) {
 torch::Tensor closed_on_every_path(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   auto y = model->forward(x);
   at::autocast::set_enabled(false);
   return y;

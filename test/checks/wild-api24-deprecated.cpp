@@ -16,7 +16,7 @@ torch::Tensor deprecated_names(Net &model, const torch::Tensor &x) {
   at::autocast::set_autocast_gpu_dtype(at::kHalf);
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   torch::Tensor y = model.forward(x);
   at::autocast::set_enabled(false);
   return y;
@@ -26,7 +26,7 @@ torch::Tensor deprecated_cpu_names(Net &model, const torch::Tensor &x) {
   at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
   at::autocast::set_cpu_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   torch::Tensor y = model.forward(x);
   at::autocast::set_cpu_enabled(false);
   return y;
@@ -36,7 +36,7 @@ torch::Tensor mixed_spellings(Net &model, const torch::Tensor &x) {
   at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
   at::autocast::set_autocast_enabled(at::kCPU, true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_autocast_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   torch::Tensor y = model.forward(x);
   at::autocast::set_cpu_enabled(false);
   return y;
@@ -47,7 +47,7 @@ torch::Tensor other_device(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast is enabled here and never disabled; it stays on for backward and every later step (braces do not end it) [amp-autocast-leak]
   // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: not migrated automatically: autocast is enabled with no scaled training step in this function (a global or start-up switch?); convert the model where it is created with amp::auto_mixed_precision [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: not migrated automatically: autocast is enabled with no training step in this function (a global or start-up switch?); convert the model where it is created with amp::auto_mixed_precision [amp-manual-migration]
   torch::Tensor y = model.forward(x);
   at::autocast::set_autocast_enabled(at::kXPU, false);
   return y;
@@ -57,7 +57,7 @@ torch::Tensor other_device(Net &model, const torch::Tensor &x) {
 torch::Tensor flag_parameter(Net &model, const torch::Tensor &x, bool use_amp) {
   at::autocast::set_autocast_enabled(at::kCUDA, use_amp);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_autocast_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function; when the scaler calls are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
   torch::Tensor y = model.forward(x);
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   return y;

@@ -34,7 +34,7 @@ int main() {
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast is enabled here and never disabled; it stays on for backward and every later step (braces do not end it) [amp-autocast-leak]
   // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: not migrated automatically: autocast is enabled with no scaled training step in this function (a global or start-up switch?); convert the model where it is created with amp::auto_mixed_precision [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: not migrated automatically: autocast is enabled with no training step in this function (a global or start-up switch?); convert the model where it is created with amp::auto_mixed_precision [amp-manual-migration]
   at::autocast::set_autocast_gpu_dtype(at::kHalf);
   Classifier model;
   return 0;

@@ -106,7 +106,7 @@ void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, const tor
 torch::Tensor scaled_loss_of(Net &model, torch::amp::GradScaler &scaler, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'{{.*}} [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no scaled training step follows this autocast scope in this function{{.*}} [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function{{.*}} [amp-manual-migration]
   auto out = model->forward(x);
   at::autocast::set_enabled(false);
   return scaler.scale(out.sum());

@@ -207,3 +207,103 @@ void train(Net &model, torch::optim::SGD &opt, torch::optim::SGD &other, const t
 }
 
 } // namespace
+
+// A step without a scaler (bf16 autocast): the scope, the plain backward of the loss computed in
+// it, the optimizer's own step(); the rest by the same rule as a scaled step.
+const char *NoScalerStep = R"cpp(
+void log_norm(std::vector<torch::Tensor> params);
+void train(Net &model, torch::optim::SGD &opt, torch::optim::SGD &other, const torch::Tensor &x) {
+  opt.zero_grad();
+  other.zero_grad();
+  torch::Tensor loss;
+  {
+    at::autocast::set_cpu_enabled(true);
+    loss = model->forward(x).sum();
+    at::autocast::set_cpu_enabled(false);
+  }
+  loss.backward();
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+  log_norm(model->parameters());
+  opt.step();
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 2.0);
+}
+)cpp";
+
+TEST(StepMembership, NoScalerStepMembersByTheSameRule) {
+  Analysed A(NoScalerStep);
+  const TrainingStep *T = A.onlyStep();
+  ASSERT_NE(T, nullptr);
+  EXPECT_TRUE(T->Unscaled);
+  EXPECT_FALSE(T->Scaler);
+  ASSERT_NE(T->Scope, nullptr);
+  ASSERT_EQ(T->Backwards.size(), 1u);
+  EXPECT_EQ(T->Backwards.front()->Scale, nullptr);
+  EXPECT_EQ(A.text(T->Backwards.front()->Loss), "loss");
+  ASSERT_EQ(T->Steps.size(), 1u);
+  EXPECT_EQ(A.text(T->Steps.front()->OptimizerArg), "opt");
+  EXPECT_TRUE(T->Unscales.empty());
+  // The window is [backward, step()]: the first clip is in, the one after step() is not.
+  ASSERT_EQ(T->Clips.size(), 1u);
+  EXPECT_EQ(A.text(T->Clips.front()->Call), "torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0)");
+  // zero_grad() of the step's optimizer only.
+  ASSERT_EQ(T->ZeroGrads.size(), 1u);
+  EXPECT_EQ(T->ZeroGrads.front()->Owner, T->Steps.front()->Optimizer);
+  // The parameters handed to other code inside the window.
+  ASSERT_EQ(T->GradAccesses.size(), 1u);
+  EXPECT_EQ(T->GradAccesses[0].How, GradAccess::Kind::ParametersPassed);
+  EXPECT_EQ(A.text(T->GradAccesses[0].Statement), "log_norm(model->parameters())");
+  std::string Blockers;
+  A.migrated(&Blockers);
+  EXPECT_NE(Blockers.find("`log_norm(model->parameters())` hands the parameters (or the model or "
+                          "optimizer) to code that may read or write .grad between backward() and step()"),
+            std::string::npos) << Blockers;
+}
+
+TEST(StepMembership, NoScalerStepIsRewrittenOntoExplicitGrads) {
+  Analysed A(R"cpp(
+void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
+  opt.zero_grad();
+  torch::Tensor loss;
+  {
+    at::autocast::set_cpu_enabled(true);
+    loss = model->forward(x).sum();
+    at::autocast::set_cpu_enabled(false);
+  }
+  loss.backward();
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+  opt.step();
+}
+)cpp");
+  std::string Blockers;
+  std::string Out = A.migrated(&Blockers);
+  EXPECT_EQ(Blockers, "");
+  EXPECT_NE(Out.find("  auto grad_fn = amp::value_and_grad([&] {\n"
+                     "    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();\n"
+                     "    return loss;\n"
+                     "  }, amp::parameters_of(opt));\n"
+                     "  auto [loss_value, grads] = grad_fn();\n"
+                     "  grads = amp::clip_by_global_norm(grads, 1.0);\n"
+                     "  amp::step(opt, grads);\n"),
+            std::string::npos)
+      << Out;
+  EXPECT_EQ(Out.find("zero_grad"), std::string::npos) << Out;
+  EXPECT_EQ(Out.find("backward"), std::string::npos) << Out;
+}
+
+TEST(StepMembership, BackwardOfALossNotComputedInTheScopeIsNoStep) {
+  Analysed A(R"cpp(
+void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
+  torch::Tensor out;
+  {
+    at::autocast::set_cpu_enabled(true);
+    out = model->forward(x);
+    at::autocast::set_cpu_enabled(false);
+  }
+  auto loss = model->forward(x).sum();
+  loss.backward();
+  opt.step();
+}
+)cpp");
+  for (const FunctionAnalysis &FA : A.TU.Functions)
+    EXPECT_TRUE(FA.Steps.empty());
+}

@@ -56,6 +56,7 @@ struct TargetApi {
   std::string ParametersOf = "amp::parameters_of";
   std::string SplitGrads = "amp::split_grads";
   std::string AllReduceGrads = "amp::all_reduce_grads";
+  std::string Step = "amp::step"; ///< the optimizer's step on explicit grads, without a scaler
 };
 
 struct RuleSet {

@@ -60,6 +60,9 @@ struct ObjectRef {
   bool operator==(const ObjectRef &O) const { return Decl == O.Decl && IsThis == O.IsThis; }
 };
 
+/// A call of a loss scaler. In a step without a scaler (TrainingStep::Unscaled) the optimizer's
+/// own `optimizer.step()` is recorded the same way: Kind Step, an empty Scaler, the optimizer as
+/// its OptimizerArg (the receiver as written), so the planner treats both steps alike.
 struct ScalerCall {
   enum class Method { Scale, Unscale, Step, Update, GetScale } Kind = Method::Scale;
   const clang::CXXMemberCallExpr *Call = nullptr;
@@ -70,10 +73,12 @@ struct ScalerCall {
   bool HasExplicitGrads = false;              ///< already migrated (`unscale_(opt, grads)`)
 };
 
-/// `scaler.scale(x).backward()`, or `auto s = scaler.scale(x); s.backward();`.
+/// `scaler.scale(x).backward()`, or `auto s = scaler.scale(x); s.backward();`; in a step without a
+/// scaler, the plain `loss.backward()` (Scale null, Loss the tensor it is called on).
 struct ImplicitBackward {
   const clang::CXXMemberCallExpr *Backward = nullptr;
   const ScalerCall *Scale = nullptr;
+  const clang::Expr *Loss = nullptr;         ///< plain form: `loss` of `loss.backward()`
   const clang::Stmt *BackwardStmt = nullptr; ///< the statement holding backward()
   const clang::Stmt *ScaleStmt = nullptr;    ///< split form: the statement holding scale()
   const clang::VarDecl *SplitVar = nullptr;  ///< split form: the variable holding the scaled loss
@@ -133,6 +138,10 @@ struct TrainingStep {
   llvm::SmallVector<GradAccess, 2> GradAccesses;
   ObjectRef Scaler;
   const clang::CXXRecordDecl *ScalerClass = nullptr;
+  /// A step without a loss scaler (bf16 or fp32 autocast): a plain `loss.backward()` of a loss
+  /// computed in the scope, then `optimizer.step()` (in Steps, see ScalerCall). No Unscales,
+  /// Updates or Others; Scaler is empty.
+  bool Unscaled = false;
   unsigned Begin = 0; ///< file offset of the first element (orders steps, names them)
   /// The gradient window: file offsets of the first scaled backward (or first unscale_) and of
   /// the last step(). Empty (Begin > End) when the step has neither.
@@ -159,6 +168,10 @@ struct FunctionAnalysis {
   std::vector<AutocastScope> Scopes;
   std::vector<ScalerCall> ScalerCalls;
   std::vector<ImplicitBackward> Backwards;
+  /// `loss.backward()` on a tensor no scaler scaled, and `optimizer.step()`: the elements of
+  /// steps without a scaler.
+  std::vector<ImplicitBackward> PlainBackwards;
+  std::vector<ScalerCall> OptimizerSteps;
   std::vector<ClipCall> Clips;
   std::vector<ZeroGradCall> ZeroGrads;
   std::vector<ForwardCall> Forwards;

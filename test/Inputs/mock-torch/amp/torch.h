@@ -71,6 +71,11 @@ template <class... Opts>
 std::array<std::vector<torch::Tensor>, sizeof...(Opts)> split_grads(const std::vector<torch::Tensor> &grads,
                                                                      Opts &...optimizers);
 
+// The optimizer's step on explicit grads, without a scaler (the binding's amp::step).
+void step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
+template <class P, class = decltype(static_cast<torch::optim::Optimizer &>(*std::declval<P>()))>
+void step(const P &optimizer, const std::vector<torch::Tensor> &grads);
+
 torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
 // The binding takes an amp::ProcessGroupRef made from the caller's c10::intrusive_ptr group.
 template <class Group>

@@ -1,0 +1,119 @@
+// RUN: %check_amp %s %t.cpp
+// amp-autocast-scope, steps without a loss scaler (bf16 autocast): the scope, a plain
+// loss.backward() of the loss computed in it, clipping, and the optimizer's own step() become
+// amp::value_and_grad, amp::clip_by_global_norm and amp::step(optimizer, grads). Nothing says
+// "scaler" where there is none.
+#include <torch/torch.h>
+#include <memory>
+
+struct NetImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor &x);
+};
+TORCH_MODULE(Net);
+
+float bf16_pair(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+                const torch::Tensor &target) {
+  optimizer.zero_grad();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() is redundant: explicit gradients from amp::value_and_grad never accumulate in .grad [amp-zero-grad]
+  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  at::autocast::set_cpu_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  auto output = model->forward(data);
+  auto loss = torch::nll_loss(output, target);
+  at::autocast::set_cpu_enabled(false);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the scope ends here
+  loss.backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the loss computed in this scope is backpropagated here, with no loss scaler; the step becomes amp::value_and_grad and amp::step(optimizer, grads)
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad in a step whose loss was computed under autocast; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  optimizer.step();
+  return loss.item<float>();
+}
+// CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
+// CHECK-FIXES: {{^}}                const torch::Tensor &target) {{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
+// CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(output, target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    return loss;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto [loss_value, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::step(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  return loss.item<float>();{{$}}
+
+class AutocastGuard {
+public:
+  AutocastGuard() { at::autocast::set_enabled(true); }
+  ~AutocastGuard() { at::autocast::set_enabled(false); }
+};
+
+// A guard in a block, an optimizer held by std::shared_ptr (amp::step takes it as it is).
+void guard_shared_optimizer(Net &model, std::shared_ptr<torch::optim::Adam> opt,
+                            const torch::Tensor &data, const torch::Tensor &target) {
+  torch::Tensor loss;
+  {
+    AutocastGuard guard;
+    // CHECK-MESSAGES: :[[@LINE-1]]:19: warning: autocast scope opened by guard 'AutocastGuard'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    loss = torch::nll_loss(model->forward(data), target);
+  }
+  loss.backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the loss computed in this scope is backpropagated here, with no loss scaler; the step becomes amp::value_and_grad and amp::step(optimizer, grads)
+  opt->step();
+  opt->zero_grad();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() is redundant: explicit gradients from amp::value_and_grad never accumulate in .grad [amp-zero-grad]
+}
+// CHECK-FIXES: {{^}}  torch::Tensor loss;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
+// CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    return loss;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(opt));{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto [loss_value, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::step(opt, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}}{{$}}
+
+// `.grad` touched between backward() and step(): the step is reported, with the statement, and
+// not rewritten (the same rule as a scaled step).
+void grad_read(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+               const torch::Tensor &target) {
+  at::autocast::set_cpu_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  auto loss = torch::nll_loss(model->forward(data), target);
+  at::autocast::set_cpu_enabled(false);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the scope ends here
+  loss.backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the loss computed in this scope is backpropagated here, with no loss scaler; the step becomes amp::value_and_grad and amp::step(optimizer, grads)
+  for (auto &p : model->parameters())
+    p.grad().mul_(0.5);
+  // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `for (auto &p : model->parameters()) ...` reads or writes .grad between backward() and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
+  optimizer.step();
+}
+// CHECK-FIXES: {{^}}  at::autocast::set_cpu_enabled(true);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto loss = torch::nll_loss(model->forward(data), target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  at::autocast::set_cpu_enabled(false);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  loss.backward();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  for (auto &p : model->parameters()){{$}}
+// CHECK-FIXES-NEXT: {{^}}    p.grad().mul_(0.5);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  optimizer.step();{{$}}
+
+// A scope and a backward but no optimizer step in the function: no step; reported without a
+// word about scalers.
+void no_optimizer_step(Net &model, const torch::Tensor &data, const torch::Tensor &target) {
+  at::autocast::set_cpu_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  auto loss = torch::nll_loss(model->forward(data), target);
+  at::autocast::set_cpu_enabled(false);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the scope ends here
+  // CHECK-MESSAGES: :[[@LINE-5]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  loss.backward();
+}
+
+// fp32 training, no autocast anywhere: not AMP code, nothing to say.
+void fp32_step(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+               const torch::Tensor &target) {
+  auto loss = torch::nll_loss(model->forward(data), target);
+  loss.backward();
+  optimizer.step();
+}
