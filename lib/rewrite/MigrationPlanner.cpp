@@ -2221,6 +2221,10 @@ private:
         break;
       E = PE;
     }
+    // `s.f()` / `s->f()` / `if (s)`: the call's callee is a MemberExpr on the object.
+    if (const auto *ME = Parent.get<MemberExpr>(); ME && ME->getBase() == E)
+      if (DynTypedNodeList Ps = Ctx.getParents(*ME); !Ps.empty() && Ps[0].get<CXXMemberCallExpr>())
+        Parent = Ps[0];
     if (const auto *MC = Parent.get<CXXMemberCallExpr>(); MC && MC->getImplicitObjectArgument() &&
         throughSameObject(MC->getImplicitObjectArgument(), Class) == throughSameObject(E, Class)) {
       // A wrapper's own member (optional / smart pointer): `if (s)`, has_value(), reset(new X(..)).
