@@ -94,8 +94,10 @@ void markStep(Finding *F, const CheckInput &In, const TrainingStep *Step) {
 EngineResult runChecks(ASTContext &Ctx, const RuleSet &Rules,
                        std::function<bool(SourceLocation)> InScope,
                        const std::vector<SourceRange> &Inactive, const EngineOptions &Opts) {
+  std::function<bool(SourceLocation)> Editable = InScope;
   StepFinder SF(Ctx, Rules, std::move(InScope), Inactive);
   TranslationUnitAnalysis TU = SF.run();
+  TU.Editable = std::move(Editable);
   std::vector<MigrationPlan> Plans = planMigrations(Ctx, Rules, TU, Opts.Planner);
   FindingSink Sink(Ctx, Opts);
   for (const FunctionAnalysis &FA : TU.Functions) {

@@ -11,6 +11,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "clang/AST/ParentMapContext.h"
+#include "llvm/Support/Path.h"
 #include <map>
 #include <optional>
 #include <set>
@@ -118,11 +120,17 @@ public:
     P.CalleeFunction = CalleeFA;
     P.CalleeScope = CalleeScope;
     P.Blockers = std::move(Blockers);
+    P.ScalerHolders = FlowHolders;
     if (P.Blockers.empty()) {
       std::set<std::tuple<unsigned, unsigned, std::string>> Seen;
       for (const Edit &E : Edits)
         if (Seen.insert({E.Offset, E.Length, E.Text}).second)
           P.Edits.emplace_back(FilePath, E.Offset, E.Length, E.Text);
+      std::set<std::tuple<std::string, unsigned, unsigned, std::string>> SeenElsewhere;
+      for (const tooling::Replacement &R : OtherFileEdits)
+        if (SeenElsewhere.insert({R.getFilePath().str(), R.getOffset(), R.getLength(),
+                                  R.getReplacementText().str()}).second)
+          P.Edits.push_back(R);
     }
     return P;
   }
@@ -1864,10 +1872,9 @@ private:
       return;
     const auto *VD = dyn_cast<VarDecl>(D);
     const auto *FDl = dyn_cast<FieldDecl>(D);
-    if (VD && (isa<ParmVarDecl>(VD) || !VD->isLocalVarDecl())) {
-      block(VD->getLocation(), "the scaler '" + VD->getNameAsString() +
-                                   "' comes from outside this function (a parameter or a global); "
-                                   "its type cannot change here");
+    if (!VD || isa<ParmVarDecl>(VD) || !VD->isLocalVarDecl()) {
+      // A parameter, a member, a global: the object crosses function (and file) boundaries.
+      planScalerFlow(Class);
       return;
     }
     if (!VD && !FDl) {
@@ -1897,6 +1904,11 @@ private:
         Unknown.push_back(R);
     }
     (void)Known;
+    if (!Unknown.empty() && VD) {
+      // Passed on (to a function, into another holder): follow it through the translation unit.
+      planScalerFlow(Class);
+      return;
+    }
     if (!Unknown.empty()) {
       block(Unknown.front()->getBeginLoc(),
             "the scaler is used here other than through scale/unscale_/step/update/get_scale; "
@@ -1983,6 +1995,562 @@ private:
       }
       Edits.push_back({B, E - B, Opts});
     }
+  }
+
+  // ---- the scaler held outside the step's function --------------------------------------------
+  // A parameter, a member, a global, or a local handed on to another function: the object flows
+  // through declarations in several functions (and headers). Each one that holds it changes to
+  // the target class, with the constructions that make it; the class itself is never edited (it
+  // may serve other, unmigrated code).
+
+  /// The holders this plan changes (grouping) and its edits outside the step's file (headers).
+  std::vector<const ValueDecl *> FlowHolders;
+  std::vector<tooling::Replacement> OtherFileEdits;
+  std::set<FileID> OtherFilesEdited;
+  std::vector<SourceRange> FlowTypeRanges;
+  std::vector<const CXXConstructExpr *> FlowConstructs;
+  std::vector<const CallExpr *> FlowMakeCalls;
+
+  /// The class itself, a reference or pointer to it, or a wrapper whose first template argument
+  /// holds it (std::shared_ptr, std::unique_ptr, std::optional).
+  static bool holdsClass(QualType QT, const CXXRecordDecl *Class) {
+    for (int I = 0; I < 8 && !QT.isNull(); ++I) {
+      QT = QT.getNonReferenceType();
+      if (QT->isPointerType()) {
+        QT = QT->getPointeeType();
+        continue;
+      }
+      const CXXRecordDecl *RD = QT->getAsCXXRecordDecl();
+      if (!RD)
+        return false;
+      if (RD->getCanonicalDecl() == Class)
+        return true;
+      const auto *TS = dyn_cast<ClassTemplateSpecializationDecl>(RD);
+      if (!TS || TS->getTemplateArgs().size() == 0 ||
+          TS->getTemplateArgs()[0].getKind() != TemplateArgument::Type)
+        return false;
+      QT = TS->getTemplateArgs()[0].getAsType();
+    }
+    return false;
+  }
+
+  static bool takesClass(const FunctionDecl *FD, const CXXRecordDecl *Class) {
+    return llvm::any_of(FD->parameters(),
+                        [&](const ParmVarDecl *P) { return holdsClass(P->getType(), Class); });
+  }
+
+  /// The uses, in the code of the translation unit outside system headers, of every declaration
+  /// holding the class, and the calls of every function taking it.
+  class ScalerUseIndex : public RecursiveASTVisitor<ScalerUseIndex> {
+  public:
+    const CXXRecordDecl *Class;
+    const SourceManager &SM;
+    std::map<const Decl *, std::vector<const Expr *>> Refs;          ///< by canonical declaration
+    std::map<const Decl *, std::vector<const Expr *>> Calls;         ///< CallExpr / CXXConstructExpr
+    std::map<const Decl *, const Expr *> NamedOtherwise;             ///< a function's address taken
+    llvm::SmallPtrSet<const Expr *, 16> Callees;
+    ScalerUseIndex(const CXXRecordDecl *C, const SourceManager &SM) : Class(C), SM(SM) {}
+    bool TraverseDecl(Decl *D) {
+      if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
+          SM.isInSystemHeader(SM.getExpansionLoc(D->getLocation())))
+        return true;
+      return RecursiveASTVisitor::TraverseDecl(D);
+    }
+    bool VisitCallExpr(CallExpr *E) {
+      Callees.insert(E->getCallee()->IgnoreParenImpCasts());
+      if (const FunctionDecl *FD = E->getDirectCallee(); FD && takesClass(FD, Class))
+        Calls[FD->getCanonicalDecl()].push_back(E);
+      return true;
+    }
+    bool VisitCXXConstructExpr(CXXConstructExpr *E) {
+      if (takesClass(E->getConstructor(), Class) && !E->getConstructor()->isCopyOrMoveConstructor())
+        Calls[E->getConstructor()->getCanonicalDecl()].push_back(E);
+      return true;
+    }
+    bool VisitDeclRefExpr(DeclRefExpr *E) {
+      if (const auto *FD = dyn_cast<FunctionDecl>(E->getDecl())) {
+        if (takesClass(FD, Class) && !Callees.count(E))
+          NamedOtherwise.try_emplace(FD->getCanonicalDecl(), E);
+        return true;
+      }
+      if (holdsClass(E->getDecl()->getType(), Class))
+        Refs[E->getDecl()->getCanonicalDecl()].push_back(E);
+      return true;
+    }
+    bool VisitMemberExpr(MemberExpr *E) {
+      if (isa<FieldDecl>(E->getMemberDecl()) && holdsClass(E->getMemberDecl()->getType(), Class))
+        Refs[E->getMemberDecl()->getCanonicalDecl()].push_back(E);
+      else if (const auto *MD = dyn_cast<CXXMethodDecl>(E->getMemberDecl());
+               MD && takesClass(MD, Class) && !Callees.count(E))
+        NamedOtherwise.try_emplace(MD->getCanonicalDecl(), E);
+      return true;
+    }
+  };
+
+  /// "file.h:12" for a reason text.
+  std::string where(SourceLocation L) const {
+    PresumedLoc P = SM.getPresumedLoc(SM.getExpansionLoc(L));
+    if (P.isInvalid())
+      return "?";
+    return llvm::sys::path::filename(P.getFilename()).str() + ":" + std::to_string(P.getLine());
+  }
+
+  /// Why a declaration at `L` cannot be edited by this run; "" when it can.
+  std::string whyNotEditable(SourceLocation L) const {
+    L = SM.getExpansionLoc(L);
+    if (SM.isInSystemHeader(L))
+      return "it is in a system header";
+    FileID F = SM.getFileID(L);
+    if (F == File || F == SM.getMainFileID() || (TU.Editable && TU.Editable(L)))
+      return "";
+    return "this run may not edit " + llvm::sys::path::filename(SM.getFilename(L)).str() +
+           " (not matched by --header-filter)";
+  }
+
+  /// A replacement of a token range in any editable file; false inside a macro body.
+  bool editAnywhere(SourceRange R, const std::string &Text) {
+    CharSourceRange CR = CharSourceRange::getTokenRange(R);
+    if (R.getBegin().isMacroID() || R.getEnd().isMacroID()) {
+      if (!SM.isMacroArgExpansion(R.getBegin()) || !SM.isMacroArgExpansion(R.getEnd()))
+        return false;
+      CR = CharSourceRange::getTokenRange(SM.getSpellingLoc(R.getBegin()), SM.getSpellingLoc(R.getEnd()));
+    }
+    CR = Lexer::makeFileCharRange(CR, SM, LO);
+    if (CR.isInvalid() || !whyNotEditable(CR.getBegin()).empty())
+      return false;
+    FileID F = SM.getFileID(CR.getBegin());
+    unsigned B = SM.getFileOffset(CR.getBegin()), E = SM.getFileOffset(CR.getEnd());
+    if (F == File) {
+      Edits.push_back({B, E - B, Text});
+      return true;
+    }
+    OtherFileEdits.emplace_back(SM, CR, Text, LO);
+    OtherFilesEdited.insert(F);
+    return true;
+  }
+
+  /// Adds the type spellings and constructions of the class inside `S` (an initializer, an
+  /// argument); false when there are none.
+  bool collectSpellings(const Stmt *S, const CXXRecordDecl *Class) {
+    TypeLocFinder TF(Class);
+    ConstructFinder CF(Class);
+    TF.TraverseStmt(const_cast<Stmt *>(S));
+    CF.TraverseStmt(const_cast<Stmt *>(S));
+    llvm::append_range(FlowTypeRanges, TF.Ranges);
+    llvm::append_range(FlowConstructs, CF.Constructs);
+    llvm::append_range(FlowMakeCalls, CF.MakeCalls);
+    return !TF.Ranges.empty() || !CF.Constructs.empty() || !CF.MakeCalls.empty();
+  }
+
+  /// The expression as far as the object is the same: through parentheses, implicit casts,
+  /// temporaries, `*` and `&`, copies and moves of the holder, `std::move`, `.get()`, `.value()`.
+  static const Expr *throughSameObject(const Expr *E, const CXXRecordDecl *Class) {
+    for (int I = 0; I < 16; ++I) {
+      E = E->IgnoreParenImpCasts();
+      if (const auto *EW = dyn_cast<ExprWithCleanups>(E))
+        E = EW->getSubExpr();
+      else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
+        E = MT->getSubExpr();
+      else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
+        E = BT->getSubExpr();
+      else if (const auto *U = dyn_cast<UnaryOperator>(E);
+               U && (U->getOpcode() == UO_Deref || U->getOpcode() == UO_AddrOf))
+        E = U->getSubExpr();
+      else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E);
+               OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
+        E = OC->getArg(0);
+      else if (const auto *CE = dyn_cast<CXXConstructExpr>(E);
+               CE && CE->getConstructor()->isCopyOrMoveConstructor() && CE->getNumArgs() >= 1 &&
+               holdsClass(CE->getType(), Class))
+        E = CE->getArg(0);
+      else if (const auto *C = dyn_cast<CallExpr>(E); C && C->getNumArgs() == 1 && C->getDirectCallee() &&
+               C->getDirectCallee()->isInStdNamespace() && C->getDirectCallee()->getIdentifier() &&
+               (C->getDirectCallee()->getName() == "move" || C->getDirectCallee()->getName() == "forward"))
+        E = C->getArg(0);
+      else if (const auto *MC = dyn_cast<CXXMemberCallExpr>(E);
+               MC && MC->getNumArgs() == 0 && MC->getMethodDecl() && MC->getMethodDecl()->getIdentifier() &&
+               (MC->getMethodDecl()->getName() == "get" || MC->getMethodDecl()->getName() == "value") &&
+               MC->getMethodDecl()->getParent()->getCanonicalDecl() != Class)
+        E = MC->getImplicitObjectArgument();
+      else
+        return E;
+    }
+    return E;
+  }
+
+  /// The holder an expression names (after throughSameObject), or null.
+  static const ValueDecl *holderOf(const Expr *E, const CXXRecordDecl *Class) {
+    E = throughSameObject(E, Class);
+    const ValueDecl *D = nullptr;
+    if (const auto *DR = dyn_cast<DeclRefExpr>(E))
+      D = DR->getDecl();
+    else if (const auto *ME = dyn_cast<MemberExpr>(E))
+      D = ME->getMemberDecl();
+    if (!D || !isa<VarDecl, FieldDecl>(D) || !holdsClass(D->getType(), Class))
+      return nullptr;
+    return D;
+  }
+
+  /// Every declaration of a holder: a variable's redeclarations, a parameter in each declaration
+  /// of its function.
+  static std::vector<const DeclaratorDecl *> declarationsOf(const ValueDecl *H) {
+    std::vector<const DeclaratorDecl *> Out;
+    if (const auto *PV = dyn_cast<ParmVarDecl>(H)) {
+      if (const auto *FD = dyn_cast<FunctionDecl>(PV->getDeclContext())) {
+        unsigned I = PV->getFunctionScopeIndex();
+        for (const FunctionDecl *R : FD->redecls())
+          if (I < R->getNumParams())
+            Out.push_back(R->getParamDecl(I));
+        return Out;
+      }
+    }
+    if (const auto *VD = dyn_cast<VarDecl>(H)) {
+      for (const VarDecl *R : VD->redecls())
+        Out.push_back(R);
+      return Out;
+    }
+    if (const auto *FD = dyn_cast<FieldDecl>(H))
+      Out.push_back(FD);
+    return Out;
+  }
+
+  /// A scaler call on the holder (scale/unscale_/step/update/get_scale) that stays valid on the
+  /// target class: one of a training step, or one that takes no optimizer.
+  bool isScalerCallOn(const Expr *R, const ValueDecl *H) const {
+    for (const FunctionAnalysis &F : TU.Functions)
+      for (const ScalerCall &C : F.ScalerCalls) {
+        if (!C.Scaler.Decl || C.Scaler.Decl->getCanonicalDecl() != H->getCanonicalDecl())
+          continue;
+        SourceRange CR = C.Call->getSourceRange();
+        if (!SM.isPointWithin(R->getBeginLoc(), CR.getBegin(), CR.getEnd()))
+          continue;
+        if (C.Kind != ScalerCall::Method::Unscale && C.Kind != ScalerCall::Method::Step)
+          return true;
+        for (const TrainingStep &S : F.Steps)
+          if (llvm::is_contained(S.Steps, &C) || llvm::is_contained(S.Unscales, &C))
+            return true;
+        return false;
+      }
+    return false;
+  }
+
+  /// Where a use hands the object on: the holder it flows into is added; false (with a blocker)
+  /// when the use would not survive the type change.
+  template <class AddFn>
+  bool followUse(const Expr *R, const ValueDecl *H, const CXXRecordDecl *Class, AddFn Add) {
+    SourceLocation At = T.Steps.front()->Call->getBeginLoc();
+    auto Fail = [&](const std::string &Why) {
+      block(At, "the scaler '" + H->getNameAsString() + "' is used at " + where(R->getBeginLoc()) +
+                    " " + Why + "; changing its type to " + Tgt.ScalerClass + " would break this use");
+      return false;
+    };
+    const Expr *E = R;
+    DynTypedNode Parent;
+    for (int I = 0; I < 32; ++I) {
+      DynTypedNodeList Ps = Ctx.getParents(*E);
+      if (Ps.empty())
+        return Fail("in a way not followed");
+      Parent = Ps[0];
+      const Expr *PE = Parent.get<Expr>();
+      if (!PE || throughSameObject(PE, Class) != throughSameObject(E, Class))
+        break;
+      E = PE;
+    }
+    // `s.f()` / `s->f()` / `if (s)`: the call's callee is a MemberExpr on the object.
+    if (const auto *ME = Parent.get<MemberExpr>(); ME && ME->getBase() == E)
+      if (DynTypedNodeList Ps = Ctx.getParents(*ME); !Ps.empty() && Ps[0].get<CXXMemberCallExpr>())
+        Parent = Ps[0];
+    if (const auto *MC = Parent.get<CXXMemberCallExpr>(); MC && MC->getImplicitObjectArgument() &&
+        throughSameObject(MC->getImplicitObjectArgument(), Class) == throughSameObject(E, Class)) {
+      // A wrapper's own member (optional / smart pointer): `if (s)`, has_value(), reset(new X(..)).
+      const CXXMethodDecl *M = MC->getMethodDecl();
+      if (!M || M->getParent()->getCanonicalDecl() == Class)
+        return Fail("other than through scale/unscale_/step/update/get_scale");
+      if (M->getIdentifier() && M->getName() == "emplace" && MC->getNumArgs() > 0)
+        return Fail("in emplace() with constructor arguments, which are not mapped");
+      for (const Expr *A : MC->arguments())
+        collectSpellings(A, Class);
+      return true;
+    }
+    if (const auto *OC = Parent.get<CXXOperatorCallExpr>(); OC && OC->getOperator() == OO_Equal) {
+      const ValueDecl *Other = holderOf(OC->getArg(OC->getArg(0) == E ? 1 : 0), Class);
+      if (Other)
+        Add(Other);
+      else if (OC->getArg(0) != E || !collectSpellings(OC->getArg(1), Class))
+        return Fail("in an assignment not followed");
+      return true;
+    }
+    if (const auto *BO = Parent.get<BinaryOperator>(); BO && BO->getOpcode() == BO_Assign) {
+      const ValueDecl *Other = holderOf(BO->getLHS() == E ? BO->getRHS() : BO->getLHS(), Class);
+      if (Other)
+        Add(Other);
+      else if (BO->getLHS() != E || !collectSpellings(BO->getRHS(), Class))
+        return Fail("in an assignment not followed");
+      return true;
+    }
+    if (const auto *VD = Parent.get<VarDecl>()) {
+      Add(VD);
+      return true;
+    }
+    if (const auto *CI = Parent.get<CXXCtorInitializer>(); CI && CI->getMember()) {
+      Add(CI->getMember());
+      return true;
+    }
+    const FunctionDecl *Callee = nullptr;
+    llvm::ArrayRef<const Expr *> Args;
+    if (const auto *C = Parent.get<CallExpr>(); C && !isa<CXXOperatorCallExpr>(C)) {
+      Callee = C->getDirectCallee();
+      Args = llvm::ArrayRef(C->getArgs(), C->getNumArgs());
+    } else if (const auto *CE = Parent.get<CXXConstructExpr>()) {
+      Callee = CE->getConstructor();
+      Args = llvm::ArrayRef(CE->getArgs(), CE->getNumArgs());
+    }
+    if (!Callee)
+      return Fail("other than through scale/unscale_/step/update/get_scale");
+    auto It = llvm::find(Args, E);
+    unsigned I = It - Args.begin();
+    if (It == Args.end() || I >= Callee->getNumParams() ||
+        !holdsClass(Callee->getParamDecl(I)->getType(), Class))
+      return Fail("as an argument of '" + Callee->getNameAsString() + "' not followed");
+    const FunctionDecl *Def = Callee->getDefinition();
+    if (!Def || SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())))
+      return Fail("as an argument of '" + Callee->getNameAsString() +
+                  "', whose body is not in this translation unit");
+    Add(Def->getParamDecl(I));
+    return true;
+  }
+
+  /// A parameter holds what its callers pass: each caller's argument is followed back.
+  template <class AddFn>
+  bool followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
+                     AddFn Add) {
+    SourceLocation At = T.Steps.front()->Call->getBeginLoc();
+    const auto *FD = dyn_cast<FunctionDecl>(PV->getDeclContext());
+    std::string Name = "'" + PV->getNameAsString() + "'";
+    if (!FD) {
+      block(At, "the scaler " + Name + " is a parameter of something other than a function");
+      return false;
+    }
+    std::string Fn = "'" + FD->getQualifiedNameAsString() + "'";
+    if (const auto *MD = dyn_cast<CXXMethodDecl>(FD); MD && MD->isVirtual()) {
+      block(At, "the scaler " + Name + " is a parameter of the virtual function " + Fn +
+                    ", whose overrides would keep their type; change them by hand");
+      return false;
+    }
+    if (FD->getTemplatedKind() != FunctionDecl::TK_NonTemplate) {
+      block(At, "the scaler " + Name + " is a parameter of the template " + Fn + "; change it by hand");
+      return false;
+    }
+    if (auto It = Index.NamedOtherwise.find(FD->getCanonicalDecl()); It != Index.NamedOtherwise.end()) {
+      block(At, "the scaler " + Name + " is a parameter of " + Fn + ", which is named at " +
+                    where(It->second->getBeginLoc()) + " other than in a call; its callers cannot "
+                    "all be followed");
+      return false;
+    }
+    if (FD->isExternallyVisible())
+      for (const FunctionDecl *R : FD->redecls()) {
+        SourceLocation L = SM.getExpansionLoc(R->getLocation());
+        if (SM.getFileID(L) != SM.getMainFileID()) {
+          block(At, "the scaler " + Name + " is a parameter of " + Fn + ", declared at " + where(L) +
+                        ": callers in other translation units would still pass a '" +
+                        Class->getNameAsString() + "'; migrate it by hand");
+          return false;
+        }
+      }
+    unsigned I = PV->getFunctionScopeIndex();
+    if (auto It = Index.Calls.find(FD->getCanonicalDecl()); It != Index.Calls.end())
+      for (const Expr *Call : It->second) {
+        const Expr *Arg = nullptr;
+        if (const auto *C = dyn_cast<CallExpr>(Call); C && !isa<CXXOperatorCallExpr>(C))
+          Arg = I < C->getNumArgs() ? C->getArg(I) : nullptr;
+        else if (const auto *CE = dyn_cast<CXXConstructExpr>(Call))
+          Arg = I < CE->getNumArgs() ? CE->getArg(I) : nullptr;
+        if (!Arg || isa<CXXDefaultArgExpr>(Arg)) {
+          block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) +
+                        " does not pass the scaler " + Name + " in a way that can be followed");
+          return false;
+        }
+        if (const ValueDecl *H = holderOf(Arg, Class)) {
+          Add(H);
+          continue;
+        }
+        if (!collectSpellings(Arg, Class)) {
+          block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) + " passes a scaler " +
+                        "that is neither a variable nor a construction of '" + Class->getNameAsString() + "'");
+          return false;
+        }
+      }
+    return true;
+  }
+
+  /// One holder: its declarations must be editable; its type spellings, initializers and
+  /// constructions change; its uses and (for a parameter) its callers lead to further holders.
+  template <class AddFn>
+  bool followHolder(const ValueDecl *H, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
+                    AddFn Add) {
+    SourceLocation At = T.Steps.front()->Call->getBeginLoc();
+    std::string Name = "'" + H->getNameAsString() + "'";
+    if (!isa<VarDecl, FieldDecl>(H)) {
+      block(At, "the scaler " + Name + " is not a variable or a data member");
+      return false;
+    }
+    size_t Spelled = FlowTypeRanges.size() + FlowConstructs.size() + FlowMakeCalls.size();
+    for (const DeclaratorDecl *DD : declarationsOf(H)) {
+      std::string Why = whyNotEditable(DD->getLocation());
+      if (!Why.empty()) {
+        block(At, "the declaration of the scaler " + Name + " at " + where(DD->getLocation()) +
+                      " must change to " + Tgt.ScalerClass + ", but " + Why);
+        return false;
+      }
+      if (TypeSourceInfo *TSI = DD->getTypeSourceInfo()) {
+        TypeLocFinder TF(Class);
+        TF.TraverseTypeLoc(TSI->getTypeLoc());
+        llvm::append_range(FlowTypeRanges, TF.Ranges);
+      }
+      if (const auto *VD = dyn_cast<VarDecl>(DD); VD && !isa<ParmVarDecl>(VD) && VD->getInit()) {
+        collectSpellings(VD->getInit(), Class);
+        if (const ValueDecl *From = holderOf(VD->getInit(), Class))
+          Add(From);
+      }
+    }
+    if (const auto *FDl = dyn_cast<FieldDecl>(H)) {
+      if (FDl->hasInClassInitializer())
+        collectSpellings(FDl->getInClassInitializer(), Class);
+      for (const CXXConstructorDecl *Ctor : cast<CXXRecordDecl>(FDl->getParent())->ctors()) {
+        const FunctionDecl *Def = nullptr;
+        if (!Ctor->isDefined(Def)) {
+          if (Ctor->isUserProvided()) {
+            block(At, "the constructor at " + where(Ctor->getLocation()) + " may initialize the scaler " +
+                          Name + ", but its body is not in this translation unit");
+            return false;
+          }
+          continue;
+        }
+        for (const CXXCtorInitializer *Init : cast<CXXConstructorDecl>(Def)->inits())
+          if (Init->getMember() == FDl && Init->isWritten()) {
+            collectSpellings(Init->getInit(), Class);
+            if (const ValueDecl *From = holderOf(Init->getInit(), Class))
+              Add(From);
+          }
+      }
+    }
+    if (FlowTypeRanges.size() + FlowConstructs.size() + FlowMakeCalls.size() == Spelled) {
+      block(At, "the type of the scaler " + Name + " is not spelled in its declaration at " +
+                    where(H->getLocation()) + " (auto, a template parameter); change it by hand");
+      return false;
+    }
+    if (auto It = Index.Refs.find(H->getCanonicalDecl()); It != Index.Refs.end())
+      for (const Expr *R : It->second)
+        if (!isScalerCallOn(R, H) && !followUse(R, H, Class, Add))
+          return false;
+    if (const auto *PV = dyn_cast<ParmVarDecl>(H))
+      return followCallers(PV, Class, Index, Add);
+    return true;
+  }
+
+  void planScalerFlow(const CXXRecordDecl *Class) {
+    ScalerUseIndex Index(Class, SM);
+    Index.TraverseDecl(Ctx.getTranslationUnitDecl());
+    std::vector<const ValueDecl *> Work{T.Scaler.Decl};
+    llvm::SmallPtrSet<const Decl *, 8> Seen{T.Scaler.Decl->getCanonicalDecl()};
+    auto Add = [&](const ValueDecl *H) {
+      if (Seen.insert(H->getCanonicalDecl()).second)
+        Work.push_back(H);
+    };
+    bool Ok = true;
+    for (size_t I = 0; I < Work.size() && Ok; ++I)
+      Ok = followHolder(Work[I], Class, Index, Add);
+    FlowHolders = Work;
+    if (!Ok || !emitFlowSpellings(Class))
+      return;
+    for (FileID F : OtherFilesEdited)
+      includeIn(F);
+  }
+
+  /// The edits of the spellings and constructions the flow collected (as the local path makes).
+  bool emitFlowSpellings(const CXXRecordDecl *Class) {
+    for (SourceRange R : FlowTypeRanges)
+      if (!editAnywhere(R, Tgt.ScalerClass)) {
+        block(R.getBegin(), "the scaler's type is spelled inside a macro at " + where(R.getBegin()));
+        return false;
+      }
+    for (const CXXConstructExpr *CE : FlowConstructs) {
+      unsigned Written = 0;
+      for (const Expr *A : CE->arguments())
+        if (!isa<CXXDefaultArgExpr>(A))
+          ++Written;
+      if (!Written)
+        continue;
+      std::string Opts;
+      llvm::SmallVector<const Expr *, 6> Args(CE->arguments());
+      if (!mapOptions(CE->getConstructor(), Args, CE->getBeginLoc(), Opts))
+        return false;
+      if (!editAnywhere(SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()), Opts)) {
+        block(CE->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
+        return false;
+      }
+    }
+    for (const CallExpr *MC : FlowMakeCalls) {
+      if (MC->getNumArgs() == 0)
+        continue;
+      const CXXConstructorDecl *Ctor = nullptr;
+      for (const CXXConstructorDecl *C : Class->getDefinition()->ctors())
+        if (!C->isCopyOrMoveConstructor() && C->getNumParams() >= MC->getNumArgs() &&
+            C->getMinRequiredArguments() <= MC->getNumArgs()) {
+          if (Ctor) {
+            block(MC->getBeginLoc(), "several scaler constructors fit these arguments");
+            return false;
+          }
+          Ctor = C;
+        }
+      if (!Ctor) {
+        block(MC->getBeginLoc(), "no scaler constructor fits these arguments");
+        return false;
+      }
+      std::string Opts;
+      llvm::SmallVector<const Expr *, 6> Args(MC->arguments());
+      if (!mapOptions(Ctor, Args, MC->getBeginLoc(), Opts))
+        return false;
+      if (!editAnywhere(SourceRange(MC->getArg(0)->getBeginLoc(), MC->getArg(MC->getNumArgs() - 1)->getEndLoc()), Opts)) {
+        block(MC->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// A header whose declarations now name the target class includes its header itself: after its
+  /// last #include, else after `#pragma once`, else at the top.
+  void includeIn(FileID F) {
+    auto FE = SM.getFileEntryRefForID(F);
+    if (!FE)
+      return;
+    StringRef Buf = SM.getBufferData(F);
+    std::string Inc = Tgt.Include;
+    size_t Last = StringRef::npos, Once = StringRef::npos;
+    for (size_t LS = 0; LS < Buf.size();) {
+      size_t LE = Buf.find('\n', LS);
+      LE = LE == StringRef::npos ? Buf.size() : LE + 1;
+      StringRef L = Buf.slice(LS, LE).trim();
+      if (L.consume_front("#")) {
+        L = L.ltrim();
+        if (L.consume_front("include")) {
+          if (L.trim() == Inc)
+            return;
+          Last = LE;
+        } else if (L.consume_front("pragma") && L.trim() == "once") {
+          Once = LE;
+        }
+      }
+      LS = LE;
+    }
+    size_t At = Last != StringRef::npos ? Last : Once != StringRef::npos ? Once : 0;
+    if (At == 0 && Buf.starts_with("\xEF\xBB\xBF"))
+      At = 3;
+    std::string Text = "#include " + Inc + "\n";
+    if (At > 0 && Buf[At - 1] != '\n')
+      Text = "\n" + Text;
+    OtherFileEdits.emplace_back(FE->getName(), At, 0, Text);
   }
 
   void planInclude() {
@@ -2113,24 +2681,41 @@ std::vector<MigrationPlan> planMigrations(ASTContext &Ctx, const RuleSet &Rules,
     }
   }
   // Steps that share a scaler declared outside their function migrate together or not at all.
+  // So do steps whose scaler flows through a declaration another plan changes (a parameter, a
+  // member, a global): a plan in two groups carries a block from one to the other.
   std::map<const ValueDecl *, std::vector<MigrationPlan *>> ByScaler;
-  for (MigrationPlan &P : Plans)
-    if (P.Step->Scaler.Decl && isa<FieldDecl>(P.Step->Scaler.Decl))
-      ByScaler[P.Step->Scaler.Decl].push_back(&P);
-  for (auto &[D, Group] : ByScaler) {
-    const MigrationPlan *Blocked = nullptr;
-    for (MigrationPlan *P : Group)
-      if (!P->Blockers.empty())
-        Blocked = P;
-    if (!Blocked)
-      continue;
-    for (MigrationPlan *P : Group)
-      if (P->Blockers.empty()) {
-        P->Blockers.push_back({P->Step->Scope ? P->Step->Scope->ReportLoc : D->getLocation(),
-                               "another step of the scaler '" + D->getNameAsString() +
-                                   "' cannot be migrated, and the scaler's type is shared"});
-        P->Edits.clear();
-      }
+  auto Shared = [](const ValueDecl *D) {
+    const auto *VD = dyn_cast<VarDecl>(D);
+    return isa<FieldDecl>(D) || (VD && (isa<ParmVarDecl>(VD) || !VD->isLocalVarDecl()));
+  };
+  for (MigrationPlan &P : Plans) {
+    std::set<const ValueDecl *> Keys;
+    if (P.Step->Scaler.Decl && Shared(P.Step->Scaler.Decl))
+      Keys.insert(cast<ValueDecl>(P.Step->Scaler.Decl->getCanonicalDecl()));
+    for (const ValueDecl *H : P.ScalerHolders)
+      if (Shared(H))
+        Keys.insert(cast<ValueDecl>(H->getCanonicalDecl()));
+    for (const ValueDecl *K : Keys)
+      ByScaler[K].push_back(&P);
+  }
+  for (bool Changed = true; Changed;) {
+    Changed = false;
+    for (auto &[D, Group] : ByScaler) {
+      const MigrationPlan *Blocked = nullptr;
+      for (MigrationPlan *P : Group)
+        if (!P->Blockers.empty())
+          Blocked = P;
+      if (!Blocked)
+        continue;
+      for (MigrationPlan *P : Group)
+        if (P->Blockers.empty()) {
+          P->Blockers.push_back({P->Step->Scope ? P->Step->Scope->ReportLoc : D->getLocation(),
+                                 "another step of the scaler '" + D->getNameAsString() +
+                                     "' cannot be migrated, and the scaler's type is shared"});
+          P->Edits.clear();
+          Changed = true;
+        }
+    }
   }
   return Plans;
 }

@@ -27,6 +27,10 @@ struct MigrationPlan {
   /// that function and its scope, edited with the step.
   const FunctionAnalysis *CalleeFunction = nullptr;
   const AutocastScope *CalleeScope = nullptr;
+  /// The declarations outside the step's function whose type the plan changes to the target
+  /// scaler (parameters, members, globals the scaler flows through): steps sharing one migrate
+  /// together or not at all.
+  std::vector<const clang::ValueDecl *> ScalerHolders;
   bool ok() const { return Blockers.empty() && !Edits.empty(); }
 };
 

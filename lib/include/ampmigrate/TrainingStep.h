@@ -11,6 +11,7 @@
 #include "clang/AST/Stmt.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,9 @@ struct FunctionAnalysis {
 /// The analysis of a translation unit.
 struct TranslationUnitAnalysis {
   std::vector<FunctionAnalysis> Functions;
+  /// Whether a location lies in a file this run may edit (the main file, the headers matched by
+  /// --header-filter). Unset: the main file only.
+  std::function<bool(clang::SourceLocation)> Editable;
 };
 
 } // namespace ampmigrate
