@@ -261,9 +261,10 @@ TEST(Step, NoScalerStepMatchesBackwardAndStep) {
     std::vector<Tensor> out;
     for (auto &p : model->parameters())
       out.push_back(p.detach().clone());
-    if (explicit_grads)
+    if (explicit_grads) {
       for (auto &p : model->parameters())
         EXPECT_FALSE(p.grad().defined());
+    }
     return out;
   };
   auto ref = run(false), got = run(true);
