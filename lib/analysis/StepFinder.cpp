@@ -1317,8 +1317,10 @@ public:
   explicit CallSummary(const RuleSet &Rules) : Rules(Rules) {}
   bool CallsBackward = false;
   llvm::SmallPtrSet<const FunctionDecl *, 8> Callees;
-  /// A call handing code to the callee (a lambda, a function, a variable holding a lambda): the
-  /// functions that code calls run when the callee runs it, e.g. under its backward().
+  /// A call handing code or values to the callee (a lambda, a function, a variable holding a
+  /// lambda; a call's result, directly or through the variable it initialised): the functions
+  /// that code calls run when the callee runs it, e.g. under its backward(), and the functions
+  /// whose results it receives computed what it works on (a loss it calls backward() on).
   struct Callback {
     const FunctionDecl *Callee;
     llvm::SmallVector<const FunctionDecl *, 4> Runs;
@@ -1391,11 +1393,15 @@ private:
         if (const auto *DRE = dyn_cast<DeclRefExpr>(U->getSubExpr()->IgnoreParenImpCasts()))
           if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl()))
             CB.Runs.push_back(key(F));
-      if (const auto *LE = dyn_cast<LambdaExpr>(E)) {
-        CallSummary Inner(Rules);
+      // The code of a lambda runs when the callee runs it; a call's result (in the argument, or
+      // in the variable the argument names) is what the callee works on: a loss computed by
+      // `forward_loss()` and handed to a step function that calls backward() is trained on.
+      CallSummary Inner(Rules);
+      if (const auto *LE = dyn_cast<LambdaExpr>(E))
         Inner.TraverseStmt(LE->getBody());
-        CB.Runs.append(Inner.Callees.begin(), Inner.Callees.end());
-      }
+      else
+        Inner.TraverseStmt(const_cast<Expr *>(E));
+      CB.Runs.append(Inner.Callees.begin(), Inner.Callees.end());
     }
     if (!CB.Runs.empty())
       Callbacks.push_back(std::move(CB));

@@ -32,8 +32,9 @@ static std::string inferenceMessage(const AutocastScope &S, const RuleSet &Rules
   else if (S.Enable)
     Opened = "with '" + qualifiedName(S.Enable->Call->getDirectCallee()) + "' ";
   return "autocast scope opened " + Opened +
-         "in inference code: no backward() runs in this function or in any function of this file "
-         "that calls it, so there is no training step to migrate; keep the scope for inference, or "
+         "in inference code: no backward() runs in this function, in any function of this file "
+         "that calls it, or on what it returns, so there is no training step to migrate; keep the "
+         "scope for inference, or "
          "convert the model once with " + Rules.Target.Convert + " where it is created";
 }
 

@@ -13,10 +13,10 @@ struct Net : torch::nn::Module {
 
 torch::Tensor rethrows(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast enabled here stays on when an exception leaves the function before the disable [amp-autocast-leak]
-  // CHECK-MESSAGES: :[[@LINE+7]]:5: note: autocast is still enabled when this throws
-  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-4]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: autocast enabled here stays on when an exception leaves the function before the disable [amp-autocast-leak]
+  // CHECK-MESSAGES: :[[@LINE+6]]:5: note: autocast is still enabled when this throws
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   torch::Tensor y;
   try {
     y = model.forward(x);
@@ -29,10 +29,10 @@ torch::Tensor rethrows(Net &model, const torch::Tensor &x) {
 
 torch::Tensor returns_from_catch(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast enabled here stays on past an early return that skips the disable [amp-autocast-leak]
-  // CHECK-MESSAGES: :[[@LINE+7]]:5: note: autocast is still enabled when this returns
-  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-4]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: autocast enabled here stays on past an early return that skips the disable [amp-autocast-leak]
+  // CHECK-MESSAGES: :[[@LINE+6]]:5: note: autocast is still enabled when this returns
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   torch::Tensor y;
   try {
     y = model.forward(x);
@@ -45,10 +45,10 @@ torch::Tensor returns_from_catch(Net &model, const torch::Tensor &x) {
 
 torch::Tensor throws_a_new_error(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast enabled here stays on when an exception leaves the function before the disable [amp-autocast-leak]
-  // CHECK-MESSAGES: :[[@LINE+7]]:5: note: autocast is still enabled when this throws
-  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-4]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: autocast enabled here stays on when an exception leaves the function before the disable [amp-autocast-leak]
+  // CHECK-MESSAGES: :[[@LINE+6]]:5: note: autocast is still enabled when this throws
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   torch::Tensor y;
   try {
     y = model.forward(x);
@@ -61,8 +61,8 @@ torch::Tensor throws_a_new_error(Net &model, const torch::Tensor &x) {
 
 torch::Tensor disables_before_rethrow(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   torch::Tensor y;
   try {
     y = model.forward(x);
@@ -76,8 +76,8 @@ torch::Tensor disables_before_rethrow(Net &model, const torch::Tensor &x) {
 
 torch::Tensor handled_in_the_try(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   torch::Tensor y;
   try {
     if (!x.defined())

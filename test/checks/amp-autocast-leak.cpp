@@ -20,9 +20,9 @@ torch::Tensor braces_do_not_end_it(Net &model, const torch::Tensor &x) {
 
 torch::Tensor early_return(Net &model, const torch::Tensor &x, bool fast) {
   at::autocast::set_enabled(true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast enabled here stays on past an early return that skips the disable [amp-autocast-leak]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: autocast enabled here stays on past an early return that skips the disable [amp-autocast-leak]
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   auto y = model->forward(x);
   if (fast)
     return y;
@@ -32,8 +32,8 @@ torch::Tensor early_return(Net &model, const torch::Tensor &x, bool fast) {
 
 torch::Tensor closed_on_every_path(Net &model, const torch::Tensor &x) {
   at::autocast::set_enabled(true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   auto y = model->forward(x);
   at::autocast::set_enabled(false);
   return y;

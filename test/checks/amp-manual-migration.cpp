@@ -25,6 +25,11 @@ void apply_step(torch::amp::GradScaler &scaler, torch::optim::SGD &optimizer, to
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler.update();
 }
+// The loss forward_loss() computes is what apply_step() calls backward() on: a training scope.
+void train_step(Net &model, torch::amp::GradScaler &scaler, torch::optim::SGD &optimizer,
+                const torch::Tensor &data, const torch::Tensor &target) {
+  apply_step(scaler, optimizer, forward_loss(model, data, target));
+}
 
 // backward() runs inside the autocast scope.
 void backward_inside(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,

@@ -15,8 +15,8 @@ struct Net : torch::nn::Module {
 torch::Tensor deprecated_names(Net &model, const torch::Tensor &x) {
   at::autocast::set_autocast_gpu_dtype(at::kHalf);
   at::autocast::set_enabled(true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   torch::Tensor y = model.forward(x);
   at::autocast::set_enabled(false);
   return y;
@@ -25,8 +25,8 @@ torch::Tensor deprecated_names(Net &model, const torch::Tensor &x) {
 torch::Tensor deprecated_cpu_names(Net &model, const torch::Tensor &x) {
   at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
   at::autocast::set_cpu_enabled(true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_cpu_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   torch::Tensor y = model.forward(x);
   at::autocast::set_cpu_enabled(false);
   return y;
@@ -35,8 +35,8 @@ torch::Tensor deprecated_cpu_names(Net &model, const torch::Tensor &x) {
 torch::Tensor mixed_spellings(Net &model, const torch::Tensor &x) {
   at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
   at::autocast::set_autocast_enabled(at::kCPU, true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_autocast_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_autocast_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   torch::Tensor y = model.forward(x);
   at::autocast::set_cpu_enabled(false);
   return y;
@@ -56,8 +56,8 @@ torch::Tensor other_device(Net &model, const torch::Tensor &x) {
 // A flag parameter in a function that does more than forward it: a scope.
 torch::Tensor flag_parameter(Net &model, const torch::Tensor &x, bool use_amp) {
   at::autocast::set_autocast_enabled(at::kCUDA, use_amp);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_autocast_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened with 'at::autocast::set_autocast_enabled' in inference code: no backward() runs in this function, in any function of this file that calls it, or on what it returns, so there is no training step to migrate; keep the scope for inference, or convert the model once with amp::auto_mixed_precision where it is created [amp-autocast-inference]
+  // No backward() reaches this scope: inference, not a step to migrate by hand.
   torch::Tensor y = model.forward(x);
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   return y;
