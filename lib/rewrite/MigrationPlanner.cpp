@@ -1,6 +1,7 @@
 // Plans the edits that turn one training step into the explicit-gradient form: the forward region
 // becomes a function handed to value_and_grad, the scaler takes the grads, clipping works on
 // them, the model is converted once, the scaler's type changes, the include is added.
+#include "ampmigrate/IncludeInsertion.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/StepFinder.h"
 
@@ -2519,68 +2520,19 @@ private:
     return true;
   }
 
-  /// A header whose declarations now name the target class includes its header itself: after its
-  /// last #include, else after `#pragma once`, else at the top.
+  /// A header whose declarations now name the target class includes its header itself
+  /// (planIncludeInsertion decides where).
   void includeIn(FileID F) {
     auto FE = SM.getFileEntryRefForID(F);
     if (!FE)
       return;
-    StringRef Buf = SM.getBufferData(F);
-    std::string Inc = Tgt.Include;
-    size_t Last = StringRef::npos, Once = StringRef::npos;
-    for (size_t LS = 0; LS < Buf.size();) {
-      size_t LE = Buf.find('\n', LS);
-      LE = LE == StringRef::npos ? Buf.size() : LE + 1;
-      StringRef L = Buf.slice(LS, LE).trim();
-      if (L.consume_front("#")) {
-        L = L.ltrim();
-        if (L.consume_front("include")) {
-          if (L.trim() == Inc)
-            return;
-          Last = LE;
-        } else if (L.consume_front("pragma") && L.trim() == "once") {
-          Once = LE;
-        }
-      }
-      LS = LE;
-    }
-    size_t At = Last != StringRef::npos ? Last : Once != StringRef::npos ? Once : 0;
-    if (At == 0 && Buf.starts_with("\xEF\xBB\xBF"))
-      At = 3;
-    std::string Text = "#include " + Inc + "\n";
-    if (At > 0 && Buf[At - 1] != '\n')
-      Text = "\n" + Text;
-    OtherFileEdits.emplace_back(FE->getName(), At, 0, Text);
+    if (auto Ins = planIncludeInsertion(SM.getBufferData(F), Tgt.Include))
+      OtherFileEdits.emplace_back(FE->getName(), Ins->Offset, 0, Ins->Text);
   }
 
   void planInclude() {
-    std::string Inc = Tgt.Include;
-    // Already included: a real directive line, not a mention in a comment or a string.
-    for (StringRef Rest = Buffer; !Rest.empty();) {
-      auto [Line, Tail] = Rest.split('\n');
-      Rest = Tail;
-      StringRef L = Line.trim();
-      if (!L.consume_front("#"))
-        continue;
-      L = L.ltrim();
-      if (L.consume_front("include") && L.trim() == Inc)
-        return;
-    }
-    // After the last #include line of the file; else at the top.
-    size_t Pos = 0, Last = StringRef::npos;
-    StringRef B = Buffer;
-    while ((Pos = B.find("#include", Pos)) != StringRef::npos) {
-      unsigned LS = lineStart(Pos);
-      if (onlySpace(LS, Pos))
-        Last = Pos;
-      Pos += 8;
-    }
-    if (Last == StringRef::npos) {
-      unsigned At = Buffer.starts_with("\xEF\xBB\xBF") ? 3 : 0;
-      Edits.push_back({At, 0, "#include " + Inc + "\n"});
-      return;
-    }
-    Edits.push_back({lineEnd(Last), 0, "#include " + Inc + "\n"});
+    if (auto Ins = planIncludeInsertion(Buffer, Tgt.Include))
+      Edits.push_back({Ins->Offset, 0, Ins->Text});
   }
 };
 
