@@ -1274,15 +1274,20 @@ private:
     });
   }
 
-  /// The statement of the step's block (the block of its first backward) that holds `S`; else the
-  /// nearest statement of any block.
+  /// The statement of the step's block that holds `S`: the block of its first backward, or, when
+  /// `S` is outside it (after a micro-batch loop of a gradient accumulation), the block of its
+  /// first step(); else the nearest statement of any block.
   const Stmt *stepStatementOf(const TrainingStep &T, const Stmt *S) const {
-    const Stmt *Block = nullptr;
+    llvm::SmallVector<const Stmt *, 2> Blocks;
     if (!T.Backwards.empty() && T.Backwards.front()->BackwardStmt)
-      Block = PM.getParent(T.Backwards.front()->BackwardStmt);
-    for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
-      if (PM.getParent(Cur) == Block)
-        return Cur;
+      Blocks.push_back(PM.getParent(T.Backwards.front()->BackwardStmt));
+    if (!T.Steps.empty())
+      if (const Stmt *StepStmt = statementOf(T.Steps.front()->Call))
+        Blocks.push_back(PM.getParent(StepStmt));
+    for (const Stmt *Block : Blocks)
+      for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
+        if (PM.getParent(Cur) == Block)
+          return Cur;
     return statementOf(S);
   }
 
