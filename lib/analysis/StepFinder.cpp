@@ -313,7 +313,14 @@ ObjectRef resolveObject(const Expr *E) {
 /// The `parameters()` call a parameter-list expression names (`model->parameters()`,
 /// `opt.parameters()`), through temporaries and copies; null for anything else.
 const CXXMemberCallExpr *parametersCall(const Expr *E) {
-  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(strip(E));
+  E = strip(E);
+  // `auto params = model->parameters();` then `clip_grad_norm_(params, ...)`: the local list holds
+  // the same tensors.
+  if (const auto *DRE = dyn_cast_or_null<DeclRefExpr>(E))
+    if (const auto *VD = dyn_cast<VarDecl>(DRE->getDecl());
+        VD && VD->isLocalVarDecl() && !isa<ParmVarDecl>(VD) && VD->getInit())
+      E = strip(VD->getInit());
+  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E);
   if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier())
     return nullptr;
   StringRef N = MC->getMethodDecl()->getName();
@@ -844,6 +851,7 @@ private:
       if (!MD || !MD->getIdentifier() || MD->getName() != "backward" ||
           !isDerivedFromAny(MD->getParent(), Rules.TensorClasses))
         continue;
+      FA.BackwardCalls.push_back(MC);
       if (llvm::any_of(FA.Backwards, [&](const ImplicitBackward &B) { return B.Backward == MC; }))
         continue;
       if (llvm::any_of(MC->arguments(), [](const Expr *A) { return !isa<CXXDefaultArgExpr>(A); }))

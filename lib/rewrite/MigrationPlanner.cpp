@@ -1394,22 +1394,10 @@ private:
 
   /// `OfOptimizer` is set when the parameters are named through one of the step's optimizers.
   bool paramsOfStep(const Expr *Params, const ScalerCall **OfOptimizer = nullptr) const {
-    // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's.
-    // Through temporaries and the copy of a returned reference (`optimizer.parameters()`).
-    const Expr *PE = Params->IgnoreImplicit()->IgnoreParenImpCasts();
-    for (int I = 0; I < 4 && PE; ++I) {
-      if (const auto *CE = dyn_cast<CXXConstructExpr>(PE); CE && CE->getNumArgs() == 1)
-        PE = CE->getArg(0)->IgnoreImplicit()->IgnoreParenImpCasts();
-      else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(PE))
-        PE = MT->getSubExpr()->IgnoreImplicit()->IgnoreParenImpCasts();
-      else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(PE))
-        PE = BT->getSubExpr()->IgnoreImplicit()->IgnoreParenImpCasts();
-      else
-        break;
-    }
-    const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(PE);
-    if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier() ||
-        MC->getMethodDecl()->getName() != "parameters")
+    // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's,
+    // through temporaries, copies and a local list initialised from it (parametersCall).
+    const CXXMemberCallExpr *MC = parametersCall(Params);
+    if (!MC || MC->getMethodDecl()->getName() != "parameters")
       return false;
     const Expr *Obj = MC->getImplicitObjectArgument()->IgnoreParenImpCasts();
     if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj); OC && OC->getNumArgs())

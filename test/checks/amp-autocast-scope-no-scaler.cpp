@@ -107,7 +107,7 @@ void no_optimizer_step(Net &model, const torch::Tensor &data, const torch::Tenso
   auto loss = torch::nll_loss(model->forward(data), target);
   at::autocast::set_cpu_enabled(false);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the scope ends here
-  // CHECK-MESSAGES: :[[@LINE-5]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-5]]:3: warning: not migrated automatically: backward() at line [[#@LINE+1]] follows this autocast scope, but no optimizer or scaler step() follows it in this function; when the step is in another function, move it into this one or migrate by hand [amp-manual-migration]
   loss.backward();
 }
 
