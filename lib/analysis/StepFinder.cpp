@@ -653,6 +653,12 @@ private:
           C.NormText = StepFinder::textOf(Ctx, N->getSourceRange());
       }
     }
+    if (R->ErrorIfNonfiniteArg >= 0 && (unsigned)R->ErrorIfNonfiniteArg < CE->getNumArgs()) {
+      const Expr *E = CE->getArg(R->ErrorIfNonfiniteArg);
+      std::optional<bool> V = boolConstant(E, Ctx);
+      if (!isa<CXXDefaultArgExpr>(E) && !(V && !*V))
+        C.ErrorIfNonfinite = StepFinder::textOf(Ctx, E->getSourceRange());
+    }
     FA.Clips.push_back(C);
   }
 

@@ -658,11 +658,11 @@ private:
         if (StringRef(Base).ends_with("_") && Base.size() > 5)
           Base.pop_back();
         It = Names.emplace(F.Model.Decl, Fresh(Base)).first;
-        std::string Level;
-        if (!levelExpr(S, S.Begin, Level))
+        std::string Level, Dtype;
+        if (!levelExpr(S, S.Begin, Level) || !dtypeArg(S, S.Begin, Dtype))
           return;
         Conversions += "auto " + It->second + " = " + Tgt.Convert + "(" + modelText(F.Model) + ", " +
-                       Level + ");";
+                       Level + Dtype + ");";
       }
       if (!rewriteForward(F, It->second, Edits))
         return;
@@ -764,6 +764,113 @@ private:
         !(isa<UnaryOperator>(Bare) && cast<UnaryOperator>(Bare)->getOpcode() == UO_LNot))
       F = "(" + F + ")";
     Out = F + " ? " + Level + " : " + Tgt.LevelEnum + "::O0";
+    return true;
+  }
+
+  /// The device an autocast call names ("cuda", "cpu"; "" when not known).
+  std::string deviceOf(const CallExpr *CE, const AutocastFunctionRule &R) const {
+    if (R.DeviceArg < 0 || (unsigned)R.DeviceArg >= CE->getNumArgs())
+      return R.Device;
+    Expr::EvalResult Res;
+    const Expr *Dev = CE->getArg(R.DeviceArg);
+    if (Dev->isValueDependent() || !Dev->EvaluateAsRValue(Res, Ctx) || !Res.Val.isInt())
+      return "";
+    int64_t V = Res.Val.getInt().getExtValue();
+    return V == 0 ? "cpu" : V == 1 ? "cuda" : "device-type-" + std::to_string(V);
+  }
+
+  /// The autocast calls a guard's constructor makes (the guard's use is the scope).
+  class GuardCalls : public RecursiveASTVisitor<GuardCalls> {
+  public:
+    explicit GuardCalls(const RuleSet &Rules) : Rules(Rules) {}
+    const RuleSet &Rules;
+    std::vector<std::pair<const CallExpr *, const AutocastFunctionRule *>> Found;
+    bool VisitCallExpr(CallExpr *CE) {
+      if (const FunctionDecl *FD = CE->getDirectCallee())
+        if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
+          Found.push_back({CE, R});
+      return true;
+    }
+  };
+
+  /// The low-precision dtype the scope sets for the device it enables (`set_autocast_gpu_dtype(
+  /// at::kBFloat16)` beside `set_enabled(true)`, or in a guard's constructor), as the conversion's
+  /// third argument (`", at::kBFloat16"`), so that the converted model computes in the dtype the
+  /// scope chose; "" when the scope sets none (the runtime's default for the model's device).
+  /// False (and a blocker) when it cannot be carried to the conversion at `At`.
+  bool dtypeArg(const AutocastScope &S, unsigned At, std::string &Out) {
+    Out.clear();
+    struct DtypeCall {
+      const CallExpr *Call;
+      std::string Device;
+    };
+    std::vector<DtypeCall> Dtypes;
+    std::string EnableDevice;
+    const CXXConstructorDecl *GuardCtor = nullptr;
+    if (S.Enable) {
+      EnableDevice = S.Enable->Device;
+      for (const AutocastCall *A : S.Auxiliary)
+        if (A->Rule->Role == AutocastRole::Dtype)
+          Dtypes.push_back({A->Call, A->Device});
+    } else if (const auto *VD = S.GuardVar ? dyn_cast<VarDecl>(S.GuardVar) : nullptr) {
+      const auto *CE = VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
+      GuardCtor = CE ? CE->getConstructor() : nullptr;
+      if (!GuardCtor || !GuardCtor->hasBody())
+        return true;
+      GuardCalls G(Rules);
+      G.TraverseStmt(GuardCtor->getBody());
+      for (const auto &[Call, R] : G.Found) {
+        if (R->Role == AutocastRole::Enable && EnableDevice.empty())
+          EnableDevice = deviceOf(Call, *R);
+        else if (R->Role == AutocastRole::Dtype)
+          Dtypes.push_back({Call, deviceOf(Call, *R)});
+      }
+    }
+    std::vector<const CallExpr *> Applies;
+    for (const DtypeCall &D : Dtypes)
+      if (EnableDevice.empty() || D.Device.empty() || D.Device == EnableDevice)
+        Applies.push_back(D.Call);
+    if (Applies.empty())
+      return true;
+    auto DtypeOf = [](const CallExpr *CE) { return CE->getArg(CE->getNumArgs() - 1); };
+    for (const CallExpr *CE : Applies)
+      if (!CE->getNumArgs()) {
+        block(CE->getBeginLoc(), "the autocast dtype call has no argument");
+        return false;
+      }
+    std::string Text = text(DtypeOf(Applies.front())->getSourceRange());
+    for (const CallExpr *CE : Applies)
+      if (text(DtypeOf(CE)->getSourceRange()) != Text) {
+        block(CE->getBeginLoc(), "the scope sets different autocast dtypes (`" + Text + "`, `" +
+                                     text(DtypeOf(CE)->getSourceRange()) + "`) and which one "
+                                     "applies to the model's device is not known; convert the "
+                                     "model with the one it computes in by hand");
+        return false;
+      }
+    // The dtype must exist where the model is converted: a constant, or a variable declared
+    // before that point (not a parameter or local of a guard's constructor).
+    const Expr *D = DtypeOf(Applies.front());
+    const FunctionDecl *ScopeFn = CalleeScope == &S ? CalleeFA->Function : FA.Function;
+    VariablesRead Refs;
+    Refs.TraverseStmt(const_cast<Expr *>(D));
+    for (const ValueDecl *V : Refs.Found) {
+      const auto *VD = dyn_cast<VarDecl>(V);
+      if (!VD || !(VD->isLocalVarDecl() || isa<ParmVarDecl>(VD)))
+        continue;
+      bool InGuard = GuardCtor && VD->getDeclContext() == GuardCtor;
+      if (!InGuard && off(VD->getLocation()) < At && VD->getDeclContext() == ScopeFn)
+        continue;
+      if (!InGuard && isa<ParmVarDecl>(VD) && VD->getDeclContext() == ScopeFn)
+        continue;
+      block(D->getBeginLoc(), "autocast computes in the dtype `" + Text + "`, which " +
+                                  (InGuard ? std::string("the guard's constructor computes")
+                                           : std::string("is declared after where the model is "
+                                                         "converted once (before the loop)")) +
+                                  "; convert the model with that dtype by hand (" + Tgt.Convert +
+                                  "(model, level, dtype)) or migrate by hand");
+      return false;
+    }
+    Out = ", " + Text;
     return true;
   }
 
@@ -1080,11 +1187,11 @@ private:
       if (ConvertedModels.insert(Conv).second) {
         unsigned At = 0;
         bool BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
-        std::string Level;
-        if (!levelExpr(S, BeforeLoop ? At : RB, Level))
+        std::string Level, Dtype;
+        if (!levelExpr(S, BeforeLoop ? At : RB, Level) || !dtypeArg(S, BeforeLoop ? At : RB, Dtype))
           return;
         std::string Line = "auto " + Conv + " = " + Tgt.Convert + "(" + modelText(F->Model) +
-                           ", " + Level + ");\n";
+                           ", " + Level + Dtype + ");\n";
         if (BeforeLoop)
           insertAt(At, indentAt(At) + Line);
         else
@@ -1319,6 +1426,19 @@ private:
   }
 
   void addGradsArgument(const ScalerCall *C) {
+    // The implicit form takes the optimizer alone; anything else a project scaler is given (the
+    // module whose .grad it reads) has no place in the explicit form.
+    for (unsigned I = 1; I < C->Call->getNumArgs(); ++I) {
+      const Expr *A = C->Call->getArg(I);
+      if (isa<CXXDefaultArgExpr>(A))
+        continue;
+      block(A->getBeginLoc(), "`" + firstLine(text(C->Call->getSourceRange())) + "` passes `" +
+                                  text(A->getSourceRange()) + "` besides the optimizer; the "
+                                  "explicit-grad form takes the optimizer and the grads only, "
+                                  "and what this argument is for is not known (a module whose "
+                                  ".grad the scaler reads?): migrate this step by hand");
+      return;
+    }
     SourceLocation RP = C->Call->getRParenLoc();
     if (RP.isMacroID()) {
       block(C->Call->getBeginLoc(), "the scaler call is inside a macro body");
@@ -1436,6 +1556,13 @@ private:
       if (!C->NormIsL2) {
         block(C->Call->getBeginLoc(), "clip norm type " + C->NormText +
                                           " is not L2; clip_by_global_norm only does the L2 norm");
+        continue;
+      }
+      if (!C->ErrorIfNonfinite.empty()) {
+        block(C->Call->getBeginLoc(),
+              "the clip is called with error_if_nonfinite = `" + C->ErrorIfNonfinite +
+                  "`: it throws when the total norm is not finite, and " + Tgt.Clip +
+                  " does not; drop the check or migrate this step by hand");
         continue;
       }
       // A user rule may name an argument this call does not have (a rule for another overload).

@@ -114,6 +114,7 @@ template <> struct MappingTraits<ClipFunctionRule> {
     Io.mapOptional("params-arg", R.ParamsArg, 0);
     Io.mapOptional("max-norm-arg", R.MaxNormArg, 1);
     Io.mapOptional("norm-type-arg", R.NormTypeArg, -1);
+    Io.mapOptional("error-if-nonfinite-arg", R.ErrorIfNonfiniteArg, -1);
   }
   static std::string validate(IO &, ClipFunctionRule &R) {
     if (llvm::StringRef(R.Function).trim().empty())
@@ -122,7 +123,8 @@ template <> struct MappingTraits<ClipFunctionRule> {
       return "'params-arg' and 'max-norm-arg' must be argument indices (>= 0)";
     if (std::string P = firstReason(argIndexProblem("params-arg", R.ParamsArg, false),
                                     argIndexProblem("max-norm-arg", R.MaxNormArg, false),
-                                    argIndexProblem("norm-type-arg", R.NormTypeArg, true));
+                                    argIndexProblem("norm-type-arg", R.NormTypeArg, true),
+                                    argIndexProblem("error-if-nonfinite-arg", R.ErrorIfNonfiniteArg, true));
         !P.empty())
       return P;
     if (R.ParamsArg == R.MaxNormArg)

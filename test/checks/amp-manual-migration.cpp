@@ -86,3 +86,43 @@ void unknown_scaler(Net &model, torch::optim::SGD &optimizer, OpaqueScaler &s,
   scale_loss(s, loss).backward();
   opaque_step(s, optimizer);
 }
+
+// A clip that throws on a non-finite norm (error_if_nonfinite = true): clip_by_global_norm has no
+// such check, so the step is reported rather than silently losing it.
+void clip_that_throws(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScaler &scaler,
+                      const torch::Tensor &data) {
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  auto loss = model->forward(data).sum();
+  at::autocast::set_enabled(false);
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.unscale_(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0, 2.0, /*error_if_nonfinite=*/true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: the clip is called with error_if_nonfinite = `true`: it throws when the total norm is not finite, and amp::clip_by_global_norm does not; drop the check or migrate this step by hand [amp-manual-migration]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+
+// A project scaler whose step() also takes the module (it reads the module's .grad): the
+// explicit-grad step has no place for it.
+struct ModuleScaler {
+  torch::Tensor scale(const torch::Tensor &loss);
+  void step(torch::optim::SGD &optimizer, torch::nn::Module *owner);
+  void update();
+};
+void step_with_module(NetImpl &net, torch::optim::SGD &optimizer, ModuleScaler &scaler,
+                      const torch::Tensor &data) {
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  auto loss = net.forward(data).sum();
+  at::autocast::set_enabled(false);
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.step(optimizer, &net);
+  // CHECK-MESSAGES: :[[@LINE-1]]:26: warning: not migrated automatically: `scaler.step(optimizer, &net)` passes `&net` besides the optimizer; the explicit-grad form takes the optimizer and the grads only, and what this argument is for is not known (a module whose .grad the scaler reads?): migrate this step by hand [amp-manual-migration]
+  scaler.update();
+}

@@ -29,7 +29,7 @@ float train_step(torch::nn::Linear &model, torch::optim::AdamW &optimizer, const
   return loss.item<float>();
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1, at::kBFloat16);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::mse_loss(amp::cast_to_adapter_tensor(amp_model(x)), y);{{$}}

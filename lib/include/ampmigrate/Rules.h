@@ -35,6 +35,9 @@ struct ClipFunctionRule {
   int ParamsArg = 0;
   int MaxNormArg = 1;
   int NormTypeArg = 2;  ///< -1: the function has no norm type (always L2)
+  /// The argument that makes the clip throw on a non-finite total norm (libtorch's
+  /// error_if_nonfinite); -1: none.
+  int ErrorIfNonfiniteArg = -1;
 };
 
 /// Names of the methods a scaler class has, by meaning.

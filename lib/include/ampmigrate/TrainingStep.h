@@ -93,6 +93,9 @@ struct ClipCall {
   bool ResultUsed = false;
   bool NormIsL2 = true;
   std::string NormText; ///< the norm type as written when it is not 2
+  /// The error-if-nonfinite argument as written when it is not the constant false (the clip
+  /// throws on a non-finite norm); empty otherwise.
+  std::string ErrorIfNonfinite;
   /// Whose `parameters()` are clipped (`model->parameters()`, `opt.parameters()`); empty when the
   /// parameter list is something else (a variable, a helper's result).
   ObjectRef ParamsOwner;

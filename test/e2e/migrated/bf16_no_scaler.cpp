@@ -13,7 +13,7 @@ int main() {
   e2e::Mlp model;
   torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-2));
   model->train();
-  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1, at::kBFloat16);
   for (int step = 0; step < e2e::kSteps; ++step) {
     auto input = data.input(step);
     auto target = data.target(step);

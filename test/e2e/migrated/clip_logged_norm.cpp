@@ -17,7 +17,7 @@ int main() {
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale(256.0).growth_factor(2.0).backoff_factor(0.5).growth_interval(20));
   const double max_norm = 0.5;
   model->train();
-  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1, at::kBFloat16);
   for (int step = 0; step < e2e::kSteps; ++step) {
     auto input = data.input(step);
     auto target = data.target(step);

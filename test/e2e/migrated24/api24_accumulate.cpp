@@ -15,7 +15,7 @@ int main() {
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024.0));
   const int micro_steps = 2;
   model->train();
-  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1, at::kBFloat16);
   std::vector<torch::Tensor> grads;
   for (int step = 0; step < e2e::kSteps; ++step) {
     grads.clear();

@@ -15,7 +15,7 @@ int main() {
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale(2048.0));
   const auto device = at::kCPU;
   model->train();
-  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1, at::kBFloat16);
   for (int step = 0; step < e2e::kSteps; ++step) {
     auto input = data.input(step);
     auto target = data.target(step);

@@ -2,6 +2,7 @@
 // code calls, with the same namespaces and signatures, declarations only. Lets lit tests run the
 // tool over already-migrated code (idempotence).
 #pragma once
+#include <optional>
 #include <torch/torch.h>
 #include <array>
 #include <cstdint>
@@ -33,14 +34,17 @@ public:
 };
 template <class Impl>
 MixedPrecisionModel<torch::nn::ModuleHolder<Impl>>
-auto_mixed_precision(const torch::nn::ModuleHolder<Impl> &model, Level level);
+auto_mixed_precision(const torch::nn::ModuleHolder<Impl> &model, Level level,
+                     std::optional<c10::ScalarType> dtype = std::nullopt);
 template <class M>
 MixedPrecisionModel<std::shared_ptr<M>> auto_mixed_precision(const std::shared_ptr<M> &model,
-                                                             Level level);
+                                                             Level level,
+                                                             std::optional<c10::ScalarType> dtype = std::nullopt);
 
 /// Non-owning (a `torch::nn::Module&`, e.g. `*this`).
 template <class M, std::enable_if_t<std::is_base_of_v<torch::nn::Module, M>, int> = 0>
-MixedPrecisionModel<std::reference_wrapper<M>> auto_mixed_precision(M &model, Level level);
+MixedPrecisionModel<std::reference_wrapper<M>> auto_mixed_precision(M &model, Level level,
+                                                                    std::optional<c10::ScalarType> dtype = std::nullopt);
 
 torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x);
 template <class... Ts> std::tuple<Ts...> cast_to_adapter_tensor(const std::tuple<Ts...> &x);
