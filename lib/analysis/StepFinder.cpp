@@ -1425,13 +1425,22 @@ private:
     if (!CB.Runs.empty())
       Callbacks.push_back(std::move(CB));
   }
+  /// A call that only training code makes: a backward pass, and also an optimizer's step() or
+  /// zero_grad() or a gradient clip (a training function whose backward runs in a callee of
+  /// another file still steps the optimizer here).
   bool isBackward(const CallExpr *CE, const FunctionDecl *Callee) const {
     const IdentifierInfo *II = Callee->getIdentifier();
     if (!II)
       return false;
-    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE))
+    if (Rules.clipRule(qualifiedName(Callee)))
+      return true;
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE)) {
+      if ((II->getName() == "step" || II->getName() == "zero_grad") && MC->getMethodDecl() &&
+          isDerivedFromAny(MC->getMethodDecl()->getParent(), Rules.OptimizerClasses))
+        return true;
       return II->getName() == "backward" && MC->getImplicitObjectArgument() &&
              isTensorType(MC->getImplicitObjectArgument()->getType(), Rules);
+    }
     if (II->getName() != "backward" && II->getName() != "grad")
       return false;
     std::string Q = qualifiedName(Callee);

@@ -16,10 +16,18 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
       Next = B;
       break;
     }
-  if (!Next)
+  if (!Next) {
+    // Training without a visible backward: it runs in a function the analysis cannot see.
+    for (const ScalerCall &St : In.Function.OptimizerSteps)
+      if (SM.getFileOffset(SM.getExpansionLoc(St.Call->getBeginLoc())) > S.End)
+        return "no backward() is visible in this function, yet it steps the optimizer (line " +
+               std::to_string(SM.getExpansionLineNumber(St.Call->getBeginLoc())) +
+               "): the backward runs in a function this file does not define, so the forward "
+               "pass cannot be handed to amp::value_and_grad; migrate this step by hand";
     return "no training step (a backward of the loss computed here, then the optimizer's or the "
            "scaler's step) follows this autocast scope in this function; when they are in another "
            "function, move the step into one function or migrate by hand";
+  }
   std::string Line =
       std::to_string(SM.getExpansionLineNumber(Next->getBeginLoc()));
   const Expr *Recv = Next->getImplicitObjectArgument()->IgnoreImplicit()->IgnoreParenImpCasts();

@@ -126,3 +126,21 @@ void step_with_module(NetImpl &net, torch::optim::SGD &optimizer, ModuleScaler &
   // CHECK-MESSAGES: :[[@LINE-1]]:26: warning: not migrated automatically: `scaler.step(optimizer, &net)` passes `&net` besides the optimizer; the explicit-grad form takes the optimizer and the grads only, and what this argument is for is not known (a module whose .grad the scaler reads?): migrate this step by hand [amp-manual-migration]
   scaler.update();
 }
+
+// Training whose backward() runs in a function this file only declares (a loss helper of another
+// file): the function steps the optimizer and clips, so it is not inference code, and the reason
+// says what is missing.
+struct LossComputer {
+  torch::Tensor compute(const torch::Tensor &out, bool train); // runs loss.backward() elsewhere
+};
+void backward_elsewhere(Net &model, torch::optim::SGD &optimizer, LossComputer &losses,
+                        const torch::Tensor &data) {
+  optimizer.zero_grad();
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no backward() is visible in this function, yet it steps the optimizer (line [[#@LINE+4]]): the backward runs in a function this file does not define, so the forward pass cannot be handed to amp::value_and_grad; migrate this step by hand [amp-manual-migration]
+  auto loss = losses.compute(model->forward(data), /*train=*/true);
+  at::autocast::set_enabled(false);
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 5.0);
+  optimizer.step();
+}
