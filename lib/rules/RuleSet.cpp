@@ -137,11 +137,21 @@ template <> struct MappingTraits<ScalerMethodNames> {
     Io.mapOptional("step", M.Step);
     Io.mapOptional("update", M.Update);
     Io.mapOptional("get-scale", M.GetScale);
+    Io.mapOptional("is-enabled", M.IsEnabled);
+    Io.mapOptional("checked-unscale-finite", M.CheckedFinite);
+    Io.mapOptional("checked-unscale-found-inf", M.CheckedFoundInf);
   }
   static std::string validate(IO &, ScalerMethodNames &M) {
-    return firstReason(emptyNameIn("scale", M.Scale), emptyNameIn("unscale", M.Unscale),
-                       emptyNameIn("step", M.Step), emptyNameIn("update", M.Update),
-                       emptyNameIn("get-scale", M.GetScale));
+    std::string P = firstReason(emptyNameIn("scale", M.Scale), emptyNameIn("unscale", M.Unscale),
+                                emptyNameIn("step", M.Step), emptyNameIn("update", M.Update),
+                                emptyNameIn("get-scale", M.GetScale),
+                                emptyNameIn("is-enabled", M.IsEnabled),
+                                emptyNameIn("checked-unscale-finite", M.CheckedFinite),
+                                emptyNameIn("checked-unscale-found-inf", M.CheckedFoundInf));
+    for (const std::string &N : M.CheckedFinite)
+      if (P.empty() && llvm::is_contained(M.CheckedFoundInf, N))
+        P = "'" + N + "' is in both checked-unscale-finite and checked-unscale-found-inf";
+    return P;
   }
 };
 template <> struct CustomMappingTraits<std::map<std::string, std::vector<std::string>>> {
@@ -210,6 +220,7 @@ template <> struct MappingTraits<TargetApi> {
     Io.mapOptional("split-grads", T.SplitGrads, D.SplitGrads);
     Io.mapOptional("all-reduce-grads", T.AllReduceGrads, D.AllReduceGrads);
     Io.mapOptional("step", T.Step, D.Step);
+    Io.mapOptional("checked-unscale", T.CheckedUnscale, D.CheckedUnscale);
   }
   static std::string validate(IO &, TargetApi &T) {
     StringRef Inc = T.Include;
@@ -220,7 +231,8 @@ template <> struct MappingTraits<TargetApi> {
       return "'include' names no header";
     for (const std::string *Name :
          {&T.Convert, &T.LevelEnum, &T.ValueAndGrad, &T.CastOutput, &T.ScalerClass, &T.ScalerOptions,
-          &T.Clip, &T.GlobalNorm, &T.Accumulate, &T.ParametersOf, &T.SplitGrads, &T.Step})
+          &T.Clip, &T.GlobalNorm, &T.Accumulate, &T.ParametersOf, &T.SplitGrads, &T.Step,
+          &T.CheckedUnscale})
       if (llvm::StringRef(*Name).trim().empty())
         return "an empty name in 'target'";
     return "";
@@ -401,6 +413,9 @@ void RuleSet::merge(const RuleSet &O) {
   appendAll(ScalerMethods.Step, O.ScalerMethods.Step);
   appendAll(ScalerMethods.Update, O.ScalerMethods.Update);
   appendAll(ScalerMethods.GetScale, O.ScalerMethods.GetScale);
+  appendAll(ScalerMethods.IsEnabled, O.ScalerMethods.IsEnabled);
+  appendAll(ScalerMethods.CheckedFinite, O.ScalerMethods.CheckedFinite);
+  appendAll(ScalerMethods.CheckedFoundInf, O.ScalerMethods.CheckedFoundInf);
   for (const auto &[K, V] : O.ScalerOptionParams)
     appendAll(ScalerOptionParams[K], V);
   appendAll(ZeroGradMethods, O.ZeroGradMethods);
