@@ -80,8 +80,10 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
     if (F && Mixed)
       Out.note(F, Mixed->Plain.Backwards.front()->Backward->getBeginLoc(),
                "the plain path (no scaler) backpropagates the loss computed in this scope here; "
-               "it takes the grads of " + In.Rules.Target.ValueAndGrad + " too, and its step "
-               "becomes " + In.Rules.Target.Step + "(optimizer, grads)");
+               "it takes the grads of " + In.Rules.Target.ValueAndGrad + " too" +
+                   (Mixed->Plain.Steps.empty()
+                        ? std::string()
+                        : ", and its step becomes " + In.Rules.Target.Step + "(optimizer, grads)"));
   }
 }
 

@@ -2637,6 +2637,15 @@ private:
         break;
       E = PE;
     }
+    // A pointer's truth (`if (s)`, `!s`, `s != nullptr`): any pointer type has it.
+    if (const auto *IC = dyn_cast<ImplicitCastExpr>(E); IC && IC->getCastKind() == CK_PointerToBoolean)
+      return true;
+    if (const auto *BO = Parent.get<BinaryOperator>(); BO && BO->isEqualityOp() &&
+        E->getType()->isPointerType()) {
+      const Expr *Other = BO->getLHS() == E ? BO->getRHS() : BO->getLHS();
+      if (Other->isNullPointerConstant(Ctx, Expr::NPC_ValueDependentIsNotNull) != Expr::NPCK_NotNull)
+        return true;
+    }
     // `s.f()` / `s->f()` / `if (s)`: the call's callee is a MemberExpr on the object.
     if (const auto *ME = Parent.get<MemberExpr>(); ME && ME->getBase() == E)
       if (DynTypedNodeList Ps = Ctx.getParents(*ME); !Ps.empty() && Ps[0].get<CXXMemberCallExpr>())
