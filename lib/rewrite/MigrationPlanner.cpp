@@ -777,8 +777,9 @@ private:
   const Stmt *removalUnit(const AutocastScope &S, const Stmt *St) const {
     const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(St));
     const auto *If = Block ? dyn_cast_or_null<IfStmt>(PM.getParent(Block)) : nullptr;
+    // A condition that only reads (`use_amp`, an optional scaler's truth) goes with the block.
     if (!If || If->getThen() != Block || If->getElse() || If->getInit() || If->getConditionVariable() ||
-        If->getCond()->HasSideEffects(Ctx))
+        (If->getCond()->HasSideEffects(Ctx) && !onlyReads(If->getCond())))
       return St;
     auto OfScope = [&](const Stmt *Child) {
       auto Is = [&](const AutocastCall *A) { return A && A->Removable == Child; };
