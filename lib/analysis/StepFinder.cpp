@@ -758,6 +758,8 @@ private:
           ++Written;
       C.HasExplicitGrads = Written >= 2;
     }
+    const Stmt *S = statementOf(MC);
+    C.ResultUsed = !(S && isOnly(S, MC)) && !MC->getType()->isVoidType();
     FA.ScalerCalls.push_back(C);
   }
 

@@ -1727,10 +1727,7 @@ private:
       if (U->HasExplicitGrads)
         continue;
       if (resultUsed(U->Call)) {
-        block(U->Call->getBeginLoc(),
-              "the result of `" + firstLine(text(U->Call->getSourceRange())) +
-                  "` is used (a checked unscale); the explicit-grad unscale_ returns nothing: "
-                  "test the grads yourself (all finite) or migrate this step by hand");
+        planCheckedUnscale(U);
         continue;
       }
       renameMethod(U);
@@ -1744,6 +1741,49 @@ private:
       renameMethod(U);
     for (const ScalerCall *G : T.Others)
       renameMethod(G);
+  }
+
+  /// A checked unscale whose answer is used (`bool finite = scaler.unscale_and_check(opt);`)
+  /// becomes the target's checked unscale on the grads, which answers whether every grad is
+  /// finite (`scaler.unscale_and_check(opt, grads)`), negated for a method whose true means
+  /// "an inf or NaN was found". What the user's answer means comes from the rules, never from
+  /// its name: a method in neither list, or one that answers something other than a bool, is
+  /// reported.
+  void planCheckedUnscale(const ScalerCall *U) {
+    std::string Call = "`" + firstLine(text(U->Call->getSourceRange())) + "`";
+    const CXXMethodDecl *MD = U->Call->getMethodDecl();
+    std::string Name = MD->getNameAsString();
+    const ScalerMethodNames &N = Rules.ScalerMethods;
+    bool Finite = llvm::is_contained(N.CheckedFinite, Name);
+    bool FoundInf = llvm::is_contained(N.CheckedFoundInf, Name);
+    if (!U->Call->getType()->isBooleanType()) {
+      block(U->Call->getBeginLoc(),
+            "the result of " + Call + " is used, and its type is '" +
+                U->Call->getType().getAsString() + "', not bool; the checked unscale " +
+                Tgt.CheckedUnscale + "(optimizer, grads) answers whether every grad is finite: "
+                "migrate this step by hand");
+      return;
+    }
+    if (!Finite && !FoundInf) {
+      block(U->Call->getBeginLoc(),
+            "the result of " + Call + " is used (a checked unscale), and the rules do not say "
+            "what its answer means: name '" + Name + "' in scaler.methods.checked-unscale-finite "
+            "(true when every grad is finite) or checked-unscale-found-inf (true when an inf or "
+            "NaN was found) of a rule file, or migrate this step by hand");
+      return;
+    }
+    const auto *ME = dyn_cast<MemberExpr>(U->Call->getCallee());
+    unsigned MB, MEnd, CB, CEnd;
+    if (!ME || !fileRange(ME->getMemberLoc(), MB, MEnd) ||
+        !fileRange(U->Call->getSourceRange(), CB, CEnd)) {
+      block(U->Call->getBeginLoc(), "the scaler call is inside a macro body");
+      return;
+    }
+    if (FoundInf)
+      Edits.push_back({CB, 0, "!"});
+    if (Name != Tgt.CheckedUnscale)
+      Edits.push_back({MB, MEnd - MB, Tgt.CheckedUnscale});
+    addGradsArgument(U);
   }
 
   /// A step without a scaler: `optimizer.step();` becomes `amp::step(optimizer, grads);`, which

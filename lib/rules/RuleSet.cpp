@@ -414,6 +414,14 @@ void RuleSet::merge(const RuleSet &O) {
   appendAll(ScalerMethods.Update, O.ScalerMethods.Update);
   appendAll(ScalerMethods.GetScale, O.ScalerMethods.GetScale);
   appendAll(ScalerMethods.IsEnabled, O.ScalerMethods.IsEnabled);
+  // What a checked unscale's answer means: a later file's word wins over an earlier one's (a
+  // project whose unscale_and_check answers "found an inf" overrides the built-in meaning).
+  llvm::erase_if(ScalerMethods.CheckedFinite, [&](const std::string &N) {
+    return llvm::is_contained(O.ScalerMethods.CheckedFoundInf, N);
+  });
+  llvm::erase_if(ScalerMethods.CheckedFoundInf, [&](const std::string &N) {
+    return llvm::is_contained(O.ScalerMethods.CheckedFinite, N);
+  });
   appendAll(ScalerMethods.CheckedFinite, O.ScalerMethods.CheckedFinite);
   appendAll(ScalerMethods.CheckedFoundInf, O.ScalerMethods.CheckedFoundInf);
   for (const auto &[K, V] : O.ScalerOptionParams)

@@ -73,6 +73,8 @@ struct ScalerCall {
   ObjectRef Optimizer;                        ///< Unscale / Step
   const clang::Expr *OptimizerArg = nullptr;  ///< as written (`opt`, `*opt`)
   bool HasExplicitGrads = false;              ///< already migrated (`unscale_(opt, grads)`)
+  /// The call's answer is used (`bool finite = scaler.unscale_and_check(opt);`): a checked unscale.
+  bool ResultUsed = false;
 };
 
 /// `scaler.scale(x).backward()`, or `auto s = scaler.scale(x); s.backward();`; in a step without a
