@@ -1576,7 +1576,7 @@ private:
                                  "const method call") +
                       "; it would be evaluated again to choose what " + Tgt.ValueAndGrad +
                       " differentiates: store it in a variable first or migrate by hand");
-    const Stmt *R0 = nullptr;
+    const Stmt *R0 = CalleeCallStmt; // the region starts at the scope, or at the callee's call
     if (const AutocastScope *S = T.Scope) {
       const Stmt *ScopeStart = S->GuardDeclStmt ? S->GuardDeclStmt
                                                 : (S->Enable->Removable ? S->Enable->Removable : S->Enable->Call);
@@ -1726,7 +1726,7 @@ private:
     for (const ScalerCall *U : T.Unscales) {
       if (U->HasExplicitGrads)
         continue;
-      if (resultUsed(U->Call)) {
+      if (U->ResultUsed) {
         planCheckedUnscale(U);
         continue;
       }
