@@ -313,7 +313,14 @@ ObjectRef resolveObject(const Expr *E) {
 /// The `parameters()` call a parameter-list expression names (`model->parameters()`,
 /// `opt.parameters()`), through temporaries and copies; null for anything else.
 const CXXMemberCallExpr *parametersCall(const Expr *E) {
-  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(strip(E));
+  E = strip(E);
+  // `auto params = model->parameters();` then `clip_grad_norm_(params, ...)`: the local list holds
+  // the same tensors.
+  if (const auto *DRE = dyn_cast_or_null<DeclRefExpr>(E))
+    if (const auto *VD = dyn_cast<VarDecl>(DRE->getDecl());
+        VD && VD->isLocalVarDecl() && !isa<ParmVarDecl>(VD) && VD->getInit())
+      E = strip(VD->getInit());
+  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E);
   if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier())
     return nullptr;
   StringRef N = MC->getMethodDecl()->getName();
@@ -848,6 +855,7 @@ private:
       if (!MD || !MD->getIdentifier() || MD->getName() != "backward" ||
           !isDerivedFromAny(MD->getParent(), Rules.TensorClasses))
         continue;
+      FA.BackwardCalls.push_back(MC);
       if (llvm::any_of(FA.Backwards, [&](const ImplicitBackward &B) { return B.Backward == MC; }))
         continue;
       if (llvm::any_of(MC->arguments(), [](const Expr *A) { return !isa<CXXDefaultArgExpr>(A); }))
@@ -1362,15 +1370,20 @@ private:
     return llvm::any_of(T.Backwards, IsBackward) || llvm::any_of(T.Plain.Backwards, IsBackward);
   }
 
-  /// The statement of the step's block (the block of its first backward) that holds `S`; else the
-  /// nearest statement of any block.
+  /// The statement of the step's block that holds `S`: the block of its first backward, or, when
+  /// `S` is outside it (after a micro-batch loop of a gradient accumulation), the block of its
+  /// first step(); else the nearest statement of any block.
   const Stmt *stepStatementOf(const TrainingStep &T, const Stmt *S) const {
-    const Stmt *Block = nullptr;
+    llvm::SmallVector<const Stmt *, 2> Blocks;
     if (!T.Backwards.empty() && T.Backwards.front()->BackwardStmt)
-      Block = PM.getParent(T.Backwards.front()->BackwardStmt);
-    for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
-      if (PM.getParent(Cur) == Block)
-        return Cur;
+      Blocks.push_back(PM.getParent(T.Backwards.front()->BackwardStmt));
+    if (!T.Steps.empty())
+      if (const Stmt *StepStmt = statementOf(T.Steps.front()->Call))
+        Blocks.push_back(PM.getParent(StepStmt));
+    for (const Stmt *Block : Blocks)
+      for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
+        if (PM.getParent(Cur) == Block)
+          return Cur;
     return statementOf(S);
   }
 

@@ -1,8 +1,43 @@
 // amp-manual-migration: what the tool will not rewrite, each with its reason.
 #include "ampmigrate/Engine.h"
+#include "ampmigrate/StepFinder.h"
+#include "clang/Basic/SourceManager.h"
 
 using namespace clang;
 namespace ampmigrate {
+
+/// Why a closed scope has no training step, naming the backward() that follows it when there is
+/// one: run on something the tool does not recognise as a scaler's scale(), or with no step().
+static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
+  const SourceManager &SM = In.Ctx.getSourceManager();
+  const CXXMemberCallExpr *Next = nullptr;
+  for (const CXXMemberCallExpr *B : In.Function.BackwardCalls)
+    if (SM.getFileOffset(SM.getExpansionLoc(B->getBeginLoc())) > S.End) {
+      Next = B;
+      break;
+    }
+  if (!Next)
+    return "no training step (a backward of the loss computed here, then the optimizer's or the "
+           "scaler's step) follows this autocast scope in this function; when they are in another "
+           "function, move the step into one function or migrate by hand";
+  std::string Line =
+      std::to_string(SM.getExpansionLineNumber(Next->getBeginLoc()));
+  const Expr *Recv = Next->getImplicitObjectArgument()->IgnoreImplicit()->IgnoreParenImpCasts();
+  const auto *Call = dyn_cast<CallExpr>(Recv);
+  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(Call);
+  bool OnTensorMethod = MC && MC->getMethodDecl() &&
+                        isDerivedFromAny(MC->getMethodDecl()->getParent(), In.Rules.TensorClasses);
+  bool Scaled = llvm::any_of(In.Function.Backwards,
+                             [&](const ImplicitBackward &B) { return B.Backward == Next; });
+  if (Call && !OnTensorMethod && !Scaled && Call->getNumArgs() > 0 && !isa<CXXOperatorCallExpr>(Call))
+    return "backward() at line " + Line + " runs on `" +
+           StepFinder::textOf(In.Ctx, Recv->getSourceRange()) +
+           "`, which is not the scale() of a loss scaler the tool recognises; name the scaler "
+           "class in a rule file (scaler.classes, docs/rules.md) or migrate by hand";
+  return "backward() at line " + Line + " follows this autocast scope, but no optimizer or "
+         "scaler step() follows it in this function; when the step is in another function, move "
+         "it into this one or migrate by hand";
+}
 
 void checkManualMigration(const CheckInput &In, FindingSink &Out) {
   for (const MigrationPlan *P : In.Plans)
@@ -20,9 +55,7 @@ void checkManualMigration(const CheckInput &In, FindingSink &Out) {
             ? "autocast is enabled with no training step in this function (a global or "
               "start-up switch?); convert the model where it is created with " +
                   In.Rules.Target.Convert
-            : "no training step (a backward of the loss computed here, then the optimizer's or "
-              "the scaler's step) follows this autocast scope in this function; when they are in "
-              "another function, move the step into one function or migrate by hand";
+            : noStepReason(In, S);
     Out.report("amp-manual-migration", S.ReportLoc, "not migrated automatically: " + Why);
   }
 }

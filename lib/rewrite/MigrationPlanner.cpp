@@ -4,6 +4,7 @@
 #include "ampmigrate/IncludeInsertion.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/StepFinder.h"
+#include "RegionDeclarations.h"
 
 #include "clang/AST/ParentMap.h"
 #include "clang/Basic/SourceManager.h"
@@ -23,12 +24,6 @@ using namespace clang;
 namespace ampmigrate {
 
 namespace {
-
-/// An edit inside one file, by offsets; turned into tooling::Replacement at the end.
-struct Edit {
-  unsigned Offset, Length;
-  std::string Text;
-};
 
 class NameCollector : public RecursiveASTVisitor<NameCollector> {
 public:
@@ -91,6 +86,8 @@ public:
   bool VisitReturnStmt(ReturnStmt *S) { return found(S); }
   bool VisitGotoStmt(GotoStmt *S) { return found(S); }
   bool VisitCoreturnStmt(CoreturnStmt *S) { return found(S); }
+  bool VisitCoawaitExpr(CoawaitExpr *E) { return found(E); }
+  bool VisitCoyieldExpr(CoyieldExpr *E) { return found(E); }
   bool VisitBreakStmt(BreakStmt *S) { return LoopDepth ? true : found(S); }
   bool VisitContinueStmt(ContinueStmt *S) { return LoopDepth ? true : found(S); }
   bool found(const Stmt *S) {
@@ -261,9 +258,15 @@ private:
     unsigned EOL = LE > 0 && LE <= Buffer.size() && Buffer[LE - 1] == '\n' ? LE - 1 : LE;
     if (onlySpace(LS, B) && onlySpace(E, EOL)) {
       Out = {LS, LE - LS, ""};
-    } else {
-      Out = {B, E - B, ""};
+      return true;
     }
+    // A comment after the statement keeps its line, at the statement's indentation.
+    unsigned C = E;
+    while (C < EOL && (Buffer[C] == ' ' || Buffer[C] == '\t'))
+      ++C;
+    if (onlySpace(LS, B) && StringRef(Buffer).substr(C).starts_with("//"))
+      E = C;
+    Out = {B, E - B, ""};
     return true;
   }
 
@@ -996,9 +999,14 @@ private:
       ControlFlowCollector CF;
       CF.TraverseStmt(const_cast<Stmt *>(St));
       if (CF.Escape) {
-        block(CF.Escape->getBeginLoc(), "the forward region contains a statement that leaves it "
-                                        "(return, break, continue or goto), which cannot move "
-                                        "into the function given to amp::value_and_grad");
+        if (isa<CoawaitExpr>(CF.Escape) || isa<CoyieldExpr>(CF.Escape))
+          block(CF.Escape->getBeginLoc(), "the forward region suspends the coroutine (co_await or "
+                                          "co_yield), which cannot move into the function given "
+                                          "to amp::value_and_grad");
+        else
+          block(CF.Escape->getBeginLoc(), "the forward region contains a statement that leaves it "
+                                          "(return, break, continue or goto), which cannot move "
+                                          "into the function given to amp::value_and_grad");
         return;
       }
     }
@@ -1022,10 +1030,8 @@ private:
     }
     unsigned BE = SM.getFileOffset(EndR.getEnd());
     RegionEnd = lineEnd(BE);
-    if (T.mixed()) { // the region's text ends where the if starts; the if stays
-      BE = off(EndStmt->getBeginLoc());
-      RegionEnd = lineStart(BE);
-    }
+    if (T.mixed()) // the region's text ends where the if starts; the if stays
+      RegionEnd = lineStart(off(EndStmt->getBeginLoc()));
     unsigned BodyEnd = RegionEnd; // text up to (not including) the scale/backward statements
     unsigned EndStmtOff = lineStart(off(EndStmt->getBeginLoc()));
     BodyEnd = EndStmtOff;
@@ -1116,58 +1122,28 @@ private:
         Inner.push_back({ZB, ZE - ZB, GradsName + ".clear();"});
       }
     }
-    // Declarations in the region used after it are hoisted before the lambda.
-    std::string Hoisted;
-    unsigned AfterRegion = BE;
-    for (const Stmt *St : Region) {
-      const auto *DS = dyn_cast<DeclStmt>(St);
-      if (!DS)
-        continue;
-      for (const Decl *D : DS->decls()) {
-        const auto *VD = dyn_cast<VarDecl>(D);
-        if (!VD)
-          continue;
-        RefCollector RC(VD);
-        RC.TraverseStmt(const_cast<Stmt *>(FA.Function->getBody()));
-        bool UsedAfter = llvm::any_of(RC.Refs, [&](const Expr *E) {
-          return off(E->getBeginLoc()) > AfterRegion && !inMixedBackward(E);
-        });
-        bool UsedByScale = false;
-        if (B.Scale && B.Scale->Call->getNumArgs())
-          for (const Expr *E : RC.Refs)
-            if (within(E, B.Scale->Call->getArg(0)))
-              UsedByScale = true;
-        if (!UsedAfter)
-          continue;
-        if (isa<DecompositionDecl>(VD) || !DS->isSingleDecl() || !VD->getInit() ||
-            VD->getType()->isReferenceType()) {
-          block(VD->getLocation(), "'" + VD->getNameAsString() +
-                                       "' is declared in the forward region and used after it; "
-                                       "hoist its declaration by hand");
-          return;
-        }
-        (void)UsedByScale;
-        PrintingPolicy PP(LO);
-        PP.SuppressTagKeyword = true;
-        PP.FullyQualifiedName = true;
-        QualType Ty = VD->getType().getUnqualifiedType();
-        std::string TyName = isTensorType(Ty, Rules) ? "torch::Tensor" : Ty.getAsString(PP);
-        Hoisted += Indent + TyName + " " + VD->getNameAsString() + ";\n";
-        // `auto x = init;` -> `x = init;`
-        unsigned DB, DE;
-        if (!fileRange(SourceRange(DS->getBeginLoc(), VD->getLocation()), DB, DE)) {
-          block(VD->getLocation(), "declaration inside a macro");
-          return;
-        }
-        unsigned NameOff = off(VD->getLocation());
-        Inner.push_back({DB, NameOff - DB, ""});
-        if (VD->getInitStyle() != VarDecl::CInit) {
-          block(VD->getLocation(), "'" + VD->getNameAsString() +
-                                       "' is initialised with () or {} and used after the forward region; hoist it by hand");
-          return;
-        }
-      }
+    // Declarations of the region that the code after it still names are declared before the
+    // lambda (or the step is blocked). What stays outside: everything after the scale statement
+    // except the scaled backward(s), whose scale() argument becomes the lambda's return.
+    auto UsedOutside = [&](const Expr *E) {
+      if (off(E->getBeginLoc()) < BodyEnd)
+        return false;
+      for (const ImplicitBackward *Bi : AllBackwards)
+        if ((Bi->BackwardStmt && within(E, Bi->BackwardStmt)) ||
+            (Bi->ScaleStmt && within(E, Bi->ScaleStmt)))
+          return false;
+      return !inMixedBackward(E); // a mixed step's backwards leave their branches too
+    };
+    RegionDeclarations Decls;
+    if (auto Why = planRegionDeclarations(Ctx, Rules, Region, FA.Function->getBody(), UsedOutside,
+                                          Decls)) {
+      block(Why->Loc, Why->Reason);
+      return;
     }
+    std::string Hoisted;
+    for (const std::string &D : Decls.Hoisted)
+      Hoisted += Indent + D + "\n";
+    Inner.insert(Inner.end(), Decls.Inner.begin(), Decls.Inner.end());
     if (!Blockers.empty())
       return;
 
@@ -1277,12 +1253,35 @@ private:
     Out += Indented;
     Out += Indent + "  return " + ScaleCall + ";\n";
     Out += Indent + "}, " + OptParams + ");\n";
+    // Comments after the statements the call replaces (the scale and backward lines) stay on
+    // the line of the call.
+    std::string Trailing;
+    auto KeepTrailing = [&](const Stmt *St) {
+      if (!St)
+        return;
+      CharSourceRange R = stmtRange(St);
+      if (R.isInvalid())
+        return;
+      unsigned E = SM.getFileOffset(R.getEnd());
+      StringRef Rest = StringRef(Buffer).slice(E, lineEnd(E)).rtrim("\r\n");
+      if (!Rest.trim().empty())
+        Trailing += " " + Rest.trim().str();
+    };
+    // (A mixed step's if stays, and its backwards' comments stay in their branches.)
+    if (!T.mixed()) {
+      KeepTrailing(EndStmt);
+      for (const ImplicitBackward *Bi : AllBackwards)
+        if (Bi->BackwardStmt != EndStmt)
+          KeepTrailing(Bi->BackwardStmt);
+    }
     if (Accumulate) {
       std::string Micro = freshName("micro_grads");
-      Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + GradFnName + "();\n";
+      Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + GradFnName + "();" +
+             Trailing + "\n";
       Out += Indent + Tgt.Accumulate + "(" + GradsName + ", " + Micro + ");\n";
     } else {
-      Out += Indent + "auto [" + ValueName + ", " + GradsName + "] = " + GradFnName + "();\n";
+      Out += Indent + "auto [" + ValueName + ", " + GradsName + "] = " + GradFnName + "();" +
+             Trailing + "\n";
     }
     if (!PerOptimizer.empty() && !Accumulate) {
       std::string Names;
@@ -1814,22 +1813,10 @@ private:
 
   /// `OfOptimizer` is set when the parameters are named through one of the step's optimizers.
   bool paramsOfStep(const Expr *Params, const ScalerCall **OfOptimizer = nullptr) const {
-    // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's.
-    // Through temporaries and the copy of a returned reference (`optimizer.parameters()`).
-    const Expr *PE = Params->IgnoreImplicit()->IgnoreParenImpCasts();
-    for (int I = 0; I < 4 && PE; ++I) {
-      if (const auto *CE = dyn_cast<CXXConstructExpr>(PE); CE && CE->getNumArgs() == 1)
-        PE = CE->getArg(0)->IgnoreImplicit()->IgnoreParenImpCasts();
-      else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(PE))
-        PE = MT->getSubExpr()->IgnoreImplicit()->IgnoreParenImpCasts();
-      else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(PE))
-        PE = BT->getSubExpr()->IgnoreImplicit()->IgnoreParenImpCasts();
-      else
-        break;
-    }
-    const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(PE);
-    if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier() ||
-        MC->getMethodDecl()->getName() != "parameters")
+    // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's,
+    // through temporaries, copies and a local list initialised from it (parametersCall).
+    const CXXMemberCallExpr *MC = parametersCall(Params);
+    if (!MC || MC->getMethodDecl()->getName() != "parameters")
       return false;
     const Expr *Obj = MC->getImplicitObjectArgument()->IgnoreParenImpCasts();
     if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj); OC && OC->getNumArgs())
@@ -1939,7 +1926,16 @@ private:
   void planGradAccesses() {
     for (const GradAccess &A : T.GradAccesses) {
       std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
-      if (std::optional<GradAllReduce> AR = matchGradAllReduce(A.Statement)) {
+      std::string Why;
+      std::optional<GradAllReduce> AR = matchGradAllReduce(A.Statement);
+      if (AR && (!PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty())) {
+        // Not one bucketed collective here; the loop itself may still carry over.
+        if (std::optional<GradLoop> L = matchGradLoop(A.Statement, Why)) {
+          rewriteGradLoop(*L);
+          continue;
+        }
+      }
+      if (AR) {
         if (!PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty()) {
           block(A.Access->getBeginLoc(),
                 "`" + Stmt + "` all-reduces .grad across ranks; with " +
@@ -1960,6 +1956,14 @@ private:
                                        (AR->Average ? "" : ", /*average=*/false") + ");"});
         continue;
       }
+      if (std::optional<GradLoop> L = matchGradLoop(A.Statement, Why)) {
+        rewriteGradLoop(*L);
+        continue;
+      }
+      if (!Why.empty()) {
+        block(A.Access->getBeginLoc(), "`" + Stmt + "` " + Why);
+        continue;
+      }
       bool Plain = T.Unscaled || T.Plain.contains(off(A.Statement->getBeginLoc()));
       std::string Backward = Plain ? "backward()" : "the scaled backward";
       if (A.How == GradAccess::Kind::GradAccessor)
@@ -1973,6 +1977,102 @@ private:
               "read or write .grad between " + Backward + " and step(); the explicit grads of " +
               Tgt.ValueAndGrad + " never reach .grad: rewrite it onto the grads or migrate this "
               "step by hand");
+    }
+  }
+
+  /// An element-wise loop over the step's parameters that touches nothing of them but their
+  /// gradients:
+  ///   for (auto &p : model->parameters()) { if (p.grad().defined()) p.grad().div_(world); }
+  /// Each iteration works on one gradient alone, so the loop carries over to the explicit grads
+  /// one for one, whatever their order: `for (auto &p_grad : grads) { ... p_grad.div_(world); }`.
+  /// `Why` is set when the statement is such a loop that cannot be carried over (said with it).
+  struct GradLoop {
+    const CXXForRangeStmt *Loop = nullptr;
+    std::vector<const CXXMemberCallExpr *> Accessors;
+    std::string Grads;
+  };
+
+  /// Every `.grad()`/`.mutable_grad()` call in a statement, and whether all are on `P`.
+  class GradAccessors : public RecursiveASTVisitor<GradAccessors> {
+  public:
+    explicit GradAccessors(const VarDecl *P) : P(P) {}
+    const VarDecl *P;
+    std::vector<const CXXMemberCallExpr *> OnP;
+    bool Others = false; ///< a grad accessor on something else, or `P` used another way
+    bool VisitCXXMemberCallExpr(CXXMemberCallExpr *MC) {
+      if (isGradAccessor(MC)) {
+        if (isGradOf(MC, P))
+          OnP.push_back(MC);
+        else
+          Others = true;
+      }
+      return true;
+    }
+    bool VisitDeclRefExpr(DeclRefExpr *E) {
+      if (E->getDecl() != P)
+        return true;
+      ++Uses;
+      return true;
+    }
+    unsigned Uses = 0;
+  };
+
+  std::optional<GradLoop> matchGradLoop(const Stmt *S, std::string &Why) const {
+    const auto *FR = dyn_cast<CXXForRangeStmt>(S);
+    if (!FR || !FR->getLoopVariable())
+      return std::nullopt;
+    const CXXMemberCallExpr *Params = parametersCall(FR->getRangeInit());
+    ObjectRef Owner = parametersOwner(FR->getRangeInit());
+    if (!Params || !Owner || !(T.forwardsModel(Owner) || T.stepsOptimizer(Owner)))
+      return std::nullopt;
+    const CXXMethodDecl *MD = Params->getMethodDecl();
+    if (!MD || MD->getName() != "parameters")
+      return std::nullopt;
+    const VarDecl *P = FR->getLoopVariable();
+    GradAccessors G(P);
+    G.TraverseStmt(const_cast<Stmt *>(FR->getBody()));
+    if (G.Others || G.OnP.empty())
+      return std::nullopt;
+    if (G.Uses != G.OnP.size()) {
+      Why = "uses the parameter '" + P->getNameAsString() + "' itself, not only its .grad, "
+            "between the backward and step(); the explicit grads of " + Tgt.ValueAndGrad +
+            " never reach .grad: rewrite it onto the grads or migrate this step by hand";
+      return std::nullopt;
+    }
+    GradLoop L;
+    L.Loop = FR;
+    L.Accessors = G.OnP;
+    if (T.stepsOptimizer(Owner)) {
+      L.Grads = gradsFor(Owner);
+    } else if (!PerOptimizer.empty()) {
+      Why = "loops over the model's parameters while several optimizers step with one loss; "
+            "which optimizer's grads it means is not known: migrate this step by hand";
+      return std::nullopt;
+    } else {
+      L.Grads = GradsName;
+    }
+    return L;
+  }
+
+  /// `for (auto &p : X.parameters())` -> `for (auto &p_grad : grads)`, each `p.grad()` ->
+  /// `p_grad`.
+  void rewriteGradLoop(const GradLoop &L) {
+    const VarDecl *P = L.Loop->getLoopVariable();
+    unsigned HB, HE, RB, RE;
+    if (!fileRange(SourceRange(P->getBeginLoc(), P->getLocation()), HB, HE) ||
+        !fileRange(L.Loop->getRangeInit()->getSourceRange(), RB, RE)) {
+      block(L.Loop->getBeginLoc(), "the loop over the parameters' .grad is inside a macro");
+      return;
+    }
+    std::string Name = freshName(P->getName().str() + "_grad");
+    Edits.push_back({HB, RE - HB, "auto &" + Name + " : " + L.Grads});
+    for (const CXXMemberCallExpr *MC : L.Accessors) {
+      unsigned B, E;
+      if (!fileRange(MC->getSourceRange(), B, E)) {
+        block(MC->getBeginLoc(), "a .grad access of the loop is inside a macro");
+        return;
+      }
+      Edits.push_back({B, E - B, Name});
     }
   }
 

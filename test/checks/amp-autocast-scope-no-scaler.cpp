@@ -74,8 +74,9 @@ void guard_shared_optimizer(Net &model, std::shared_ptr<torch::optim::Adam> opt,
 // CHECK-FIXES-NEXT: {{^}}  amp::step(opt, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}}{{$}}
 
-// `.grad` touched between backward() and step(): the step is reported, with the statement, and
-// not rewritten (the same rule as a scaled step).
+// `.grad` touched between backward() and step() in a way that cannot be carried over (the loop uses
+// the parameter itself): the step is reported, with the statement, and not rewritten (the same
+// rule as a scaled step).
 void grad_read(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
                const torch::Tensor &target) {
   at::autocast::set_cpu_enabled(true);
@@ -86,8 +87,8 @@ void grad_read(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &da
   loss.backward();
   // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the loss computed in this scope is backpropagated here, with no loss scaler; the step becomes amp::value_and_grad and amp::step(optimizer, grads)
   for (auto &p : model->parameters())
-    p.grad().mul_(0.5);
-  // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `for (auto &p : model->parameters()) ...` reads or writes .grad between backward() and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
+    p.grad().mul_(p.size(0));
+  // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `for (auto &p : model->parameters()) ...` uses the parameter 'p' itself, not only its .grad, between the backward and step(); the explicit grads of amp::value_and_grad never reach .grad: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
   optimizer.step();
 }
 // CHECK-FIXES: {{^}}  at::autocast::set_cpu_enabled(true);{{$}}
@@ -95,7 +96,7 @@ void grad_read(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &da
 // CHECK-FIXES-NEXT: {{^}}  at::autocast::set_cpu_enabled(false);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  loss.backward();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (auto &p : model->parameters()){{$}}
-// CHECK-FIXES-NEXT: {{^}}    p.grad().mul_(0.5);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    p.grad().mul_(p.size(0));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  optimizer.step();{{$}}
 
 // A scope and a backward but no optimizer step in the function: no step; reported without a
@@ -106,7 +107,7 @@ void no_optimizer_step(Net &model, const torch::Tensor &data, const torch::Tenso
   auto loss = torch::nll_loss(model->forward(data), target);
   at::autocast::set_cpu_enabled(false);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the scope ends here
-  // CHECK-MESSAGES: :[[@LINE-5]]:3: warning: not migrated automatically: no training step (a backward of the loss computed here, then the optimizer's or the scaler's step) follows this autocast scope in this function; when they are in another function, move the step into one function or migrate by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-5]]:3: warning: not migrated automatically: backward() at line [[#@LINE+1]] follows this autocast scope, but no optimizer or scaler step() follows it in this function; when the step is in another function, move it into this one or migrate by hand [amp-manual-migration]
   loss.backward();
 }
 

@@ -77,3 +77,27 @@ void norm_in_expression(Net &model, torch::optim::SGD &optimizer, const torch::T
 // CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, max_norm);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  std::printf("grad norm %f\n", grad_norm);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
+
+// The parameter list held in a local first (`auto params = model->parameters();`): the same
+// tensors, so the clip still covers the model's parameters (issue #11 item 9: it was reported as
+// "a parameter set other than the model's").
+void params_in_a_local(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScaler &scaler,
+                       const torch::Tensor &data) {
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  auto loss = model->forward(data).sum();
+  at::autocast::set_enabled(false);
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.unscale_(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
+  auto params = model->parameters();
+  torch::nn::utils::clip_grad_norm_(params, 1.0);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+// CHECK-FIXES: {{^}}  auto params = model->parameters();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}

@@ -1,7 +1,9 @@
 // RUN: %check_amp %s %t.cpp
-// Statements between the scaled backward and step() that touch .grad: after a rewrite they would
-// act on nothing (the explicit grads never reach .grad), so the step is reported with the
-// statement named, and nothing is edited.
+// Statements between the scaled backward and step() that touch .grad and cannot be carried over to
+// the explicit grads (a loop that uses the parameter itself, a project helper given the
+// parameters, clip_grad_value_): after a rewrite they would act on nothing (the explicit grads
+// never reach .grad), so the step is reported with the statement named, and nothing is edited.
+// Loops that touch only each parameter's .grad are rewritten (amp-grad-loop.cpp).
 #include <torch/torch.h>
 #include "scaler.h"
 
@@ -23,9 +25,9 @@ void per_parameter_division(Net &model, torch::optim::SGD &opt, const torch::Ten
   }
   scaler.scale(loss).backward();
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
-  for (auto &p : model->parameters()) // average over ranks
-    p.grad() /= world;
-  // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `for (auto &p : model->parameters()) // average over ranks ...` reads or writes .grad between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
+  for (auto &p : model->parameters()) // average over ranks, weighted by the first dimension
+    p.grad() /= world * p.size(0);
+  // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `for (auto &p : model->parameters()) // average over ranks, weighted by the first dimension ...` uses the parameter 'p' itself, not only its .grad, between the backward and step(); the explicit grads of amp::value_and_grad never reach .grad: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
   scaler.step(opt);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
   scaler.update();
@@ -53,5 +55,5 @@ void project_helper(Net &model, torch::optim::SGD &opt, const torch::Tensor &dat
   scaler.update();
 }
 // CHECK-FIXES: {{^}}  scaler.scale(loss).backward();
-// CHECK-FIXES: {{^}}    p.grad() /= world;
+// CHECK-FIXES: {{^}}    p.grad() /= world * p.size(0);
 // CHECK-FIXES: {{^}}  all_reduce_grads(model->parameters());

@@ -70,3 +70,19 @@ void inf_norm(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &dat
   scaler.update();
 }
 // CHECK-FIXES: {{^}}  torch::amp::GradScaler scaler;
+
+// A backward of the scope's loss through a function the tool does not recognise as a scaler's
+// scale(): the reason names it, not "no training step follows".
+struct OpaqueScaler;
+torch::Tensor scale_loss(OpaqueScaler &s, const torch::Tensor &loss);
+void opaque_step(OpaqueScaler &s, torch::optim::SGD &optimizer);
+void unknown_scaler(Net &model, torch::optim::SGD &optimizer, OpaqueScaler &s,
+                    const torch::Tensor &data) {
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: backward() at line [[#@LINE+3]] runs on `scale_loss(s, loss)`, which is not the scale() of a loss scaler the tool recognises; name the scaler class in a rule file (scaler.classes, docs/rules.md) or migrate by hand [amp-manual-migration]
+  auto loss = model->forward(data).sum();
+  at::autocast::set_enabled(false);
+  scale_loss(s, loss).backward();
+  opaque_step(s, optimizer);
+}

@@ -174,11 +174,11 @@ void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, int world
   EXPECT_EQ(A.text(T->GradAccesses[0].Statement).rfind("for (auto &p : model->parameters())", 0), 0u);
   EXPECT_EQ(T->GradAccesses[1].How, GradAccess::Kind::ParametersPassed);
   EXPECT_EQ(A.text(T->GradAccesses[1].Statement), "average(model->parameters(), world)");
-  // Never left behind: the step is reported, naming the statements, and nothing is edited.
+  // Never left behind: the loop over the gradients alone would carry over to the explicit grads,
+  // but the helper given the parameters cannot; the step is reported naming it, nothing is edited.
   std::string Blockers;
   A.migrated(&Blockers);
-  EXPECT_NE(Blockers.find("`for (auto &p : model->parameters()) ...` reads or writes .grad"),
-            std::string::npos) << Blockers;
+  EXPECT_EQ(Blockers.find("for (auto &p"), std::string::npos) << Blockers;
   EXPECT_NE(Blockers.find("`average(model->parameters(), world)` hands the parameters"),
             std::string::npos) << Blockers;
 }

@@ -203,6 +203,9 @@ struct FunctionAnalysis {
   /// steps without a scaler.
   std::vector<ImplicitBackward> PlainBackwards;
   std::vector<ScalerCall> OptimizerSteps;
+  /// Every `Tensor::backward()` call of the function (lambdas included), in source order: what
+  /// the reasons of scopes without a step name.
+  std::vector<const clang::CXXMemberCallExpr *> BackwardCalls;
   std::vector<ClipCall> Clips;
   std::vector<ZeroGradCall> ZeroGrads;
   std::vector<ForwardCall> Forwards;

@@ -48,7 +48,10 @@ public:
   Tensor detach() const;
   Tensor to(ScalarType t) const;
   Tensor to(Device d) const;
-  Tensor &grad();
+  Tensor &grad() const;
+  Tensor &mutable_grad() const;
+  int64_t size(int64_t dim) const;
+  Tensor &clamp_(double min, double max);
   Tensor sum() const;
   Tensor mean() const;
   bool defined() const;
