@@ -1380,6 +1380,12 @@ private:
     if (!T.Steps.empty())
       if (const Stmt *StepStmt = statementOf(T.Steps.front()->Call))
         Blocks.push_back(PM.getParent(StepStmt));
+    // A mixed step: the plain path's blocks, and the block of the ifs choosing the path.
+    for (const Stmt *Side : T.Plain.PlainSides)
+      if (isa_and_nonnull<CompoundStmt>(Side))
+        Blocks.push_back(Side);
+    if (!T.Plain.Ifs.empty())
+      Blocks.push_back(PM.getParent(T.Plain.Ifs.front()));
     for (const Stmt *Block : Blocks)
       for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
         if (PM.getParent(Cur) == Block)

@@ -110,3 +110,42 @@ void train_plain_first(Net &model, torch::optim::SGD &opt, torch::amp::GradScale
 // CHECK-FIXES-NEXT: {{^}}    }{{$}}
 // CHECK-FIXES-NEXT: {{^}}  }{{$}}
 // CHECK-FIXES-NEXT: {{^}}}{{$}}
+
+// A gradient loop on the plain path carries over to the grads; comments stay where they were.
+void train_grad_loop(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler,
+                     const torch::Tensor &x, bool use_amp, double world) {
+  opt.zero_grad();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() is redundant: explicit gradients from amp::value_and_grad never accumulate in .grad [amp-zero-grad]
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  // CHECK-MESSAGES: :[[@LINE+3]]:3: note: the scope ends here
+  // CHECK-MESSAGES: :[[@LINE+10]]:5: note: the plain path (no scaler) backpropagates the loss computed in this scope here; it takes the grads of amp::value_and_grad too, and its step becomes amp::step(optimizer, grads)
+  auto loss = model->forward(x).sum();
+  at::autocast::set_enabled(false);
+  if (use_amp) {
+    scaler.scale(loss).backward(); // scaled
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+    scaler.step(opt);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+    scaler.update();
+  } else {
+    loss.backward(); // fp32
+    for (auto &p : model->parameters())
+      p.mutable_grad().div_(world);
+    opt.step();
+  }
+}
+
+// CHECK-FIXES: {{^}}void train_grad_loop(Net &model, torch::optim::SGD &opt, amp::GradScaler &scaler,{{$}}
+// CHECK-FIXES: {{^}}  auto [loss_value, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  if (use_amp) {{{$}}
+// CHECK-FIXES-NEXT: {{^}}    // scaled{{$}}
+// CHECK-FIXES-NEXT: {{^}}    scaler.step(opt, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    scaler.update();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  } else {{{$}}
+// CHECK-FIXES-NEXT: {{^}}    // fp32{{$}}
+// CHECK-FIXES-NEXT: {{^}}    for (auto &p_grad : grads){{$}}
+// CHECK-FIXES-NEXT: {{^}}      p_grad.div_(world);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::step(opt, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }{{$}}
+// CHECK-FIXES-NEXT: {{^}}}{{$}}
