@@ -757,8 +757,10 @@ private:
       C.Kind = ScalerCall::Method::Update;
     else if (methodNamed(MD, N.GetScale))
       C.Kind = ScalerCall::Method::GetScale;
+    else if (methodNamed(MD, N.IsEnabled) && MD->getNumParams() == 0)
+      C.Kind = ScalerCall::Method::IsEnabled; // a mixed step's condition (`if (scaler.is_enabled())`)
     else
-      return; // other members of a scaler (state_dict, is_enabled) are left alone
+      return; // other members of a scaler (state_dict) are left alone
     if ((C.Kind == ScalerCall::Method::Unscale || C.Kind == ScalerCall::Method::Step) &&
         MC->getNumArgs() >= 1) {
       C.OptimizerArg = MC->getArg(0);
@@ -769,6 +771,8 @@ private:
           ++Written;
       C.HasExplicitGrads = Written >= 2;
     }
+    const Stmt *S = statementOf(MC);
+    C.ResultUsed = !(S && isOnly(S, MC)) && !MC->getType()->isVoidType();
     FA.ScalerCalls.push_back(C);
   }
 
@@ -1140,7 +1144,8 @@ private:
         case ScalerCall::Method::Step: T.Steps.push_back(&C); break;
         case ScalerCall::Method::Update: T.Updates.push_back(&C); break;
         case ScalerCall::Method::Scale: break;
-        case ScalerCall::Method::GetScale: T.Others.push_back(&C); break;
+        case ScalerCall::Method::GetScale:
+        case ScalerCall::Method::IsEnabled: T.Others.push_back(&C); break;
         }
       }
       for (const ImplicitBackward &B : FA.Backwards)
@@ -1173,6 +1178,7 @@ private:
           if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, FirstBackward == ~0u ? 0 : FirstBackward))
             T.Forwards.push_back(&F);
         }
+      findPlainBranch(T);
       addMembers(T);
       FA.Steps.push_back(std::move(T));
     }
@@ -1243,6 +1249,83 @@ private:
     llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
   }
 
+  // ---- mixed steps: a plain path beside the scaled one -------------------------------------------
+
+  /// The branch of `If` that holds `S` (its then or else statement), or null (S is in the
+  /// condition, or not in `If`).
+  const Stmt *branchOf(const IfStmt *If, const Stmt *S) const {
+    for (const Stmt *Cur = S; Cur; Cur = PM.getParent(Cur))
+      if (PM.getParent(Cur) == If)
+        return Cur == If->getThen() || Cur == If->getElse() ? Cur : nullptr;
+    return nullptr;
+  }
+
+  /// A mixed step: the first scaled backward sits in one branch of an if whose other branch runs a
+  /// plain `loss.backward()` (the fp32 path). The ifs of that block that hold the step's other
+  /// scaler calls are the same choice split up; the `optimizer.step()` calls of the step's
+  /// optimizers on their other branches are the plain path's steps. Whether the conditions agree
+  /// and the paths can be rewritten is the planner's to judge; membership is decided here.
+  void findPlainBranch(TrainingStep &T) {
+    const ImplicitBackward *First = nullptr;
+    for (const ImplicitBackward *B : T.Backwards)
+      if (!First || offsetOf(B->Backward->getBeginLoc()) < offsetOf(First->Backward->getBeginLoc()))
+        First = B;
+    if (!First || T.Steps.empty())
+      return;
+    PlainBranch P;
+    for (const Stmt *Cur = First->Backward, *Par = PM.getParent(Cur); Par && !P.Condition;
+         Cur = Par, Par = PM.getParent(Par)) {
+      if (isa<LambdaExpr>(Par))
+        return;
+      const auto *If = dyn_cast<IfStmt>(Par);
+      if (!If || (Cur != If->getThen() && Cur != If->getElse()))
+        continue;
+      const Stmt *Other = Cur == If->getThen() ? If->getElse() : If->getThen();
+      if (!Other)
+        continue;
+      for (const ImplicitBackward &PB : FA.PlainBackwards)
+        if (encloses(Other, PB.Backward)) {
+          P.Condition = If->getCond();
+          P.ScaledWhenTrue = Cur == If->getThen();
+          P.Ifs.push_back(If);
+          P.PlainSides.push_back(Other);
+          P.Backwards.push_back(&PB);
+          break;
+        }
+    }
+    if (!P.Condition)
+      return;
+    // The later ifs of the same block that hold a scaler call of the step.
+    std::vector<const ScalerCall *> Calls;
+    for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates, &T.Others})
+      Calls.insert(Calls.end(), List->begin(), List->end());
+    std::vector<const Stmt *> Later;
+    if (const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(P.Ifs.front())))
+      Later.assign(Block->body_begin(), Block->body_end());
+    for (const Stmt *Child : Later) {
+      const auto *If = dyn_cast<IfStmt>(Child);
+      if (!If || If == P.Ifs.front() || offsetOf(If->getBeginLoc()) < offsetOf(P.Ifs.front()->getBeginLoc()))
+        continue;
+      const Stmt *Scaled = nullptr;
+      for (const ScalerCall *C : Calls)
+        if (!Scaled)
+          Scaled = branchOf(If, C->Call);
+      if (!Scaled)
+        continue;
+      P.Ifs.push_back(If);
+      P.PlainSides.push_back(Scaled == If->getThen() ? If->getElse() : If->getThen());
+    }
+    for (const Stmt *Side : P.PlainSides) {
+      if (!Side)
+        continue;
+      P.Ranges.push_back({offsetOf(Side->getBeginLoc()), offsetOf(Side->getEndLoc())});
+      for (const ScalerCall &C : FA.OptimizerSteps)
+        if (T.stepsOptimizer(C.Optimizer) && encloses(Side, C.Call))
+          P.Steps.push_back(&C);
+    }
+    T.Plain = std::move(P);
+  }
+
   // ---- step membership: the one rule ----------------------------------------------------------
 
   /// The gradient window, the clips in it, the zero_grad() calls of the step's optimizers and
@@ -1253,6 +1336,10 @@ private:
     for (const ScalerCall *C : T.Unscales)
       T.GradientBegin = std::min(T.GradientBegin, offsetOf(C->Call->getBeginLoc()));
     for (const ScalerCall *C : T.Steps)
+      T.GradientEnd = std::max(T.GradientEnd, offsetOf(C->Call->getBeginLoc()));
+    for (const ImplicitBackward *B : T.Plain.Backwards)
+      T.GradientBegin = std::min(T.GradientBegin, offsetOf(B->Backward->getBeginLoc()));
+    for (const ScalerCall *C : T.Plain.Steps)
       T.GradientEnd = std::max(T.GradientEnd, offsetOf(C->Call->getBeginLoc()));
     for (const ClipCall &C : FA.Clips)
       if (T.inGradientWindow(offsetOf(C.Call->getBeginLoc())))
@@ -1281,11 +1368,12 @@ private:
       return llvm::any_of(List, [&](const auto *X) { return X->Call == CE; });
     };
     if (Is(T.Unscales) || Is(T.Steps) || Is(T.Updates) || Is(T.Others) || Is(T.Clips) ||
-        Is(T.ZeroGrads) || Is(T.Forwards))
+        Is(T.ZeroGrads) || Is(T.Forwards) || Is(T.Plain.Steps))
       return true;
-    return llvm::any_of(T.Backwards, [&](const ImplicitBackward *B) {
+    auto IsBackward = [&](const ImplicitBackward *B) {
       return B->Backward == CE || (B->Scale && B->Scale->Call == CE);
-    });
+    };
+    return llvm::any_of(T.Backwards, IsBackward) || llvm::any_of(T.Plain.Backwards, IsBackward);
   }
 
   /// The statement of the step's block that holds `S`: the block of its first backward, or, when
@@ -1298,11 +1386,25 @@ private:
     if (!T.Steps.empty())
       if (const Stmt *StepStmt = statementOf(T.Steps.front()->Call))
         Blocks.push_back(PM.getParent(StepStmt));
+    // A mixed step: the plain path's blocks, and the block of the ifs choosing the path.
+    for (const Stmt *Side : T.Plain.PlainSides)
+      if (isa_and_nonnull<CompoundStmt>(Side))
+        Blocks.push_back(Side);
+    if (!T.Plain.Ifs.empty())
+      Blocks.push_back(PM.getParent(T.Plain.Ifs.front()));
     for (const Stmt *Block : Blocks)
       for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
         if (PM.getParent(Cur) == Block)
           return Cur;
     return statementOf(S);
+  }
+
+  /// `optimizer.step()` of one of the step's optimizers: it reads `.grad` (a member only as the
+  /// step of an unscaled step or of a mixed step's plain path).
+  bool isOwnStepOf(const TrainingStep &T, const CallExpr *CE) const {
+    return llvm::any_of(FA.OptimizerSteps, [&](const ScalerCall &C) {
+      return C.Call == CE && T.stepsOptimizer(C.Optimizer);
+    });
   }
 
   void addGradAccesses(TrainingStep &T) {
@@ -1313,7 +1415,7 @@ private:
         continue;
       GradAccess A;
       A.Access = CE;
-      if (isGradAccessor(CE)) {
+      if (isGradAccessor(CE) || isOwnStepOf(T, CE)) {
         A.How = GradAccess::Kind::GradAccessor;
       } else if (!isa<CXXOperatorCallExpr>(CE) && // `model->`, `*opt`: access, not a hand-over
                  llvm::any_of(CE->arguments(), [&](const Expr *Arg) { return namesStepParameters(T, Arg); })) {

@@ -54,12 +54,14 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
       continue;
     }
     Finding *F = Out.report("amp-autocast-scope", S.ReportLoc, scopeMessage(S, In.Rules));
-    const TrainingStep *Unscaled = nullptr;
+    const TrainingStep *Unscaled = nullptr, *Mixed = nullptr;
     for (const TrainingStep &T : In.Function.Steps)
       if (T.Scope == &S) {
         markStep(F, In, &T);
         if (T.Unscaled)
           Unscaled = &T;
+        if (T.mixed())
+          Mixed = &T;
       }
     // The scope of a step in another function that calls this one for its loss.
     for (const MigrationPlan *P : In.CalleePlans)
@@ -75,6 +77,13 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
                "the loss computed in this scope is backpropagated here, with no loss scaler; the "
                "step becomes " + In.Rules.Target.ValueAndGrad + " and " + In.Rules.Target.Step +
                    "(optimizer, grads)");
+    if (F && Mixed)
+      Out.note(F, Mixed->Plain.Backwards.front()->Backward->getBeginLoc(),
+               "the plain path (no scaler) backpropagates the loss computed in this scope here; "
+               "it takes the grads of " + In.Rules.Target.ValueAndGrad + " too" +
+                   (Mixed->Plain.Steps.empty()
+                        ? std::string()
+                        : ", and its step becomes " + In.Rules.Target.Step + "(optimizer, grads)"));
   }
 }
 

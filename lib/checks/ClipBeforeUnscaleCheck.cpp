@@ -14,7 +14,7 @@ void checkClipBeforeUnscale(const CheckInput &In, FindingSink &Out) {
       // Clipping an optimizer's parameters needs that optimizer's unscale_(); a model's, any.
       ObjectRef Of = T.stepsOptimizer(C->ParamsOwner) ? C->ParamsOwner : ObjectRef();
       unsigned O = SM.getFileOffset(SM.getExpansionLoc(C->Call->getBeginLoc()));
-      if (T.unscaledBefore(O, Of, SM))
+      if (T.unscaledBefore(O, Of, SM) || T.Plain.contains(O)) // the plain path scales nothing
         continue;
       Finding *F = Out.report("amp-clip-before-unscale", C->Call->getBeginLoc(),
                               "clipping still-scaled gradients: no unscale_() before this clip, so "

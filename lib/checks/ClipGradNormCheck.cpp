@@ -1,14 +1,18 @@
 // amp-clip-grad-norm: clipping the parameters' .grad inside a scaled step.
 #include "ampmigrate/Engine.h"
+#include "clang/Basic/SourceManager.h"
 
 using namespace clang;
 namespace ampmigrate {
 
 void checkClipGradNorm(const CheckInput &In, FindingSink &Out) {
+  const SourceManager &SM = In.Ctx.getSourceManager();
   for (const TrainingStep &T : In.Function.Steps)
     for (const ClipCall *C : T.Clips) {
-      std::string Where = T.Unscaled ? "in a step whose loss was computed under autocast"
-                                     : "inside a scaled step";
+      unsigned O = SM.getFileOffset(SM.getExpansionLoc(C->Call->getBeginLoc()));
+      std::string Where = T.Unscaled          ? "in a step whose loss was computed under autocast"
+                          : T.Plain.contains(O) ? "on the plain path (no scaler) of a mixed step"
+                                                : "inside a scaled step";
       Finding *F = Out.report("amp-clip-grad-norm", C->Call->getBeginLoc(),
                               "clipping the parameters' .grad " + Where + "; clip the "
                               "explicit grads instead: grads = " + In.Rules.Target.Clip +

@@ -9,9 +9,14 @@ void checkScalerUnscale(const CheckInput &In, FindingSink &Out) {
     for (const ScalerCall *C : T.Unscales) {
       if (C->HasExplicitGrads)
         continue;
-      Finding *F = Out.report("amp-scaler-unscale", C->Call->getBeginLoc(),
-                              "unscale_() without explicit grads; with explicit gradients it "
-                              "takes them: unscale_(optimizer, grads)");
+      Finding *F = Out.report(
+          "amp-scaler-unscale", C->Call->getBeginLoc(),
+          C->ResultUsed
+              ? "checked unscale without explicit grads; with explicit gradients it takes them "
+                "and answers whether every grad is finite: " +
+                    In.Rules.Target.CheckedUnscale + "(optimizer, grads)"
+              : "unscale_() without explicit grads; with explicit gradients it takes them: "
+                "unscale_(optimizer, grads)");
       markStep(F, In, &T);
     }
 }

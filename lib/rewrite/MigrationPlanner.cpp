@@ -408,11 +408,17 @@ private:
     }
 
     const ImplicitBackward &B = *T.Backwards.front();
+    if (T.mixed() && !planMixed(B))
+      return;
     planRegion(B);
     if (T.Unscaled)
-      planOptimizerSteps();
+      planOptimizerSteps(T.Steps);
     else
       planScalerCalls();
+    if (T.mixed()) {
+      planOptimizerSteps(T.Plain.Steps);
+      planMixedBackwards(B);
+    }
     planClips();
     planGradAccesses();
     planZeroGrads(B);
@@ -881,8 +887,9 @@ private:
   const Stmt *removalUnit(const AutocastScope &S, const Stmt *St) const {
     const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(St));
     const auto *If = Block ? dyn_cast_or_null<IfStmt>(PM.getParent(Block)) : nullptr;
+    // A condition that only reads (`use_amp`, an optional scaler's truth) goes with the block.
     if (!If || If->getThen() != Block || If->getElse() || If->getInit() || If->getConditionVariable() ||
-        If->getCond()->HasSideEffects(Ctx))
+        (If->getCond()->HasSideEffects(Ctx) && !onlyReads(If->getCond())))
       return St;
     auto OfScope = [&](const Stmt *Child) {
       auto Is = [&](const AutocastCall *A) { return A && A->Removable == Child; };
@@ -1041,6 +1048,10 @@ private:
 
   void planRegion(const ImplicitBackward &B) {
     const Stmt *EndStmt = B.ScaleStmt ? B.ScaleStmt : B.BackwardStmt;
+    // A mixed step: the region ends at the if that chooses the path (planMixedBackwards removes
+    // the backwards in its branches).
+    if (T.mixed())
+      EndStmt = T.Plain.Ifs.front();
     if (!B.BackwardStmt || !EndStmt) {
       block(B.Backward->getBeginLoc(), "backward() is part of a larger expression");
       return;
@@ -1050,7 +1061,7 @@ private:
       block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
       return;
     }
-    if (!planAccumulation(B, C))
+    if (!T.mixed() && !planAccumulation(B, C))
       return;
     // The scope in this function; or, with the scope in a called function, the statement that
     // calls it starts the region.
@@ -1126,6 +1137,8 @@ private:
     }
     unsigned BE = SM.getFileOffset(EndR.getEnd());
     RegionEnd = lineEnd(BE);
+    if (T.mixed()) // the region's text ends where the if starts; the if stays
+      RegionEnd = lineStart(off(EndStmt->getBeginLoc()));
     unsigned BodyEnd = RegionEnd; // text up to (not including) the scale/backward statements
     unsigned EndStmtOff = lineStart(off(EndStmt->getBeginLoc()));
     BodyEnd = EndStmtOff;
@@ -1226,7 +1239,7 @@ private:
         if ((Bi->BackwardStmt && within(E, Bi->BackwardStmt)) ||
             (Bi->ScaleStmt && within(E, Bi->ScaleStmt)))
           return false;
-      return true;
+      return !inMixedBackward(E); // a mixed step's backwards leave their branches too
     };
     RegionDeclarations Decls;
     if (auto Why = planRegionDeclarations(Ctx, Rules, Region, FA.Function->getBody(), UsedOutside,
@@ -1327,9 +1340,11 @@ private:
                    canonicalMethod(ScalerCall::Method::Scale) + "(" + ScaleArg + ")";
     }
 
+    if (T.mixed())
+      ScaleCall = mixedReturn(ScaleCall);
     ValueName = "scaled_loss";
     bool AssignBack = false;
-    if (T.Unscaled)
+    if (T.Unscaled || T.mixed())
       ValueName = freshName("loss_value");
     else if (B.SplitVar && !B.SplitAssignsArgument && isa<DeclStmt>(B.ScaleStmt))
       ValueName = B.SplitVar->getNameAsString();
@@ -1359,10 +1374,13 @@ private:
       if (!Rest.trim().empty())
         Trailing += " " + Rest.trim().str();
     };
-    KeepTrailing(EndStmt);
-    for (const ImplicitBackward *Bi : AllBackwards)
-      if (Bi->BackwardStmt != EndStmt)
-        KeepTrailing(Bi->BackwardStmt);
+    // (A mixed step's if stays, and its backwards' comments stay in their branches.)
+    if (!T.mixed()) {
+      KeepTrailing(EndStmt);
+      for (const ImplicitBackward *Bi : AllBackwards)
+        if (Bi->BackwardStmt != EndStmt)
+          KeepTrailing(Bi->BackwardStmt);
+    }
     if (Accumulate) {
       std::string Micro = freshName("micro_grads");
       Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + GradFnName + "();" +
@@ -1398,6 +1416,364 @@ private:
     Edits.push_back({RegionBegin, RegionEnd - RegionBegin, Out});
   }
 
+  // ---- mixed steps: a plain path beside the scaled one ------------------------------------------
+  // `if (COND) { scaled backward, unscale_, clip, step, update } else { loss.backward(); clip;
+  // optimizer.step(); }` (or the same split over ifs on COND). The forward region before the if
+  // becomes the function handed to value_and_grad, returning `COND ? scaler.scale(loss) : loss`:
+  // the grads are those of whichever backward ran. Inside the branches the backwards go, the
+  // scaled path takes the grads as any scaled step, the plain path as a step without a scaler.
+
+  const ImplicitBackward &plainBackward() const { return *T.Plain.Backwards.front(); }
+
+  /// Whether `E` lies in one of the backward statements the branches lose (their operands move
+  /// into the function's return).
+  bool inMixedBackward(const Stmt *E) const {
+    if (!T.mixed())
+      return false;
+    return within(E, T.Backwards.front()->BackwardStmt) || within(E, plainBackward().BackwardStmt);
+  }
+
+  /// `COND ? <scaled> : <plain>` (or the other way round when the scaled path is the else).
+  std::string mixedReturn(const std::string &Scaled) const {
+    std::string Cond = text(T.Plain.Condition->getSourceRange());
+    const Expr *Bare = T.Plain.Condition->IgnoreParenImpCasts();
+    if (!isa<DeclRefExpr, MemberExpr, CXXMemberCallExpr>(Bare) &&
+        !(isa<UnaryOperator>(Bare) && cast<UnaryOperator>(Bare)->getOpcode() == UO_LNot))
+      Cond = "(" + Cond + ")";
+    std::string Plain = text(plainBackward().Loss->getSourceRange());
+    return T.Plain.ScaledWhenTrue ? Cond + " ? " + Scaled + " : " + Plain
+                                  : Cond + " ? " + Plain + " : " + Scaled;
+  }
+
+  static const Expr *bare(const Expr *E) {
+    for (int I = 0; I < 8 && E; ++I) {
+      E = E->IgnoreParenImpCasts();
+      if (const auto *EW = dyn_cast<ExprWithCleanups>(E))
+        E = EW->getSubExpr();
+      else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
+        E = MT->getSubExpr();
+      else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
+        E = BT->getSubExpr();
+      else
+        break;
+    }
+    return E;
+  }
+
+  static bool isNullPointer(const Expr *E, ASTContext &Ctx) {
+    return E->IgnoreParenImpCasts()->isNullPointerConstant(Ctx, Expr::NPC_ValueDependentIsNotNull) !=
+           Expr::NPCK_NotNull;
+  }
+
+  /// A condition that only reads: a variable, a member, `this`, `!x`, `*x`, `x && y`, `x || y`,
+  /// `x == nullptr` / `x != nullptr`, an optional's or a smart pointer's truth, `->` on one, or a
+  /// call of a const method without arguments (`scaler.is_enabled()`, `cfg.amp()`).
+  bool onlyReads(const Expr *E) const {
+    E = bare(E);
+    if (!E)
+      return false;
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(E))
+      return isa<VarDecl, EnumConstantDecl>(DRE->getDecl());
+    if (const auto *ME = dyn_cast<MemberExpr>(E))
+      return isa<FieldDecl>(ME->getMemberDecl()) && onlyReads(ME->getBase());
+    if (isa<CXXThisExpr, CXXBoolLiteralExpr>(E))
+      return true;
+    if (const auto *U = dyn_cast<UnaryOperator>(E))
+      return (U->getOpcode() == UO_LNot || U->getOpcode() == UO_Deref) && onlyReads(U->getSubExpr());
+    if (const auto *BO = dyn_cast<BinaryOperator>(E)) {
+      if (BO->getOpcode() == BO_LAnd || BO->getOpcode() == BO_LOr)
+        return onlyReads(BO->getLHS()) && onlyReads(BO->getRHS());
+      if (BO->getOpcode() == BO_EQ || BO->getOpcode() == BO_NE)
+        return (isNullPointer(BO->getRHS(), Ctx) && onlyReads(BO->getLHS())) ||
+               (isNullPointer(BO->getLHS(), Ctx) && onlyReads(BO->getRHS()));
+      return false;
+    }
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E)) {
+      auto Op = OC->getOperator();
+      if ((Op == OO_Arrow || Op == OO_Star || Op == OO_Exclaim) && OC->getNumArgs() == 1)
+        return onlyReads(OC->getArg(0));
+      if ((Op == OO_EqualEqual || Op == OO_ExclaimEqual) && OC->getNumArgs() == 2)
+        return (isNullPointer(OC->getArg(1), Ctx) && onlyReads(OC->getArg(0))) ||
+               (isNullPointer(OC->getArg(0), Ctx) && onlyReads(OC->getArg(1)));
+      return false;
+    }
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(E)) {
+      const CXXMethodDecl *MD = MC->getMethodDecl();
+      return MD && MD->isConst() && MC->getNumArgs() == 0 && !MD->isVirtual() &&
+             onlyReads(MC->getImplicitObjectArgument());
+    }
+    return false;
+  }
+
+  /// The declarations a condition reads (variables and members).
+  static std::vector<const ValueDecl *> declsRead(const Expr *E) {
+    class Reads : public RecursiveASTVisitor<Reads> {
+    public:
+      std::vector<const ValueDecl *> Found;
+      bool VisitDeclRefExpr(DeclRefExpr *D) {
+        if (isa<VarDecl>(D->getDecl()))
+          Found.push_back(D->getDecl());
+        return true;
+      }
+      bool VisitMemberExpr(MemberExpr *M) {
+        if (isa<FieldDecl>(M->getMemberDecl()))
+          Found.push_back(M->getMemberDecl());
+        return true;
+      }
+    } R;
+    R.TraverseStmt(const_cast<Expr *>(E));
+    return R.Found;
+  }
+
+  /// The expression names `D` (through parentheses, casts, `*`, members of it and `->`).
+  static bool names(const Expr *E, const ValueDecl *D) {
+    for (int I = 0; I < 16 && E; ++I) {
+      E = bare(E);
+      if (const auto *DRE = dyn_cast<DeclRefExpr>(E))
+        return DRE->getDecl() == D;
+      if (const auto *ME = dyn_cast<MemberExpr>(E)) {
+        if (ME->getMemberDecl() == D)
+          return true;
+        E = ME->getBase();
+      } else if (const auto *U = dyn_cast<UnaryOperator>(E); U && U->getOpcode() == UO_Deref) {
+        E = U->getSubExpr();
+      } else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E);
+                 OC && (OC->getOperator() == OO_Arrow || OC->getOperator() == OO_Star) &&
+                 OC->getNumArgs() == 1) {
+        E = OC->getArg(0);
+      } else {
+        return false;
+      }
+    }
+    return false;
+  }
+
+  /// The first expression in `S` that may write `D`: an assignment to it, ++/--, its address, a
+  /// non-const reference or pointer argument, a non-const method called on it (reset(),
+  /// emplace()). Writes through calls of other functions (a member set elsewhere) are not seen.
+  const Expr *writeOf(const Stmt *S, const ValueDecl *D) const {
+    class Writes : public RecursiveASTVisitor<Writes> {
+    public:
+      const ValueDecl *D;
+      const Expr *Found = nullptr;
+      explicit Writes(const ValueDecl *D) : D(D) {}
+      bool hit(const Expr *E) {
+        if (!Found)
+          Found = E;
+        return true;
+      }
+      bool VisitBinaryOperator(BinaryOperator *BO) {
+        return BO->isAssignmentOp() && names(BO->getLHS(), D) ? hit(BO) : true;
+      }
+      bool VisitUnaryOperator(UnaryOperator *U) {
+        bool Writes = U->isIncrementDecrementOp() || U->getOpcode() == UO_AddrOf;
+        return Writes && names(U->getSubExpr(), D) ? hit(U) : true;
+      }
+      bool VisitCXXOperatorCallExpr(CXXOperatorCallExpr *OC) {
+        bool Assign = OC->isAssignmentOp() || OC->getOperator() == OO_PlusPlus ||
+                      OC->getOperator() == OO_MinusMinus || OC->getOperator() == OO_Amp;
+        return Assign && OC->getNumArgs() >= 1 && names(OC->getArg(0), D) ? hit(OC) : true;
+      }
+      bool VisitCXXMemberCallExpr(CXXMemberCallExpr *MC) {
+        const CXXMethodDecl *MD = MC->getMethodDecl();
+        return MD && !MD->isConst() && names(MC->getImplicitObjectArgument(), D) ? hit(MC) : true;
+      }
+      bool VisitCallExpr(CallExpr *CE) {
+        const FunctionDecl *FD = CE->getDirectCallee();
+        if (!FD || isa<CXXOperatorCallExpr>(CE))
+          return true;
+        for (unsigned I = 0; I < CE->getNumArgs() && I < FD->getNumParams(); ++I) {
+          QualType PT = FD->getParamDecl(I)->getType();
+          bool Mutable = (PT->isReferenceType() || PT->isPointerType()) &&
+                         !PT->getPointeeType().isConstQualified();
+          if (Mutable && names(CE->getArg(I), D))
+            return hit(CE);
+        }
+        return true;
+      }
+    } W(D);
+    W.TraverseStmt(const_cast<Stmt *>(S));
+    return W.Found;
+  }
+
+  /// Whether two conditions are the same expression (same declarations, same operators).
+  bool sameCondition(const Expr *A, const Expr *B) const {
+    llvm::FoldingSetNodeID IA, IB;
+    A->IgnoreParenImpCasts()->Profile(IA, Ctx, /*Canonical=*/true);
+    B->IgnoreParenImpCasts()->Profile(IB, Ctx, /*Canonical=*/true);
+    return IA == IB;
+  }
+
+  /// The statement of branch `Side` that comes first (Side itself when it is not a block).
+  static const Stmt *firstOf(const Stmt *Side) {
+    if (const auto *CS = dyn_cast<CompoundStmt>(Side)) {
+      for (const Stmt *X : CS->body())
+        if (!isa<NullStmt>(X))
+          return X;
+      return nullptr;
+    }
+    return Side;
+  }
+
+  /// Whether `S` is all that branch `Side` holds.
+  static bool onlyStatement(const Stmt *Side, const Stmt *S) {
+    if (const auto *CS = dyn_cast<CompoundStmt>(Side))
+      return llvm::all_of(CS->body(), [&](const Stmt *X) { return X == S || isa<NullStmt>(X); });
+    return Side == S;
+  }
+
+  /// Whether the path from `E` up to `Top` crosses only blocks and the ifs of the mixed step:
+  /// no loop, no other condition (each element runs once, when its path is taken).
+  bool onMixedPath(const Stmt *E, const Stmt *Top) const {
+    const Stmt *St = E;
+    while (St && PM.getParent(St) && !isa<CompoundStmt, IfStmt>(PM.getParent(St)))
+      St = PM.getParent(St);
+    for (const Stmt *P = St ? PM.getParent(St) : nullptr; P; P = PM.getParent(P)) {
+      if (P == Top)
+        return true;
+      if (isa<CompoundStmt>(P))
+        continue;
+      if (const auto *If = dyn_cast<IfStmt>(P); If && llvm::is_contained(T.Plain.Ifs, If))
+        continue;
+      return false;
+    }
+    return false;
+  }
+
+  /// Validates a mixed step; false (with a blocker) when it cannot be rewritten with the same
+  /// meaning.
+  bool planMixed(const ImplicitBackward &B) {
+    const PlainBranch &P = T.Plain;
+    const IfStmt *If = P.Ifs.front();
+    const ImplicitBackward &PB = plainBackward();
+    std::string Cond = "`" + firstLine(text(P.Condition->getSourceRange())) + "`";
+    auto Fail = [&](SourceLocation L, const std::string &Why) {
+      block(L, Why);
+      return false;
+    };
+    if (T.Backwards.size() != 1 || P.Backwards.size() != 1)
+      return Fail(B.Backward->getBeginLoc(),
+                  "a scaled and a plain path chosen by " + Cond + " with several backward "
+                  "calls; not rewritten automatically");
+    if (T.Steps.size() != 1)
+      return Fail(T.Steps[1]->Call->getBeginLoc(),
+                  "several optimizers in a step with a scaled and a plain path (chosen by " + Cond +
+                      "); not rewritten automatically");
+    if (B.ScaleStmt)
+      return Fail(B.Backward->getBeginLoc(),
+                  "the scaled loss of the path chosen by " + Cond + " is a statement of its own; "
+                  "write scaler.scale(loss).backward() or migrate by hand");
+    if (If->getInit() || If->getConditionVariable())
+      return Fail(If->getBeginLoc(), "the if choosing the scaled or the plain path declares a "
+                                     "variable; not rewritten automatically");
+    const CompoundStmt *Block = parentCompound(If);
+    if (!Block || If->getBeginLoc().isMacroID())
+      return Fail(If->getBeginLoc(), "the if choosing the scaled or the plain path is not a "
+                                     "statement of a block");
+    // The condition is evaluated once more, at the end of the function given to value_and_grad,
+    // to pick what it returns: it must read only, and the forward region must not change it.
+    // (Calls are judged by onlyReads: a const method without arguments is a read.)
+    bool Effects = P.Condition->HasSideEffects(Ctx, /*IncludePossibleEffects=*/false);
+    if (Effects || !onlyReads(P.Condition))
+      return Fail(P.Condition->getBeginLoc(),
+                  "the scaled and the plain path are chosen by " + Cond + ", which " +
+                      (Effects ? "has side effects"
+                               : "is not a variable, a member, a pointer or optional test or a "
+                                 "const method call") +
+                      "; it would be evaluated again to choose what " + Tgt.ValueAndGrad +
+                      " differentiates: store it in a variable first or migrate by hand");
+    const Stmt *R0 = CalleeCallStmt; // the region starts at the scope, or at the callee's call
+    if (const AutocastScope *S = T.Scope) {
+      const Stmt *ScopeStart = S->GuardDeclStmt ? S->GuardDeclStmt
+                                                : (S->Enable->Removable ? S->Enable->Removable : S->Enable->Call);
+      R0 = childOf(ScopeStart, Block);
+    }
+    bool InRegion = false;
+    for (const Stmt *Child : Block->body()) {
+      if (Child == R0)
+        InRegion = true;
+      if (Child == If)
+        break;
+      if (!InRegion)
+        continue;
+      for (const ValueDecl *D : declsRead(P.Condition))
+        if (const Expr *W = writeOf(Child, D))
+          return Fail(W->getBeginLoc(), "the scaled and the plain path are chosen by " + Cond +
+                                            ", which the forward region changes here; it would be "
+                                            "evaluated again to choose what " + Tgt.ValueAndGrad +
+                                            " differentiates: migrate by hand");
+    }
+    // The later ifs must choose the same way: the same condition, the scaled calls on the same side.
+    for (size_t I = 1; I < P.Ifs.size(); ++I) {
+      bool ScaledOnThen = P.PlainSides[I] != P.Ifs[I]->getThen();
+      if (P.Ifs[I]->getInit() || P.Ifs[I]->getConditionVariable() ||
+          !sameCondition(P.Ifs[I]->getCond(), P.Condition) || ScaledOnThen != P.ScaledWhenTrue)
+        return Fail(P.Ifs[I]->getCond()->getBeginLoc(),
+                    "the scaled and the plain path are chosen by " + Cond + " at " +
+                        where(P.Condition->getBeginLoc()) + " and by `" +
+                        firstLine(text(P.Ifs[I]->getCond()->getSourceRange())) + "` here" +
+                        (ScaledOnThen != P.ScaledWhenTrue ? " (the scaler's calls on the other branch)" : "") +
+                        "; the paths may not pair up: choose both by one condition or migrate by hand");
+    }
+    if (P.Steps.empty())
+      return Fail(PB.Backward->getBeginLoc(),
+                  "the plain path (no scaler) chosen by " + Cond + " has no step() of the "
+                  "optimizer in this function; its gradients would be lost: migrate by hand");
+    // Each element runs once on its path, in the if's block: no accumulation, no other condition.
+    std::vector<const Stmt *> Elements{B.Backward, PB.Backward};
+    for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates, &P.Steps})
+      for (const ScalerCall *C : *List)
+        Elements.push_back(C->Call);
+    for (const Stmt *E : Elements)
+      if (!within(E, Block) || !onMixedPath(E, Block))
+        return Fail(E->getBeginLoc(), "a step with a scaled and a plain path (chosen by " + Cond +
+                                          ") has this call outside them or under another loop "
+                                          "or condition (a gradient accumulation?); not "
+                                          "rewritten automatically");
+    // The backwards come first in their branches: the function returns the loss as it was there.
+    const Stmt *ScaledSide = P.ScaledWhenTrue ? If->getThen() : If->getElse();
+    for (const auto &[Side, Bw] : {std::pair(ScaledSide, &B), std::pair(P.PlainSides.front(), &PB)})
+      if (!Bw->BackwardStmt || firstOf(Side) != Bw->BackwardStmt || Bw->BackwardStmt->getBeginLoc().isMacroID())
+        return Fail(Bw->Backward->getBeginLoc(),
+                    "backward() is not the first statement of its branch of the if on " + Cond +
+                        "; what the function given to " + Tgt.ValueAndGrad +
+                        " returns must be the loss as backward() saw it: migrate by hand");
+    return true;
+  }
+
+  /// The backwards leave the branches; a branch left empty goes (the whole if when both do).
+  void planMixedBackwards(const ImplicitBackward &B) {
+    const IfStmt *If = T.Plain.Ifs.front();
+    const Stmt *ScaledSide = T.Plain.ScaledWhenTrue ? If->getThen() : If->getElse();
+    const Stmt *PlainSide = T.Plain.PlainSides.front();
+    const ImplicitBackward &PB = plainBackward();
+    Edit E;
+    if (onlyStatement(ScaledSide, B.BackwardStmt) && onlyStatement(PlainSide, PB.BackwardStmt)) {
+      if (removal(If, E))
+        Edits.push_back(E);
+      else
+        block(If->getBeginLoc(), "the if choosing the path is inside a macro");
+      return;
+    }
+    for (const auto &[Side, St] : {std::pair(ScaledSide, B.BackwardStmt), std::pair(PlainSide, PB.BackwardStmt)}) {
+      if (Side == St) { // `if (c) loss.backward(); else { ... }`: the branch keeps a statement
+        CharSourceRange R = stmtRange(St);
+        if (R.isInvalid()) {
+          block(St->getBeginLoc(), "backward() is inside a macro");
+          return;
+        }
+        unsigned SB = SM.getFileOffset(R.getBegin()), SE = SM.getFileOffset(R.getEnd());
+        Edits.push_back({SB, SE - SB, "{}"});
+        continue;
+      }
+      if (!removal(St, E)) {
+        block(St->getBeginLoc(), "backward() is inside a macro");
+        return;
+      }
+      Edits.push_back(E);
+    }
+  }
+
   std::string canonicalMethod(ScalerCall::Method M) const {
     switch (M) {
     case ScalerCall::Method::Scale: return "scale";
@@ -1405,6 +1781,7 @@ private:
     case ScalerCall::Method::Step: return "step";
     case ScalerCall::Method::Update: return "update";
     case ScalerCall::Method::GetScale: return "get_scale";
+    case ScalerCall::Method::IsEnabled: return "is_enabled";
     }
     return "";
   }
@@ -1468,11 +1845,8 @@ private:
     for (const ScalerCall *U : T.Unscales) {
       if (U->HasExplicitGrads)
         continue;
-      if (resultUsed(U->Call)) {
-        block(U->Call->getBeginLoc(),
-              "the result of `" + firstLine(text(U->Call->getSourceRange())) +
-                  "` is used (a checked unscale); the explicit-grad unscale_ returns nothing: "
-                  "test the grads yourself (all finite) or migrate this step by hand");
+      if (U->ResultUsed) {
+        planCheckedUnscale(U);
         continue;
       }
       renameMethod(U);
@@ -1488,14 +1862,59 @@ private:
       renameMethod(G);
   }
 
-  /// A step without a scaler: `optimizer.step();` becomes `amp::step(optimizer, grads);`, which
-  /// puts the explicit grads where step() reads them for the duration of the call.
-  void planOptimizerSteps() {
-    if (Tgt.Step.empty()) {
-      block(T.Steps.front()->Call->getBeginLoc(), "a step without a scaler needs target.step in the rules");
+  /// A checked unscale whose answer is used (`bool finite = scaler.unscale_and_check(opt);`)
+  /// becomes the target's checked unscale on the grads, which answers whether every grad is
+  /// finite (`scaler.unscale_and_check(opt, grads)`), negated for a method whose true means
+  /// "an inf or NaN was found". What the user's answer means comes from the rules, never from
+  /// its name: a method in neither list, or one that answers something other than a bool, is
+  /// reported.
+  void planCheckedUnscale(const ScalerCall *U) {
+    std::string Call = "`" + firstLine(text(U->Call->getSourceRange())) + "`";
+    const CXXMethodDecl *MD = U->Call->getMethodDecl();
+    std::string Name = MD->getNameAsString();
+    const ScalerMethodNames &N = Rules.ScalerMethods;
+    bool Finite = llvm::is_contained(N.CheckedFinite, Name);
+    bool FoundInf = llvm::is_contained(N.CheckedFoundInf, Name);
+    if (!U->Call->getType()->isBooleanType()) {
+      block(U->Call->getBeginLoc(),
+            "the result of " + Call + " is used, and its type is '" +
+                U->Call->getType().getAsString() + "', not bool; the checked unscale " +
+                Tgt.CheckedUnscale + "(optimizer, grads) answers whether every grad is finite: "
+                "migrate this step by hand");
       return;
     }
-    for (const ScalerCall *S : T.Steps) {
+    if (!Finite && !FoundInf) {
+      block(U->Call->getBeginLoc(),
+            "the result of " + Call + " is used (a checked unscale), and the rules do not say "
+            "what its answer means: name '" + Name + "' in scaler.methods.checked-unscale-finite "
+            "(true when every grad is finite) or checked-unscale-found-inf (true when an inf or "
+            "NaN was found) of a rule file, or migrate this step by hand");
+      return;
+    }
+    const auto *ME = dyn_cast<MemberExpr>(U->Call->getCallee());
+    unsigned MB, MEnd, CB, CEnd;
+    if (!ME || !fileRange(ME->getMemberLoc(), MB, MEnd) ||
+        !fileRange(U->Call->getSourceRange(), CB, CEnd)) {
+      block(U->Call->getBeginLoc(), "the scaler call is inside a macro body");
+      return;
+    }
+    if (FoundInf)
+      Edits.push_back({CB, 0, "!"});
+    if (Name != Tgt.CheckedUnscale)
+      Edits.push_back({MB, MEnd - MB, Tgt.CheckedUnscale});
+    addGradsArgument(U);
+  }
+
+  /// A step without a scaler: `optimizer.step();` becomes `amp::step(optimizer, grads);`, which
+  /// puts the explicit grads where step() reads them for the duration of the call.
+  void planOptimizerSteps(llvm::ArrayRef<const ScalerCall *> Steps) {
+    if (Steps.empty())
+      return;
+    if (Tgt.Step.empty()) {
+      block(Steps.front()->Call->getBeginLoc(), "a step without a scaler needs target.step in the rules");
+      return;
+    }
+    for (const ScalerCall *S : Steps) {
       if (resultUsed(S->Call) || S->Call->getBeginLoc().isMacroID()) {
         block(S->Call->getBeginLoc(), "`" + firstLine(text(S->Call->getSourceRange())) +
                                           "` is not a statement of its own (its result is used, "
@@ -1548,7 +1967,7 @@ private:
     for (const ClipCall *C : T.Clips) {
       unsigned O = off(C->Call->getBeginLoc());
       ObjectRef Of = T.stepsOptimizer(C->ParamsOwner) ? C->ParamsOwner : ObjectRef();
-      if (!T.Unscaled && !T.unscaledBefore(O, Of, SM)) {
+      if (!T.Unscaled && !T.Plain.contains(O) && !T.unscaledBefore(O, Of, SM)) {
         block(C->Call->getBeginLoc(), "clipping still-scaled gradients (no unscale_ before it); "
                                       "fix the order first (amp-clip-before-unscale)");
         continue;
@@ -1672,7 +2091,8 @@ private:
         block(A.Access->getBeginLoc(), "`" + Stmt + "` " + Why);
         continue;
       }
-      std::string Backward = T.Unscaled ? "backward()" : "the scaled backward";
+      bool Plain = T.Unscaled || T.Plain.contains(off(A.Statement->getBeginLoc()));
+      std::string Backward = Plain ? "backward()" : "the scaled backward";
       if (A.How == GradAccess::Kind::GradAccessor)
         block(A.Access->getBeginLoc(),
               "`" + Stmt + "` reads or writes .grad between " + Backward + " and step(); the "
@@ -2484,6 +2904,15 @@ private:
       if (!PE || throughSameObject(PE, Class) != throughSameObject(E, Class))
         break;
       E = PE;
+    }
+    // A pointer's truth (`if (s)`, `!s`, `s != nullptr`): any pointer type has it.
+    if (const auto *IC = dyn_cast<ImplicitCastExpr>(E); IC && IC->getCastKind() == CK_PointerToBoolean)
+      return true;
+    if (const auto *BO = Parent.get<BinaryOperator>(); BO && BO->isEqualityOp() &&
+        E->getType()->isPointerType()) {
+      const Expr *Other = BO->getLHS() == E ? BO->getRHS() : BO->getLHS();
+      if (Other->isNullPointerConstant(Ctx, Expr::NPC_ValueDependentIsNotNull) != Expr::NPCK_NotNull)
+        return true;
     }
     // `s.f()` / `s->f()` / `if (s)`: the call's callee is a MemberExpr on the object.
     if (const auto *ME = Parent.get<MemberExpr>(); ME && ME->getBase() == E)

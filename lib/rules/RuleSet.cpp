@@ -139,11 +139,21 @@ template <> struct MappingTraits<ScalerMethodNames> {
     Io.mapOptional("step", M.Step);
     Io.mapOptional("update", M.Update);
     Io.mapOptional("get-scale", M.GetScale);
+    Io.mapOptional("is-enabled", M.IsEnabled);
+    Io.mapOptional("checked-unscale-finite", M.CheckedFinite);
+    Io.mapOptional("checked-unscale-found-inf", M.CheckedFoundInf);
   }
   static std::string validate(IO &, ScalerMethodNames &M) {
-    return firstReason(emptyNameIn("scale", M.Scale), emptyNameIn("unscale", M.Unscale),
-                       emptyNameIn("step", M.Step), emptyNameIn("update", M.Update),
-                       emptyNameIn("get-scale", M.GetScale));
+    std::string P = firstReason(emptyNameIn("scale", M.Scale), emptyNameIn("unscale", M.Unscale),
+                                emptyNameIn("step", M.Step), emptyNameIn("update", M.Update),
+                                emptyNameIn("get-scale", M.GetScale),
+                                emptyNameIn("is-enabled", M.IsEnabled),
+                                emptyNameIn("checked-unscale-finite", M.CheckedFinite),
+                                emptyNameIn("checked-unscale-found-inf", M.CheckedFoundInf));
+    for (const std::string &N : M.CheckedFinite)
+      if (P.empty() && llvm::is_contained(M.CheckedFoundInf, N))
+        P = "'" + N + "' is in both checked-unscale-finite and checked-unscale-found-inf";
+    return P;
   }
 };
 template <> struct CustomMappingTraits<std::map<std::string, std::vector<std::string>>> {
@@ -212,6 +222,7 @@ template <> struct MappingTraits<TargetApi> {
     Io.mapOptional("split-grads", T.SplitGrads, D.SplitGrads);
     Io.mapOptional("all-reduce-grads", T.AllReduceGrads, D.AllReduceGrads);
     Io.mapOptional("step", T.Step, D.Step);
+    Io.mapOptional("checked-unscale", T.CheckedUnscale, D.CheckedUnscale);
   }
   static std::string validate(IO &, TargetApi &T) {
     StringRef Inc = T.Include;
@@ -222,7 +233,8 @@ template <> struct MappingTraits<TargetApi> {
       return "'include' names no header";
     for (const std::string *Name :
          {&T.Convert, &T.LevelEnum, &T.ValueAndGrad, &T.CastOutput, &T.ScalerClass, &T.ScalerOptions,
-          &T.Clip, &T.GlobalNorm, &T.Accumulate, &T.ParametersOf, &T.SplitGrads, &T.Step})
+          &T.Clip, &T.GlobalNorm, &T.Accumulate, &T.ParametersOf, &T.SplitGrads, &T.Step,
+          &T.CheckedUnscale})
       if (llvm::StringRef(*Name).trim().empty())
         return "an empty name in 'target'";
     return "";
@@ -403,6 +415,17 @@ void RuleSet::merge(const RuleSet &O) {
   appendAll(ScalerMethods.Step, O.ScalerMethods.Step);
   appendAll(ScalerMethods.Update, O.ScalerMethods.Update);
   appendAll(ScalerMethods.GetScale, O.ScalerMethods.GetScale);
+  appendAll(ScalerMethods.IsEnabled, O.ScalerMethods.IsEnabled);
+  // What a checked unscale's answer means: a later file's word wins over an earlier one's (a
+  // project whose unscale_and_check answers "found an inf" overrides the built-in meaning).
+  llvm::erase_if(ScalerMethods.CheckedFinite, [&](const std::string &N) {
+    return llvm::is_contained(O.ScalerMethods.CheckedFoundInf, N);
+  });
+  llvm::erase_if(ScalerMethods.CheckedFoundInf, [&](const std::string &N) {
+    return llvm::is_contained(O.ScalerMethods.CheckedFinite, N);
+  });
+  appendAll(ScalerMethods.CheckedFinite, O.ScalerMethods.CheckedFinite);
+  appendAll(ScalerMethods.CheckedFoundInf, O.ScalerMethods.CheckedFoundInf);
   for (const auto &[K, V] : O.ScalerOptionParams)
     appendAll(ScalerOptionParams[K], V);
   appendAll(ZeroGradMethods, O.ZeroGradMethods);

@@ -182,6 +182,52 @@ TEST(Scaler, InfSkipsStepAndBacksOff) {
   EXPECT_FALSE(p.grad().defined()); // .grad is left as it was
 }
 
+/// The checked unscale answers what unscale_ recorded: whether step() will apply the update.
+TEST(Scaler, CheckedUnscaleAnswersWhetherEveryGradIsFinite) {
+  auto p = torch::ones({3}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 1.0);
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(4.0));
+  s.scale(torch::tensor(1.0));
+  std::vector<Tensor> good{torch::full({3}, 8.0)};
+  EXPECT_TRUE(s.unscale_and_check(opt, good));
+  EXPECT_TRUE(torch::equal(good[0], torch::full({3}, 2.0))); // unscaled in place, as unscale_
+  EXPECT_EQ(message_of([&] { s.unscale_and_check(opt, good); }),
+            "unscale_() has already been called on this optimizer since the last update().");
+  s.step(opt, good); // already unscaled: steps on the unscaled grads
+  EXPECT_TRUE(torch::allclose(p.detach(), torch::full({3}, -1.0)));
+  s.update();
+  std::vector<Tensor> bad{torch::tensor({1.0f, NAN, 2.0f})};
+  EXPECT_FALSE(s.unscale_and_check(opt, bad));
+  s.step(opt, bad); // skipped, as the answer said
+  EXPECT_TRUE(torch::allclose(p.detach(), torch::full({3}, -1.0)));
+  s.update();
+  EXPECT_EQ(s.get_scale(), 2.0); // backed off
+  // Pointer-like optimizers, as unscale_.
+  auto shared = std::make_shared<torch::optim::SGD>(std::vector<Tensor>{p}, 1.0);
+  std::vector<Tensor> inf{torch::tensor({INFINITY, 0.0f, 0.0f})};
+  EXPECT_FALSE(s.unscale_and_check(shared, inf));
+}
+
+TEST(Scaler, CheckedUnscaleDisabledChecksTheGrads) {
+  auto p = torch::ones({2}, torch::requires_grad());
+  torch::optim::SGD opt({p}, 1.0);
+  amp::GradScaler s(amp::GradScalerOptions().enabled(false));
+  std::vector<Tensor> grads{torch::full({2}, 3.0)};
+  EXPECT_TRUE(s.unscale_and_check(opt, grads));
+  EXPECT_TRUE(torch::equal(grads[0], torch::full({2}, 3.0))); // nothing unscaled
+  std::vector<Tensor> bad{torch::tensor({-INFINITY, 1.0f})};
+  EXPECT_FALSE(s.unscale_and_check(opt, bad));
+}
+
+TEST(Scaler, AllFinite) {
+  EXPECT_TRUE(amp::all_finite({}));
+  EXPECT_TRUE(amp::all_finite({Tensor(), torch::ones({4}), torch::arange(3)}));
+  EXPECT_TRUE(amp::all_finite({torch::full({2}, 65504.0, torch::kHalf), torch::ones({3}, torch::kBFloat16)}));
+  EXPECT_FALSE(amp::all_finite({torch::ones({4}), torch::tensor({1.0, std::numeric_limits<double>::quiet_NaN()})}));
+  EXPECT_FALSE(amp::all_finite({torch::full({2, 2}, INFINITY).t()}));
+  EXPECT_FALSE(amp::all_finite({torch::tensor({1.0f, 2.0f}).to(torch::kHalf) * 65504}));
+}
+
 TEST(Scaler, UpdateWithNewScale) {
   amp::GradScaler s;
   s.scale(torch::tensor(1.0));

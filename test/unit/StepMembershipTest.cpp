@@ -307,3 +307,99 @@ void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
   for (const FunctionAnalysis &FA : A.TU.Functions)
     EXPECT_TRUE(FA.Steps.empty());
 }
+
+// A mixed step: the scaled path under a run-time flag, the fp32 path beside it, split over two
+// ifs on one optional scaler, one zero_grad() for both, a clip after the unscale_.
+const char *MixedSplitIfs = R"cpp(
+void train(Net &model, torch::optim::SGD &opt, std::optional<torch::amp::GradScaler> &scaler,
+           const torch::Tensor &x) {
+  opt.zero_grad();
+  if (scaler)
+    at::autocast::set_enabled(true);
+  auto loss = model->forward(x).sum();
+  if (scaler)
+    at::autocast::set_enabled(false);
+  if (scaler)
+    scaler->scale(loss).backward();
+  else
+    loss.backward();
+  if (scaler)
+    scaler->unscale_(opt);
+  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+  if (scaler) {
+    scaler->step(opt);
+    scaler->update();
+  } else {
+    opt.step();
+  }
+}
+)cpp";
+
+TEST(StepMembership, MixedStepIsOneStepWithThePlainPathAsMembers) {
+  Analysed A(MixedSplitIfs);
+  const TrainingStep *T = A.onlyStep();
+  ASSERT_NE(T, nullptr);
+  ASSERT_TRUE(T->mixed());
+  EXPECT_EQ(A.text(T->Plain.Condition), "scaler");
+  EXPECT_TRUE(T->Plain.ScaledWhenTrue);
+  EXPECT_EQ(T->Plain.Ifs.size(), 3u); // the backwards', the unscale_'s, the steps'
+  ASSERT_EQ(T->Plain.Backwards.size(), 1u);
+  EXPECT_EQ(A.text(T->Plain.Backwards.front()->Backward), "loss.backward()");
+  ASSERT_EQ(T->Plain.Steps.size(), 1u);
+  EXPECT_EQ(A.text(T->Plain.Steps.front()->Call), "opt.step()");
+  EXPECT_EQ(T->Steps.size(), 1u);
+  EXPECT_EQ(T->Clips.size(), 1u);
+  EXPECT_EQ(T->ZeroGrads.size(), 1u);
+  // The plain path's step() is a member, not a .grad reader left behind.
+  EXPECT_TRUE(T->GradAccesses.empty());
+}
+
+TEST(StepMembership, MixedStepIsRewrittenOnBothPaths) {
+  Analysed A(MixedSplitIfs);
+  std::string Blockers;
+  std::string Out = A.migrated(&Blockers);
+  EXPECT_EQ(Blockers, "");
+  EXPECT_NE(Out.find("  auto grad_fn = amp::value_and_grad([&] {\n"
+                     "    auto loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();\n"
+                     "    return scaler ? scaler->scale(loss) : loss;\n"
+                     "  }, amp::parameters_of(opt));\n"
+                     "  auto [loss_value, grads] = grad_fn();\n"
+                     "  if (scaler)\n"
+                     "    scaler->unscale_(opt, grads);\n"
+                     "  grads = amp::clip_by_global_norm(grads, 1.0);\n"
+                     "  if (scaler) {\n"
+                     "    scaler->step(opt, grads);\n"
+                     "    scaler->update();\n"
+                     "  } else {\n"
+                     "    amp::step(opt, grads);\n"
+                     "  }\n"),
+            std::string::npos)
+      << Out;
+  EXPECT_NE(Out.find("std::optional<amp::GradScaler> &scaler"), std::string::npos) << Out;
+  EXPECT_NE(Out.find("amp::auto_mixed_precision(model, scaler ? amp::Level::O2 : amp::Level::O0)"),
+            std::string::npos)
+      << Out;
+  EXPECT_EQ(Out.find("backward"), std::string::npos) << Out;
+}
+
+TEST(StepMembership, OptimizerStepOfTheStepsOptimizerOffThePlainPathReadsGrad) {
+  Analysed A(R"cpp(
+void train(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler, const torch::Tensor &x) {
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    loss = model->forward(x).sum();
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  opt.step();
+  scaler.step(opt);
+  scaler.update();
+}
+)cpp");
+  const TrainingStep *T = A.onlyStep();
+  ASSERT_NE(T, nullptr);
+  EXPECT_FALSE(T->mixed());
+  ASSERT_EQ(T->GradAccesses.size(), 1u);
+  EXPECT_EQ(A.text(T->GradAccesses.front().Statement), "opt.step()");
+}

@@ -42,7 +42,11 @@ struct ClipFunctionRule {
 
 /// Names of the methods a scaler class has, by meaning.
 struct ScalerMethodNames {
-  std::vector<std::string> Scale, Unscale, Step, Update, GetScale;
+  std::vector<std::string> Scale, Unscale, Step, Update, GetScale, IsEnabled;
+  /// Unscale methods whose bool answer, when the code uses it, means "every grad is finite"
+  /// (CheckedFinite) or "an inf/NaN was found" (CheckedFoundInf). A used answer of an unscale
+  /// method in neither list has no known meaning.
+  std::vector<std::string> CheckedFinite, CheckedFoundInf;
 };
 
 struct TargetApi {
@@ -60,6 +64,8 @@ struct TargetApi {
   std::string SplitGrads = "amp::split_grads";
   std::string AllReduceGrads = "amp::all_reduce_grads";
   std::string Step = "amp::step"; ///< the optimizer's step on explicit grads, without a scaler
+  /// The target scaler's unscale that answers whether every grad is finite (a method name).
+  std::string CheckedUnscale = "unscale_and_check";
 };
 
 struct RuleSet {

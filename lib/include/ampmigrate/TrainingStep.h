@@ -13,6 +13,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ampmigrate {
@@ -65,13 +66,15 @@ struct ObjectRef {
 /// own `optimizer.step()` is recorded the same way: Kind Step, an empty Scaler, the optimizer as
 /// its OptimizerArg (the receiver as written), so the planner treats both steps alike.
 struct ScalerCall {
-  enum class Method { Scale, Unscale, Step, Update, GetScale } Kind = Method::Scale;
+  enum class Method { Scale, Unscale, Step, Update, GetScale, IsEnabled } Kind = Method::Scale;
   const clang::CXXMemberCallExpr *Call = nullptr;
   ObjectRef Scaler;
   const clang::CXXRecordDecl *ScalerClass = nullptr;
   ObjectRef Optimizer;                        ///< Unscale / Step
   const clang::Expr *OptimizerArg = nullptr;  ///< as written (`opt`, `*opt`)
   bool HasExplicitGrads = false;              ///< already migrated (`unscale_(opt, grads)`)
+  /// The call's answer is used (`bool finite = scaler.unscale_and_check(opt);`): a checked unscale.
+  bool ResultUsed = false;
 };
 
 /// `scaler.scale(x).backward()`, or `auto s = scaler.scale(x); s.backward();`; in a step without a
@@ -125,13 +128,37 @@ struct GradAccess {
   enum class Kind { GradAccessor, ParametersPassed } How = Kind::GradAccessor;
 };
 
+/// The plain (unscaled, fp32) path of a mixed step, chosen by a run-time condition beside the
+/// scaled one: `if (use_amp) { scaler.scale(loss).backward(); ... scaler.step(opt); ... } else {
+/// loss.backward(); ...; opt.step(); }`, or the same split over several ifs
+/// (`if (scaler) scaler->scale(loss).backward(); else loss.backward(); ... if (scaler) {
+/// scaler->step(opt); scaler->update(); } else opt.step();`). Its backward and steps are members
+/// of the step like the scaled path's; Condition is empty for a step that is not mixed.
+struct PlainBranch {
+  const clang::Expr *Condition = nullptr; ///< the condition of the if holding both backwards
+  bool ScaledWhenTrue = true;             ///< the scaled backward is in that if's then-branch
+  /// The ifs that choose between the paths, in source order: the one holding both backwards,
+  /// then each later if of its block that holds a scaler call of the step. PlainSides[i] is the
+  /// branch of Ifs[i] away from the scaled elements (null when it has no else).
+  llvm::SmallVector<const clang::IfStmt *, 2> Ifs;
+  llvm::SmallVector<const clang::Stmt *, 2> PlainSides;
+  llvm::SmallVector<const ImplicitBackward *, 1> Backwards; ///< `loss.backward()`
+  llvm::SmallVector<const ScalerCall *, 4> Steps; ///< `optimizer.step()` (see ScalerCall)
+  /// File offsets [begin, end] of each plain side.
+  llvm::SmallVector<std::pair<unsigned, unsigned>, 2> Ranges;
+  bool contains(unsigned Offset) const {
+    return llvm::any_of(Ranges, [&](const auto &R) { return Offset >= R.first && Offset <= R.second; });
+  }
+};
+
 /// One training step: forward under autocast, scaled backward, unscale/clip/step/update.
 ///
 /// Membership is decided here, once, by one rule (StepFinder's groupSteps): the scope before the
 /// first scaled backward; the scaler calls on the step's scaler; every clip inside the gradient
 /// window [first backward (or first unscale_), last step()]; every zero_grad() of the step's
 /// optimizers and models in the function; every other statement in the window that touches
-/// `.grad` (GradAccesses). Checks and the planner read this membership and never recompute it.
+/// `.grad` (GradAccesses); for a mixed step, the plain path's backward and steps (Plain), which
+/// widen the window. Checks and the planner read this membership and never recompute it.
 struct TrainingStep {
   const AutocastScope *Scope = nullptr;
   llvm::SmallVector<const ImplicitBackward *, 2> Backwards;
@@ -146,6 +173,9 @@ struct TrainingStep {
   /// computed in the scope, then `optimizer.step()` (in Steps, see ScalerCall). No Unscales,
   /// Updates or Others; Scaler is empty.
   bool Unscaled = false;
+  /// A mixed step: the plain path beside the scaled one (Plain.Condition set).
+  PlainBranch Plain;
+  bool mixed() const { return Plain.Condition != nullptr; }
   unsigned Begin = 0; ///< file offset of the first element (orders steps, names them)
   /// The gradient window: file offsets of the first scaled backward (or first unscale_) and of
   /// the last step(). Empty (Begin > End) when the step has neither.

@@ -43,6 +43,14 @@ std::vector<DeviceGroup> by_device(const std::vector<torch::Tensor> &ts) {
   return groups;
 }
 
+/// Whether the inf checks recorded for one optimizer found an inf or NaN: the one host read.
+bool found_inf(const std::vector<torch::Tensor> &found_inf_per_device) {
+  torch::Tensor found = torch::zeros({}, found_inf_per_device.front().options());
+  for (const auto &f : found_inf_per_device)
+    found += f.to(found.device());
+  return found.item<float>() != 0.0f;
+}
+
 /// A loss scale must be a positive finite number: 0 zeroes every grad, inf or NaN poisons them.
 void check_scale_value(const char *where, double scale) {
   if (!(scale > 0) || !std::isfinite(scale))
@@ -136,6 +144,19 @@ torch::Tensor global_norm(const std::vector<torch::Tensor> &xs) {
   for (const auto &g : groups)
     sum += detail::global_norm(g.tensors, g.device).to(home).pow(2);
   return sum.sqrt();
+}
+
+bool all_finite(const std::vector<torch::Tensor> &xs) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor bad; // count of non-finite elements, on the first tensor's device
+  for (const auto &g : by_device(xs))
+    for (const auto &t : g.tensors) {
+      if (!t.is_floating_point() && !t.is_complex())
+        continue; // integers are always finite
+      auto n = torch::isfinite(t).logical_not().sum();
+      bad = bad.defined() ? bad + n.to(bad.device()) : n;
+    }
+  return !bad.defined() || bad.item<std::int64_t>() == 0;
 }
 
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
@@ -257,6 +278,14 @@ void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
   state.stage = Stage::Unscaled;
 }
 
+bool GradScaler::unscale_and_check(torch::optim::Optimizer &optimizer,
+                                   const std::vector<torch::Tensor> &grads) {
+  if (!options_.enabled())
+    return all_finite(grads);
+  unscale_(optimizer, grads);
+  return !found_inf(per_optimizer_[&optimizer].found_inf_per_device);
+}
+
 void step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads) {
   detail::restore_masters();
   step_with(optimizer, grads, "amp::step");
@@ -276,10 +305,7 @@ void GradScaler::step(torch::optim::Optimizer &optimizer, const std::vector<torc
     unscale_grads(state, grads);
 
   // The one host read of the step: whether any grad had an inf or NaN.
-  torch::Tensor found = torch::zeros({}, state.found_inf_per_device.front().options());
-  for (const auto &f : state.found_inf_per_device)
-    found += f.to(found.device());
-  if (found.item<float>() == 0.0f)
+  if (!found_inf(state.found_inf_per_device))
     step_with(optimizer, grads);
   state.stage = Stage::Stepped;
 }

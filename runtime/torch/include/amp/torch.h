@@ -342,6 +342,9 @@ void step(const P &optimizer, const std::vector<torch::Tensor> &grads) {
 // ---- norms and clipping -----------------------------------------------------------------------
 /// sqrt(sum_i sum(x_i^2)) as a 0-dim fp32 tensor on the first tensor's device (no host sync).
 torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
+/// Whether no element of any floating tensor is inf or NaN (undefined tensors are skipped). A host
+/// answer: one host read (sync) for the whole list.
+bool all_finite(const std::vector<torch::Tensor> &xs);
 /// MindSpore's rule, out of place: out_i = x_i * clip_norm / max(global_norm, clip_norm).
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm);
@@ -444,6 +447,10 @@ public:
 
   /// Unscales `grads` in place and records inf/NaN for `optimizer` (no host sync).
   void unscale_(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
+  /// The checked unscale: unscale_ (same states and errors), then whether every grad was finite,
+  /// i.e. whether step() will apply the update. Unlike unscale_ it reads the inf check on the
+  /// host (one sync). Disabled: nothing is unscaled, and it answers all_finite(grads).
+  bool unscale_and_check(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
   /// Unscales first if unscale_ was not called; then, unless an inf/NaN was found, puts `grads`
   /// into the parameters' `.grad` (fp32), calls optimizer.step() and puts the old `.grad` back.
   /// `grads` pair up with the parameters of all groups, or of the first group.
@@ -457,6 +464,10 @@ public:
   template <class P, class = decltype(static_cast<torch::optim::Optimizer &>(*std::declval<P>()))>
   void step(const P &optimizer, const std::vector<torch::Tensor> &grads) {
     step(static_cast<torch::optim::Optimizer &>(*optimizer), grads);
+  }
+  template <class P, class = decltype(static_cast<torch::optim::Optimizer &>(*std::declval<P>()))>
+  bool unscale_and_check(const P &optimizer, const std::vector<torch::Tensor> &grads) {
+    return unscale_and_check(static_cast<torch::optim::Optimizer &>(*optimizer), grads);
   }
 
   /// Backoff/growth from the recorded inf checks (on the device); resets every optimizer's state.

@@ -105,8 +105,12 @@ public:
   void step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
   template <class P> void unscale_(const P &optimizer, const std::vector<torch::Tensor> &grads);
   template <class P> void step(const P &optimizer, const std::vector<torch::Tensor> &grads);
+  /// Unscales like unscale_ and answers whether every grad was finite (the checked unscale).
+  bool unscale_and_check(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
+  template <class P> bool unscale_and_check(const P &optimizer, const std::vector<torch::Tensor> &grads);
   void update();
   void update(double new_scale);
   double get_scale() const;
+  bool is_enabled() const;
 };
 } // namespace amp
