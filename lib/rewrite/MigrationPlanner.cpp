@@ -725,6 +725,11 @@ private:
   const Expr *runTimeFlag(const AutocastScope &S) const {
     if (S.Enable && S.Enable->GuardCondition)
       return S.Enable->GuardCondition;
+    // `set_cpu_enabled(use_amp)`: the enable's own argument is the switch.
+    if (S.Enable && S.Enable->Turns == AutocastCall::State::Unknown && S.Enable->Rule &&
+        S.Enable->Rule->EnabledArg >= 0 &&
+        (unsigned)S.Enable->Rule->EnabledArg < S.Enable->Call->getNumArgs())
+      return S.Enable->Call->getArg(S.Enable->Rule->EnabledArg);
     const auto *VD = S.GuardVar ? dyn_cast<VarDecl>(S.GuardVar) : nullptr;
     const auto *CE = VD && VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
     if (!CE || !CE->getConstructor())

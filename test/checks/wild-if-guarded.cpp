@@ -42,3 +42,22 @@ void train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
+
+// The flag as the enable's own argument (`set_enabled(use_amp)`): the same run-time level, so the
+// fp32 mode stays fp32.
+void flag_as_argument(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScaler &scaler,
+                      const torch::Tensor &data, bool use_amp) {
+  for (int i = 0; i < 10; ++i) {
+    at::autocast::set_enabled(use_amp);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    auto loss = model->forward(data).sum();
+    at::autocast::set_enabled(false);
+    scaler.scale(loss).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+    scaler.step(optimizer);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+    scaler.update();
+  }
+}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, use_amp ? amp::Level::O2 : amp::Level::O0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < 10; ++i) {{{$}}
