@@ -606,10 +606,11 @@ private:
       const FunctionDecl *Callee = CE ? CE->getDirectCallee() : nullptr;
       return Callee && Rules.autocastRule(qualifiedName(Callee));
     };
-    // Every call is an autocast call or part of one's arguments (a device converted from a string).
+    // Every call is an autocast call or part of one's arguments (a device converted from a
+    // string), or records an error in a handler (FFI entry points wrap the setter in try/catch).
     return llvm::all_of(BC.Calls, [&](const CallExpr *CE) {
       for (const Stmt *P = CE; P; P = PM.getParent(P))
-        if (IsAutocastCall(P))
+        if (IsAutocastCall(P) || isa<CXXCatchStmt>(P))
           return true;
       return false;
     });
