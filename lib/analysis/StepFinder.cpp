@@ -295,8 +295,19 @@ ObjectRef resolveObject(const Expr *E) {
       return R;
     }
     if (const auto *ME = dyn_cast<MemberExpr>(E)) {
-      if (isa<FieldDecl>(ME->getMemberDecl()) && isa<CXXThisExpr>(strip(ME->getBase())))
+      if (!isa<FieldDecl>(ME->getMemberDecl()))
+        return R;
+      if (isa<CXXThisExpr>(strip(ME->getBase()))) {
         R.Decl = ME->getMemberDecl();
+        return R;
+      }
+      // A member of another object held in a variable (`state->scaler`, `cfg.opt`): the member,
+      // told apart by the variable it is reached from.
+      ObjectRef Owner = resolveObject(ME->getBase());
+      if (Owner.Decl && !Owner.Base && isa<VarDecl>(Owner.Decl)) {
+        R.Decl = ME->getMemberDecl();
+        R.Base = Owner.Decl;
+      }
       return R;
     }
     if (isa<CXXThisExpr>(E)) {
