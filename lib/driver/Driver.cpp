@@ -478,7 +478,20 @@ std::string whyFixesFail(const tooling::CompilationDatabase &DB, const std::stri
   // matters, and it is reported as the step's reason.
   std::vector<std::string> Args = runtimeIncludeArgs();
   Args.push_back("-fno-caret-diagnostics");
-  if (parseTU(DB, File, Opts.Overlays, New, Factory, Errors, FS, Args))
+  bool Parsed;
+  if (Opts.VerifyParser && New.size() == 1 && New.begin()->first == File) {
+    std::vector<tooling::CompileCommand> Cmds = DB.getCompileCommands(File);
+    if (Cmds.empty())
+      return "no compile command for the rewritten file";
+    for (tooling::CompileCommand &C : Cmds)
+      C.CommandLine.insert(C.CommandLine.end(), Args.begin(), Args.end());
+    Parsed = Opts.VerifyParser(New.begin()->second)(Cmds, File, Factory, Errors);
+    Errors.OS.flush();
+    Parsed = Parsed && Errors.getNumErrors() == 0;
+  } else {
+    Parsed = parseTU(DB, File, Opts.Overlays, New, Factory, Errors, FS, Args);
+  }
+  if (Parsed)
     return "";
   return describeFirstError(Errors.Text);
 }

@@ -192,6 +192,8 @@ struct Document {
   std::chrono::steady_clock::time_point Due;
   std::shared_ptr<std::atomic<bool>> Cancel;
   std::shared_ptr<PreambleParser> Parser;
+  /// The verification's parser: a preamble of the rewritten file's includes (<amp/torch.h> added).
+  std::shared_ptr<PreambleParser> VerifyParser;
 };
 
 class Server {
@@ -321,7 +323,9 @@ private:
       D.Path = *Path;
       D.Text = TD->getString("text").value_or("").str();
       D.Version = TD->getInteger("version").value_or(0);
-      D.Parser = std::make_shared<PreambleParser>([this](bool Begin, const std::string &What) { progress(Begin, What); });
+      auto Progress = [this](bool Begin, const std::string &What) { progress(Begin, What); };
+      D.Parser = std::make_shared<PreambleParser>(Progress);
+      D.VerifyParser = std::make_shared<PreambleParser>(Progress, /*Verification=*/true);
       schedule(D, std::chrono::milliseconds(0));
     } else if (Method == "textDocument/didChange") {
       auto It = Docs.find(Uri->str());
@@ -607,15 +611,21 @@ private:
       std::shared_ptr<std::atomic<bool>> Cancel = D.VerifyCancel;
       Report R = *D.Unverified;
       size_t Offered = R.StepFixes.size();
+      std::shared_ptr<PreambleParser> Parser = D.VerifyParser;
       L.unlock();
       auto Start = std::chrono::steady_clock::now();
       DriverOptions DO = driverOptions(Path, Text);
       DO.Cancelled = Cancel.get();
+      const RuleSet &Rules = settingsFor(findConfigUpward(Path)).Rules;
+      DO.VerifyParser = [Parser, &Rules](const std::string &Rewritten) {
+        return Parser->parserFor(Rewritten, /*SkipBodies=*/true, Rules);
+      };
       verifyReportFixes(R, DO, *database(Path));
       finishReport(R, DO);
       auto Ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - Start);
       llvm::errs() << "amp-migrate --lsp: verified the fixes of " << Path << ": " << R.StepFixes.size() << " of "
                    << Offered << " kept in " << Ms.count() << " ms" << (Cancel->load() ? " (cancelled)" : "")
+                   << (Parser->lastReusedPreamble() ? " (preamble reused)" : "")
                    << "\n";
       L.lock();
       auto It = Docs.find(Uri);
@@ -651,10 +661,9 @@ private:
         return;
       std::shared_ptr<PreambleParser> Wanted;
       for (auto &[Uri, D] : Docs)
-        if (D.Parser->preambleWanted()) {
-          Wanted = D.Parser;
-          break;
-        }
+        for (const std::shared_ptr<PreambleParser> &P : {D.Parser, D.VerifyParser})
+          if (!Wanted && P->preambleWanted())
+            Wanted = P;
       if (!Wanted) {
         StateCV.wait(L);
         continue;
@@ -683,14 +692,19 @@ private:
     }
   }
 
-  /// $/progress around the long parses: a whole file, or the precompilation of its includes.
+  /// $/progress around the long parses: a whole file, the precompilation of its includes, the
+  /// verification of its fixes. Each thread (checks, builds, verifications) has one at a time, so
+  /// an end belongs to the last begin of the same thread: ranges on several threads overlap.
   void progress(bool Begin, const std::string &What) {
     if (!WorkDoneProgress)
       return;
-    std::string Token = "amp-migrate/parse/" + std::to_string(ProgressRequests + (Begin ? 1 : 0));
+    thread_local unsigned Current = 0;
+    if (Begin)
+      Current = ++ProgressRequests;
+    std::string Token = "amp-migrate/parse/" + std::to_string(Current);
     if (Begin) {
       send(json::Object{{"jsonrpc", "2.0"},
-                        {"id", "amp-migrate/progress/" + std::to_string(++ProgressRequests)},
+                        {"id", "amp-migrate/progress/" + std::to_string(Current)},
                         {"method", "window/workDoneProgress/create"},
                         {"params", json::Object{{"token", Token}}}});
       notify("$/progress", json::Object{{"token", Token},
@@ -944,7 +958,7 @@ private:
   std::mutex StateM;
   std::condition_variable StateCV;
   bool Stopping = false;
-  unsigned ProgressRequests = 0;
+  std::atomic<unsigned> ProgressRequests{0};
   std::string LevelName, ChecksGlob, DatabasePath;
   std::vector<std::string> ExtraArgs;
   AmpLevel Level = AmpLevel::O2;

@@ -56,6 +56,11 @@ struct DriverOptions {
   uint64_t CacheMaxSize = 0; ///< bytes; 0: unbounded
   /// How each TU is parsed (empty: a ClangTool run).
   TUParser Parser;
+  /// How the verification parses a rewritten translation unit whose fixes edit the main file
+  /// alone, given that file's rewritten text (empty: a ClangTool run, as for fixes that edit
+  /// headers). The language server passes one that reuses a precompiled preamble of the rewritten
+  /// file's includes, <amp/torch.h> among them (lib/lsp/PreambleParser.cpp).
+  std::function<TUParser(const std::string &RewrittenMain)> VerifyParser;
   /// Set by another thread when the result is no longer wanted (a newer editor version): the
   /// parse skips the remaining function bodies and the checks do not run.
   const std::atomic<bool> *Cancelled = nullptr;
