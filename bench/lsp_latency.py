@@ -61,7 +61,7 @@ def measure(cmd, path, text, edits, settle):
     t0 = time.monotonic()
     actions = c.request("textDocument/codeAction", {
         "textDocument": {"uri": uri},
-        "range": {"start": {"line": 0, "character": 0}, "end": {"line": len(lines), "character": 0}},
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": len(lines) - 1, "character": len(lines[-1])}},
         "context": {"diagnostics": []}})
     action = time.monotonic() - t0
     c.request("shutdown", None)
