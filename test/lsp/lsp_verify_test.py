@@ -13,7 +13,8 @@ the command line withdraws that fix and reports amp-manual-migration. Over JSON-
      (amp-manual-migration with the compiler's reason, the step no longer fixable);
   3. a new version is published unverified again and verified again on request; a second request
      for the same version answers from the cached verification (nothing republished);
-  4. with the default delay, the server verifies unasked once the file is idle and republishes;
+  4. with a short delay, the server verifies unasked once the file is idle and republishes; a burst
+     of changes obsoletes the older versions' verifications (nothing older published after newer);
   5. with the default rules (the fix compiles), a code action waits for the verification and
      offers the verified fix, equal to amp-migrate --fix's file.
 """
@@ -143,6 +144,18 @@ def main():
     actions = c.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": whole(text),
                                                     "context": {"diagnostics": []}})
     expect(actions == [], "and no action offered")
+    # A burst of versions: a newer version obsoletes the older ones' verifications; nothing of
+    # an older version is published after a newer one, and the last one ends verified.
+    for v in range(2, 6):
+        c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": v},
+                                            "contentChanges": [{"text": text + "\n// burst %d\n" % v}]})
+    versions = []
+    while True:
+        pub = c.diagnostics(uri)
+        versions.append(pub["version"])
+        if pub["version"] == 5 and MANUAL in [d["code"] for d in pub["diagnostics"]]:
+            break
+    expect(versions == sorted(versions), "a burst: no older version published after a newer one (%s)" % versions)
     stop(c)
 
     # 5: a fix that compiles is offered once verified.
