@@ -4,6 +4,7 @@
 #include "ampmigrate/IncludeInsertion.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/StepFinder.h"
+#include "ModelQueries.h"
 #include "RegionDeclarations.h"
 
 #include "clang/AST/ParentMap.h"
@@ -1286,6 +1287,14 @@ private:
       if (O < RB || O >= BodyEnd)
         continue;
       std::string Conv = convertedName(F->Model);
+      if (const CallExpr *Q = autocastQueryInForward(F->Call, Rules)) {
+        block(F->Call->getBeginLoc(),
+              "the model's forward asks whether autocast is on (`" +
+                  firstLine(text(Q->getSourceRange())) + "` at " + where(Q->getBeginLoc()) +
+                  "); after the conversion autocast is never enabled, so that code would take "
+                  "its other path: migrate this step by hand");
+        return;
+      }
       if (ConvertedModels.insert(Conv).second) {
         unsigned At = 0;
         bool BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
