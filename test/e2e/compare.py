@@ -31,7 +31,12 @@ def run(exe, env=None):
     proc = subprocess.run([exe], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"FAIL: {exe} exited with {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return parse(exe, proc.stdout)
+    return parse(exe, proc.stdout), proc.stdout
+
+
+def step_events(stdout):
+    """The "step <i> skipped|applied" lines a program prints about its scaler's decisions."""
+    return re.findall(r"^step (\d+) (skipped|applied)$", stdout, re.M)
 
 
 def run_as_ranks(exe, ranks, timeout):
@@ -82,9 +87,17 @@ def main():
             print(f"== rank {rank} of {args.ranks}")
             compare(args, before, after, after_fp32)
     else:
-        before, _ = run(args.before, env)
-        after, after_fp32 = run(args.after, env)
+        (before, _), before_out = run(args.before, env)
+        (after, after_fp32), after_out = run(args.after, env)
         compare(args, before, after, after_fp32)
+        # Which steps the scaler skipped (an inf/NaN found) must be the same steps.
+        ev_before, ev_after = step_events(before_out), step_events(after_out)
+        if ev_before or ev_after:
+            skipped = [i for i, e in ev_before if e == "skipped"]
+            print(f"skipped steps: original {skipped}, migrated "
+                  f"{[i for i, e in ev_after if e == 'skipped']}")
+            if ev_before != ev_after:
+                sys.exit("FAIL: the scaler skipped different steps")
     print("PASS")
 
 

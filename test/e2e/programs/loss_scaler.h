@@ -32,6 +32,12 @@ public:
       }
   }
 
+  /// unscale_, then whether every grad was finite (whether step() will apply the update).
+  bool unscale_and_check(torch::optim::Optimizer &optimizer) {
+    unscale_(optimizer);
+    return !found_inf_;
+  }
+
   void step(torch::optim::Optimizer &optimizer) {
     unscale_(optimizer);
     if (!found_inf_)

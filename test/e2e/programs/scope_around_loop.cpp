@@ -1,6 +1,7 @@
 // e2e before-program: autocast switched on once before the training loop and off after it, each
-// under the run-time flag (`if (use_amp)`), with the cache cleared after the loop: every
-// iteration's forward runs under the scope. The migrated program converts the model once, before
+// under the run-time flag (`if (use_amp)`), with the cache cleared after each step and after the
+// loop: every iteration's forward runs under the scope. (Without the per-step clear_cache() the
+// original would keep using casts of the weights made before they were stepped.) The migrated program converts the model once, before
 // the loop, at `use_amp ? <level> : O0`; the step's forward region is the loop body from the
 // forward to the scaled backward. E2E_FP32=1 runs the fp32 mode.
 #include <ATen/autocast_mode.h>
@@ -33,6 +34,7 @@ int main() {
     scaler.step(optimizer);
     scaler.update();
     e2e::log_step(step, loss);
+    at::autocast::clear_cache(); // the casts of the weights this step changed
   }
   if (use_amp) {
     at::autocast::set_cpu_enabled(false);
