@@ -336,6 +336,31 @@ private:
 
   // ---- the parts of the plan ------------------------------------------------------------------
 
+  /// A scale() of the step's scaler that backward() runs on only through a larger expression
+  /// (`(use_amp ? scaler.scale(loss) : loss).backward()`): there is a scaled backward, just not
+  /// one of the shapes the rewrite knows. Reported at the backward with what to write instead.
+  bool blockScaleInsideBackwardReceiver() {
+    for (const ScalerCall &SC : FA.ScalerCalls) {
+      if (SC.Kind != ScalerCall::Method::Scale || (T.Scaler && !(SC.Scaler == T.Scaler)))
+        continue;
+      for (const Stmt *P = PM.getParent(SC.Call); P; P = PM.getParent(P)) {
+        const auto *MC = dyn_cast<CXXMemberCallExpr>(P);
+        const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+        if (!MD || !MD->getIdentifier() || MD->getName() != "backward" ||
+            !within(SC.Call, MC->getImplicitObjectArgument()))
+          continue;
+        const Expr *Recv = MC->getImplicitObjectArgument();
+        block(MC->getBeginLoc(),
+              "backward() runs on `" + firstLine(text(Recv->getSourceRange())) +
+                  "`, which holds the scale() call inside a larger expression; write the scaled "
+                  "and the plain path as `if (...) scaler.scale(loss).backward(); else "
+                  "loss.backward();` (rewritten as a mixed step) or migrate this step by hand");
+        return true;
+      }
+    }
+    return false;
+  }
+
   void planAll() {
     const Stmt *Body = FA.Function->getBody();
     SourceLocation FnLoc = FA.Function->getLocation();
@@ -346,6 +371,8 @@ private:
     for (const SourceRange &R : FA.InactiveAmpCode)
       block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
                           "migrate each configuration by hand or run once per configuration");
+    if (T.Backwards.empty() && blockScaleInsideBackwardReceiver())
+      return;
     if (T.Backwards.empty()) {
       block(T.Steps.empty() ? FnLoc : T.Steps.front()->Call->getBeginLoc(),
             "no scaled backward (scaler.scale(loss).backward()) in this function; the scope, "
