@@ -1,6 +1,7 @@
 // The unscaled-grad records and the clip outputs' lineage and memory reuse (see clip_outputs.h).
 #include "clip_outputs.h"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <map>
@@ -70,31 +71,31 @@ ShapeKey shape_key(const at::Tensor &t) {
           static_cast<int>(t.device().index())};
 }
 
-/// Outputs not reused by this many later calls are dropped from the pool (their memory is the
-/// caller's again, or freed): one clip per optimizer per step stays pooled for up to four
-/// optimizers.
+/// Outputs not reused by this many later calls leave the pool (their memory is the caller's
+/// alone again, or freed): one clip per optimizer per step stays pooled for up to four optimizers.
 constexpr std::uint64_t kKeepCalls = 4;
+/// Pooled outputs looked at per requested output: bounds the cost when many are still in use.
+constexpr std::size_t kMaxTries = 8;
 
 class ClipOutputs {
 public:
   at::Tensor output_like(const at::Tensor &in) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = pool_.find(shape_key(in));
-    if (it != pool_.end()) {
-      std::deque<Pooled> &bucket = it->second;
-      // Oldest first; this call's own outputs are at the back, so the loop stops at them.
-      while (!bucket.empty() && bucket.front().last_call < call_) {
-        Pooled candidate = std::move(bucket.front());
-        bucket.pop_front();
-        if (reusable(candidate.tensor, in)) {
-          bucket.push_back({candidate.tensor, call_});
-          return candidate.tensor;
-        }
-        // Still the caller's: it leaves the pool (its lineage stays while it lives).
-      }
+    std::deque<Pooled> &bucket = pool_[shape_key(in)];
+    // A few candidates, oldest first; one still in use (by the caller, or this very call) goes to
+    // the back, to be tried again by a later call.
+    for (std::size_t tries = std::min(bucket.size(), kMaxTries); tries > 0; --tries) {
+      Pooled candidate = std::move(bucket.front());
+      bucket.pop_front();
+      const bool reuse = candidate.last_call < call_ && reusable(candidate.tensor, in);
+      if (reuse)
+        candidate.last_call = call_;
+      bucket.push_back(candidate);
+      if (reuse)
+        return candidate.tensor;
     }
     at::Tensor out = at::empty(in.sizes(), in.options().memory_format(at::MemoryFormat::Contiguous));
-    pool_[shape_key(in)].push_back({out, call_});
+    bucket.push_back({out, call_});
     return out;
   }
 
@@ -118,8 +119,9 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = pool_.begin(); it != pool_.end();) {
       std::deque<Pooled> &bucket = it->second;
-      while (!bucket.empty() && bucket.front().last_call + kKeepCalls <= call_)
-        bucket.pop_front();
+      bucket.erase(std::remove_if(bucket.begin(), bucket.end(),
+                                  [&](const Pooled &p) { return p.last_call + kKeepCalls <= call_; }),
+                   bucket.end());
       it = bucket.empty() ? pool_.erase(it) : std::next(it);
     }
     ++call_;

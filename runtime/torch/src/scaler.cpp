@@ -275,8 +275,11 @@ void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::T
       throw Error("amp::GradScaler::unscale_: grad " + std::to_string(i) + " has dtype " +
                   c10::toString(grads[i].scalar_type()) + "; gradients must be floating point");
   torch::NoGradGuard no_grad;
-  // inv_scale = float(1 / double(scale)), on the device, no sync.
-  auto inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
+  // inv_scale = float(1 / double(scale)), on the device, no sync; the tensor is kept across steps.
+  if (!inv_scale_.defined() || inv_scale_.device() != scale_.device())
+    inv_scale_ = torch::empty({}, scale_.options());
+  detail::inverse_scale(scale_, inv_scale_);
+  const torch::Tensor &inv_scale = inv_scale_;
   state.found_inf_per_device.clear();
   for (const auto &g : by_device(grads)) {
     auto found_inf =

@@ -506,6 +506,7 @@ private:
   GradScalerOptions options_;
   torch::Tensor scale_;          // 0-dim fp32, on the device of the first tensor scaled
   torch::Tensor growth_tracker_; // 0-dim int32, same device
+  torch::Tensor inv_scale_;      // 0-dim fp32, same device: 1 / scale, set by each unscale
   double loaded_scale_ = 0.0;    // from load_state_dict before the first scale()
   std::int64_t loaded_tracker_ = 0;
   std::unordered_map<const torch::optim::Optimizer *, OptimizerState> per_optimizer_;
