@@ -1,6 +1,6 @@
 // Which grads are unscaled: the tensor memory GradScaler::unscale_ unscaled, and the outputs of
 // amp::clip_by_global_norm with what each was computed from (so that step() accepts clipped
-// unscaled grads and rejects still-scaled ones), plus the reuse of those outputs' memory.
+// unscaled grads and rejects still-scaled ones).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -41,14 +41,10 @@ struct UnscaledGrads {
   std::uint64_t event = 0;
 };
 
-/// A contiguous tensor with `in`'s shape, dtype and device for a clip output: the memory of an
-/// earlier output that nothing else references any more when there is one (no page faults for a
-/// fresh allocation every step), else a new tensor.
-at::Tensor clip_output_like(const at::Tensor &in);
 /// Records that clip output `out` was computed from `from` now (after every unscale_ so far).
 /// Called once per output of one clip call, then end_clip_call().
 void record_clip_output(const at::Tensor &out, const at::Tensor &from);
-/// Ends one clip call: forgets the memory of outputs that no call reused for a few calls.
+/// Ends one clip call: forgets the links of outputs that have been freed.
 void end_clip_call();
 
 /// Whether `t` is the memory `unscaled` (recorded by an unscale_ at event `since`) or a clip

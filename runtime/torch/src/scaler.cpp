@@ -212,12 +212,11 @@ std::vector<torch::Tensor> detail::clip_to_norm(const std::vector<torch::Tensor>
                                                 double clip_norm, const torch::Tensor &norm) {
   std::vector<torch::Tensor> out(xs.size());
   for (const auto &g : by_device(xs)) {
-    // Out of place, but into the memory of an earlier call's output that the caller has dropped
-    // (`grads = amp::clip_by_global_norm(grads, n)` every step): no fresh pages every step.
     std::vector<torch::Tensor> outs;
     outs.reserve(g.tensors.size());
     for (const auto &t : g.tensors)
-      outs.push_back(detail::clip_output_like(t));
+      outs.push_back(torch::empty(t.sizes(), t.options().memory_format(
+                                                  torch::MemoryFormat::Contiguous)));
     std::vector<torch::Tensor> ins;
     ins.reserve(g.tensors.size());
     for (const auto &t : g.tensors)
