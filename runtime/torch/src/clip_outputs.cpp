@@ -112,8 +112,6 @@ void record_clip_output(const at::Tensor &out, const at::Tensor &from) {
 
 void end_clip_call() { clip_outputs().end_call(); }
 
-void forget_freed_clip_outputs() { clip_outputs().end_call(); }
-
 bool derives_from(const at::Tensor &t, const TensorMemory &unscaled, std::uint64_t since) {
   return clip_outputs().derives_from(t, unscaled, since);
 }

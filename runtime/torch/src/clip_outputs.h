@@ -46,11 +46,6 @@ struct UnscaledGrads {
 void record_clip_output(const at::Tensor &out, const at::Tensor &from);
 /// Ends one clip call: forgets the links of outputs that have been freed.
 void end_clip_call();
-/// Forgets the links of freed outputs now. value_and_grad calls it before its forward pass: the
-/// links' weak references keep the small StorageImpl objects of the last step's grads and clip
-/// outputs allocated, which splits the freed heap around them just when the next step allocates
-/// its tensors (5-7 MB more peak memory on the 512-1024x2 benchmark model with libtorch 1.13).
-void forget_freed_clip_outputs();
 
 /// Whether `t` is the memory `unscaled` (recorded by an unscale_ at event `since`) or a clip
 /// output computed from it after that event, directly or through further clips (`unscaled` may

@@ -2,7 +2,6 @@
 // with low-precision copies swapped in for forward and backward, and explicit gradients.
 #include <amp/torch.h>
 
-#include "clip_outputs.h"
 #include "core_dispatch.h"
 
 #include <ATen/autocast_mode.h>
@@ -384,11 +383,7 @@ void restore_masters() {
   }
 }
 
-GradScope::GradScope() {
-  // Before the forward and backward pass allocate this step's tensors (clip_outputs.h).
-  if (grad_scope_depth++ == 0)
-    forget_freed_clip_outputs();
-}
+GradScope::GradScope() { ++grad_scope_depth; }
 
 GradScope::~GradScope() {
   if (--grad_scope_depth == 0)
