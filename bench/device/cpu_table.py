@@ -8,6 +8,7 @@ import sys
 
 NAMES = {"BM_unscale_and_check": "unscale_and_check", "BM_global_norm": "global_norm",
          "BM_unscale_check_and_norm": "unscale_check_and_norm", "BM_clip_by_global_norm": "clip_by_global_norm (in place)",
+         "BM_clip_by_global_norm_out_of_place": "clip_by_global_norm (out of place)",
          "BM_cast_copy_to_bf16": "cast_copy -> bf16", "BM_fused_sgd_step": "fused_sgd_step (momentum, bf16 copy)",
          "BM_fused_adam_step": "fused_adam_step (AdamW, bf16 copy)", "BM_fused_chain_adam": "fused chain: check_and_norm + coef + Adam"}
 DTYPES = {"0": "f32", "1": "f16", "2": "bf16"}

@@ -8,7 +8,11 @@ interleaved for --rounds rounds, and prints the median step time and peak reside
 and the migrated/original ratios as a Markdown table (docs/performance.md).
 
   bench/step_overhead/run.py [--build build] [--rounds 3] [--steps 30] [--threads 1] [--sizes 256x512x2,...]
-      [--torch-dir <wheel>/torch/share/cmake/Torch]
+      [--torch-dir <wheel>/torch/share/cmake/Torch] [--baseline <an earlier step_overhead_after>]
+
+--baseline runs a second migrated program (a copy of step_overhead_after built from an earlier
+commit, or a script that runs one) in the same interleaved rounds, for a before/after comparison of
+a runtime change under the same load.
 
 By default the programs of the main build (Debian's libtorch 1.13, which has no CPU kernels for
 ATen's fused AMP ops: that column is then n/a). --torch-dir builds them, with the runtime and the
@@ -44,6 +48,7 @@ def main():
                     help="OMP_NUM_THREADS of every program (libtorch's and the runtime's)")
     ap.add_argument("--torch-dir", help="Torch_DIR of another libtorch (nested build)")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--baseline", help="an earlier migrated program to compare with (see above)")
     opt = ap.parse_args()
 
     targets = ["step_overhead_before", "step_overhead_after"]
@@ -70,23 +75,28 @@ def main():
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.1f}, "
           f"threads: {opt.threads}, rounds: {opt.rounds}, steps: {opt.steps} (+{opt.warmup} warm-up), batch 64, SGD")
     print()
+    extra_head = " baseline migrated: ms / MB | time vs baseline | memory vs baseline |" \
+        if opt.baseline else ""
     print("| model (in-hidden x layers-10) | level | original, hand scaler: ms / MB "
           "| original, ATen scaler: ms / MB | migrated: ms / MB "
-          "| time vs hand | time vs ATen | memory vs hand | memory vs ATen |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| time vs hand | time vs ATen | memory vs hand | memory vs ATen |" + extra_head)
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if opt.baseline else ""))
     for size in opt.sizes.split(","):
         inp, hidden, layers = size.split("x")
         common = [f"--input={inp}", f"--hidden={hidden}", f"--layers={layers}",
                   f"--steps={opt.steps}", f"--warmup={opt.warmup}"]
         for level in ("O0", "O1"):
             autocast = "0" if level == "O0" else "1"
-            runs = {"hand": [], "aten": [], "after": []}
+            runs = {"hand": [], "aten": [], "after": [], "baseline": []}
             for _ in range(opt.rounds):  # interleaved: load changes hit all three alike
                 runs["hand"].append(run(before, common + ["--mode=hand", f"--autocast={autocast}"],
                                         opt.threads))
                 runs["aten"].append(run(before, common + ["--mode=aten", f"--autocast={autocast}"],
                                         opt.threads))
                 runs["after"].append(run(after, common + [f"--mode={level}"], opt.threads))
+                if opt.baseline:
+                    runs["baseline"].append(run(opt.baseline, common + [f"--mode={level}"],
+                                                opt.threads))
 
             def med(key, what):
                 vals = [r[what] for r in runs[key] if r is not None]
@@ -100,9 +110,11 @@ def main():
                 a, b = med("after", what), med(key, what)
                 return "n/a" if a is None or b is None else f"{a / b:.2f}x"
 
+            extra = (f" {cell('baseline')} | {ratio('median_ms', 'baseline')} "
+                     f"| {ratio('peak_rss_mb', 'baseline')} |") if opt.baseline else ""
             print(f"| {inp}-{hidden}x{layers}-10 | {level} | {cell('hand')} | {cell('aten')} "
                   f"| {cell('after')} | {ratio('median_ms', 'hand')} | {ratio('median_ms', 'aten')} "
-                  f"| {ratio('peak_rss_mb', 'hand')} | {ratio('peak_rss_mb', 'aten')} |",
+                  f"| {ratio('peak_rss_mb', 'hand')} | {ratio('peak_rss_mb', 'aten')} |" + extra,
                   flush=True)
     print()
     print(f"load average after: {os.getloadavg()[0]:.1f}")

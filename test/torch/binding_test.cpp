@@ -6,11 +6,15 @@
 
 #include "core_dispatch.h"
 
+#include <caffe2/serialize/inline_container.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -396,6 +400,188 @@ TEST(Scaler, GradCountMustMatch) {
   s.scale(torch::tensor(1.0));
   std::vector<Tensor> grads{torch::ones({2}), torch::ones({2})};
   EXPECT_THROW(s.step(opt, grads), std::runtime_error);
+}
+
+// Issue 13 item 14: step() after unscale_() takes only the grads unscale_() unscaled (or clips of
+// them made afterwards). fp32 runs in the core's CPU backend, fp64 through the torch fallback.
+class UnscaledGradsTest : public ::testing::TestWithParam<torch::Dtype> {};
+
+TEST_P(UnscaledGradsTest, StepRejectsGradsThatWereNotUnscaled) {
+  const auto dtype = GetParam();
+  auto p = torch::zeros({2}, torch::dtype(dtype).requires_grad(true));
+  auto q = torch::zeros({3}, torch::dtype(dtype).requires_grad(true));
+  torch::optim::SGD opt({p, q}, 1.0);
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(1024.0));
+  s.scale(torch::tensor(1.0));
+  auto scaled = [&] {
+    return std::vector<Tensor>{torch::full({2}, 1024.0, dtype), torch::full({3}, 1024.0, dtype)};
+  };
+  std::vector<Tensor> grads = scaled();
+  auto clipped_before = amp::clip_by_global_norm(grads, 1e9); // a copy of the still-scaled grads
+  s.unscale_(opt, grads);
+  EXPECT_TRUE(torch::equal(grads[0], torch::ones({2}, dtype)));
+  const std::string not_unscaled = "is not the grad unscale_() unscaled for this optimizer";
+  auto other = scaled(); // e.g. a second value_and_grad's grads
+  EXPECT_NE(message_of([&] { s.step(opt, other); }).find("grad 0 " + not_unscaled),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { s.step(opt, clipped_before); }).find("grad 0 " + not_unscaled),
+            std::string::npos);
+  std::vector<Tensor> mixed{grads[0], other[1]};
+  EXPECT_NE(message_of([&] { s.step(opt, mixed); }).find("grad 1 " + not_unscaled),
+            std::string::npos);
+  std::vector<Tensor> swapped{grads[1], grads[0]};
+  EXPECT_NE(message_of([&] { s.step(opt, swapped); }).find("grad 0 " + not_unscaled),
+            std::string::npos);
+  std::vector<Tensor> first_only{grads[0]};
+  EXPECT_NE(message_of([&] { s.step(opt, first_only); })
+                .find("1 grads, but unscale_() unscaled 2 for this optimizer"),
+            std::string::npos);
+  EXPECT_TRUE(torch::equal(p.detach(), torch::zeros({2}, dtype))); // nothing was applied
+  EXPECT_TRUE(torch::equal(q.detach(), torch::zeros({3}, dtype)));
+  s.step(opt, grads); // the right ones still step
+  EXPECT_TRUE(torch::equal(p.detach(), torch::full({2}, -1.0, dtype)));
+}
+
+TEST_P(UnscaledGradsTest, StepTakesUnscaledGradsChangedInPlaceOrClipped) {
+  const auto dtype = GetParam();
+  auto p = torch::zeros({4}, torch::dtype(dtype).requires_grad(true));
+  auto q = torch::zeros({3}, torch::dtype(dtype).requires_grad(true));
+  torch::optim::SGD opt_p({p}, 1.0), opt_q({q}, 1.0);
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(64.0));
+  s.scale(torch::tensor(1.0));
+  for (int step = 0; step < 3; ++step) {
+    // What amp-migrate --fix writes: unscale_, then the clip replaces the grads, then step.
+    std::vector<Tensor> grads{torch::full({4}, 64.0 * 3.0, dtype)}; // unscaled norm 6
+    s.unscale_(opt_p, grads);
+    grads = amp::clip_by_global_norm(grads, 3.0);
+    grads = amp::clip_by_global_norm(grads, 1.5); // a clip of a clip
+    s.step(opt_p, grads);
+    // Changed in place after unscale_ (as all_reduce_grads does).
+    std::vector<Tensor> grads_q{torch::full({3}, 64.0, dtype)};
+    s.unscale_(opt_q, grads_q);
+    grads_q[0].mul_(2.0);
+    s.step(opt_q, grads_q);
+    s.update();
+  }
+  EXPECT_TRUE(torch::allclose(p.detach(), torch::full({4}, -3 * 0.75, dtype)));
+  EXPECT_TRUE(torch::allclose(q.detach(), torch::full({3}, -3 * 2.0, dtype)));
+}
+
+TEST_P(UnscaledGradsTest, EveryE2eFormOfTheStep) {
+  // clip_between_steps (test/e2e/migrated): two optimizers, one stepped before the other's clip.
+  const auto dtype = GetParam();
+  auto a = torch::zeros({2}, torch::dtype(dtype).requires_grad(true));
+  auto b = torch::zeros({2}, torch::dtype(dtype).requires_grad(true));
+  torch::optim::SGD first({a}, 1.0), others({b}, 1.0);
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(8.0));
+  s.scale(torch::tensor(1.0));
+  std::vector<Tensor> grads{torch::full({2}, 8.0, dtype), torch::full({2}, 8.0, dtype)};
+  auto [grads_first, grads_others] = amp::split_grads(grads, first, others);
+  s.unscale_(first, grads_first);
+  s.unscale_(others, grads_others);
+  s.step(first, grads_first);
+  grads_others = amp::clip_by_global_norm(grads_others, 0.5);
+  s.step(others, grads_others);
+  s.update();
+  EXPECT_TRUE(torch::allclose(a.detach(), torch::full({2}, -1.0, dtype)));
+  EXPECT_TRUE(torch::allclose(b.detach(), torch::full({2}, -0.5 / std::sqrt(2.0), dtype)));
+  // One optimizer's unscaled grads are not another's.
+  std::vector<Tensor> ga{torch::full({2}, 8.0, dtype)}, gb{torch::full({2}, 8.0, dtype)};
+  s.unscale_(first, ga);
+  s.unscale_(others, gb);
+  EXPECT_NE(message_of([&] { s.step(first, gb); }).find("grad 0 is not the grad"),
+            std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Scaler, UnscaledGradsTest, ::testing::Values(torch::kFloat, torch::kDouble),
+                         [](const ::testing::TestParamInfo<torch::Dtype> &info) {
+                           return std::string(info.param == torch::kFloat ? "core" : "fallback");
+                         });
+
+// Issue 13 item 14: a garbage state dict is an amp::Error naming the field, and changes nothing.
+TEST(Scaler, LoadStateDictRejectsGarbage) {
+  const std::map<std::string, double> good{{"scale", 256.0},
+                                           {"growth_factor", 2.0},
+                                           {"backoff_factor", 0.5},
+                                           {"growth_interval", 100.0},
+                                           {"_growth_tracker", 7.0}};
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<std::pair<std::string, std::vector<double>>> bad{
+      {"scale", {0.0, -1.0, inf, nan, 1e300, 1e-50}},          // 1e300 / 1e-50: inf / 0 in fp32
+      {"growth_factor", {1.0, 0.5, inf, nan, 1e39}},
+      {"backoff_factor", {0.0, 1.0, -0.5, nan, 1e-50}},
+      {"growth_interval", {0.0, -3.0, 2.5, 2147483648.0, 1e300, nan, inf}},
+      {"_growth_tracker", {-1.0, 2.5, 100.0, 4294967296.0, 1e300, nan}}}; // 100: == interval
+  for (const auto &[key, values] : bad)
+    for (double v : values) {
+      auto state = good;
+      state[key] = v;
+      amp::GradScaler s(amp::GradScalerOptions().init_scale(16.0).growth_interval(10));
+      s.scale(torch::tensor(1.0));
+      const std::string msg = message_of([&] { s.load_state_dict(state); });
+      EXPECT_NE(msg.find("amp::GradScaler::load_state_dict: '" + key + "' must be"),
+                std::string::npos)
+          << key << " = " << v << ": " << msg;
+      EXPECT_EQ(s.get_scale(), 16.0) << key << " = " << v; // nothing changed
+      EXPECT_EQ(s.get_growth_interval(), 10);
+      EXPECT_EQ(s.get_growth_tracker(), 0);
+    }
+  amp::GradScaler s;
+  s.load_state_dict(good);
+  EXPECT_EQ(s.get_scale(), 256.0);
+  EXPECT_EQ(s.get_growth_tracker(), 7);
+  EXPECT_NE(message_of([&] { s.load_state_dict({{"scale", 1.0}}); }).find("missing key 'growth_factor'"),
+            std::string::npos);
+}
+
+// The same through a checkpoint: a tracker past int32 (pickle LONG1) and a value of the wrong type.
+TEST(Scaler, CheckpointWithGarbageNamesTheField) {
+  auto pickle = [](const std::string &tracker_opcodes) {
+    std::string p = "\x80\x02}(";
+    auto key = [&p](const std::string &k) {
+      p += 'X';
+      for (int i = 0; i < 4; ++i)
+        p += static_cast<char>((k.size() >> (8 * i)) & 0xff);
+      p += k;
+    };
+    auto f64 = [&p](double v) {
+      p += 'G';
+      std::uint64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      for (int i = 7; i >= 0; --i)
+        p += static_cast<char>((bits >> (8 * i)) & 0xff);
+    };
+    key("scale"), f64(256.0);
+    key("growth_factor"), f64(2.0);
+    key("backoff_factor"), f64(0.5);
+    key("growth_interval"), p += std::string("J\x64\x00\x00\x00", 5); // BININT 100
+    key("_growth_tracker"), p += tracker_opcodes;
+    p += "u.";
+    std::vector<char> bytes;
+    caffe2::serialize::PyTorchStreamWriter writer([&bytes](const void *d, std::size_t n) {
+      bytes.insert(bytes.end(), static_cast<const char *>(d), static_cast<const char *>(d) + n);
+      return n;
+    });
+    writer.writeRecord("data.pkl", p.data(), p.size());
+    writer.writeEndOfFile();
+    return bytes;
+  };
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(16.0));
+  amp::load_scaler_state_bytes(s, pickle(std::string("J\x07\x00\x00\x00", 5)), "ok.pt");
+  EXPECT_EQ(s.get_growth_tracker(), 7);
+  // LONG1 with 8 bytes (what libtorch's unpickler reads): 2^40.
+  const auto big = pickle(std::string("\x8a\x08\x00\x00\x00\x00\x00\x01\x00\x00", 10));
+  const std::string msg = message_of([&] { amp::load_scaler_state_bytes(s, big, "big.pt"); });
+  EXPECT_NE(msg.find("big.pt: amp::GradScaler::load_state_dict: '_growth_tracker' must be an "
+                     "integer in [0, growth_interval = 100)"),
+            std::string::npos)
+      << msg;
+  const auto text = pickle(std::string("X\x01\x00\x00\x00" "7", 6)); // the string "7"
+  EXPECT_NE(message_of([&] { amp::load_scaler_state_bytes(s, text, "text.pt"); })
+                .find("text.pt: key '_growth_tracker' holds a String, not a number"),
+            std::string::npos);
+  EXPECT_EQ(s.get_growth_tracker(), 7); // unchanged by the bad files
 }
 
 // ---- norms and clipping ---------------------------------------------------------------------

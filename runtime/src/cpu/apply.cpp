@@ -3,8 +3,9 @@
 //
 // Work is cut into the same 2^16-element chunks as on the GPU; chunks are spread over OpenMP
 // threads (dynamic schedule: tensors of very different sizes still balance). Inside a chunk, blocks
-// of kBlock elements are widened into fp32 scratch arrays, passed through the functor, and narrowed
-// back, so that the conversion loops and the functor loop each vectorise on their own.
+// of kBlock elements of fp16/bf16 lists are widened into fp32 scratch arrays, passed through the
+// functor, and narrowed back, so that the conversion loops and the functor loop each vectorise on
+// their own; fp32 lists are read and written in place (no copy through scratch).
 //
 // Norms: each chunk's sum of squares is reduced in fp32 over 8 lanes per block and then in fp64;
 // chunk sums are combined in chunk order. The result depends only on the list, never on the thread
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -85,7 +87,9 @@ __attribute__((target("avx,f16c"))) void narrow_half_f16c(std::uint16_t *dst, co
 const bool kHasF16C = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
 #endif
 
-void load_block(float *dst, const TensorView &t, std::int64_t begin, int n) {
+// Inlined into each clone of run_chunk, so that the conversion loops get its wider vectors.
+[[gnu::always_inline]] inline void load_block(float *dst, const TensorView &t, std::int64_t begin,
+                                             int n) {
   switch (t.dtype) {
   case DType::F32:
     std::memcpy(dst, static_cast<const float *>(t.data) + begin,
@@ -112,7 +116,8 @@ void load_block(float *dst, const TensorView &t, std::int64_t begin, int n) {
   }
 }
 
-void store_block(const TensorView &t, std::int64_t begin, const float *src, int n) {
+[[gnu::always_inline]] inline void store_block(const TensorView &t, std::int64_t begin,
+                                              const float *src, int n) {
   switch (t.dtype) {
   case DType::F32:
     std::memcpy(static_cast<float *>(t.data) + begin, src,
@@ -144,42 +149,100 @@ struct ChunkResult {
   unsigned nonfinite = 0;
 };
 
+/// What a block of a list is read from when the functor does not read it (an output-only list or
+/// an absent one): zeros, the same for every block, so that nothing depends on an earlier block.
+alignas(64) const float kZeros[kBlock] = {};
+
+/// Whether two lists of the chunk share memory other than element for element (the same pointer
+/// and dtype, as an in-place clip's in and out): then a write to one could change what the other
+/// reads at another index, and the chunk goes through the scratch blocks as a whole.
+template <int L>
+bool overlaps_unevenly(const TensorView *const (&views)[L], const bool (&writes)[L],
+                       const Chunk &chunk) {
+  auto range = [&](const TensorView &t) {
+    const auto *base = static_cast<const char *>(t.data);
+    const std::size_t size = dtype_size(t.dtype);
+    return std::pair<const char *, const char *>(
+        base + static_cast<std::size_t>(chunk.begin) * size,
+        base + static_cast<std::size_t>(chunk.begin + chunk.size) * size);
+  };
+  for (int a = 0; a < L; ++a)
+    for (int b = a + 1; b < L; ++b) {
+      if (!views[a] || !views[b] || !(writes[a] || writes[b]))
+        continue;
+      if (views[a]->data == views[b]->data && views[a]->dtype == views[b]->dtype)
+        continue;
+      const auto ra = range(*views[a]), rb = range(*views[b]);
+      if (ra.first < rb.second && rb.first < ra.second)
+        return true;
+    }
+  return false;
+}
+
 template <class Fn>
 AMP_CPU_CLONES ChunkResult run_chunk(const Fn &fn, const ApplyArgs &args, const Chunk &chunk) {
   constexpr int L = Fn::kLists;
-  alignas(64) float values[L][kBlock] = {};
+  // A local copy: the stores through the lists' pointers cannot alias it, so its options stay
+  // loop-invariant (GCC then unswitches the selects on them and vectorises the element loop).
+  const Fn f = fn;
+  // fp16/bf16 blocks widened to fp32 (and rounded back after the functor), and the sink for the
+  // values of lists that are not stored. fp32 lists are read and written where they are.
+  alignas(64) float values[L][kBlock];
   alignas(64) float squares[kBlock];
   const TensorView *views[L] = {};
-  bool reads[L] = {}, writes[L] = {};
+  bool reads[L] = {}, writes[L] = {}, direct[L] = {};
   for (int l = 0; l < L; ++l) {
     if (!args.lists[l])
       continue;
     views[l] = &(*args.lists[l])[static_cast<std::size_t>(chunk.tensor)];
     reads[l] = fn.reads(l);
     writes[l] = fn.writes(l);
+    direct[l] = views[l]->dtype == DType::F32;
   }
+  if (overlaps_unevenly(views, writes, chunk))
+    for (bool &d : direct)
+      d = false;
   ChunkResult result;
   for (std::int64_t off = 0; off < chunk.size; off += kBlock) {
     const int n = static_cast<int>(std::min<std::int64_t>(kBlock, chunk.size - off));
     const std::int64_t begin = chunk.begin + off;
-    for (int l = 0; l < L; ++l)
+    const float *src[L];
+    float *dst[L];
+    for (int l = 0; l < L; ++l) {
+      if (direct[l]) {
+        float *p = static_cast<float *>(views[l]->data) + begin;
+        src[l] = reads[l] ? p : kZeros;
+        dst[l] = writes[l] ? p : values[l];
+        continue;
+      }
       if (reads[l])
         load_block(values[l], *views[l], begin, n);
+      src[l] = reads[l] ? values[l] : kZeros;
+      dst[l] = values[l];
+    }
     unsigned nonfinite = 0;
+    // A list may be read and written through the same pointer (in place), element j only at
+    // iteration j: no dependence between iterations, which is what ivdep asserts. Uneven overlaps
+    // never get here (overlaps_unevenly).
+#if defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#elif defined(__GNUC__)
+#pragma GCC ivdep
+#endif
     for (int j = 0; j < n; ++j) {
       float v[L];
       for (int l = 0; l < L; ++l)
-        v[l] = values[l][j];
+        v[l] = src[l][j];
       ElementStat s;
-      fn(v, s);
+      f(v, s);
       for (int l = 0; l < L; ++l)
-        values[l][j] = v[l];
+        dst[l][j] = v[l];
       squares[j] = s.square;
       nonfinite |= s.nonfinite;
     }
     result.nonfinite |= nonfinite;
     for (int l = 0; l < L; ++l)
-      if (writes[l])
+      if (writes[l] && !direct[l])
         store_block(*views[l], begin, values[l], n);
     if (args.norm) {
       // Fixed-shape reduction: 8 fp32 lanes over the block, then the lanes in fp64.

@@ -147,6 +147,18 @@ void clip_by_global_norm(const std::vector<at::Tensor> &in, const std::vector<at
   torch_fallback::clip_by_global_norm(in, out, clip_norm, norm);
 }
 
+void inverse_scale(const at::Tensor &scale, const at::Tensor &inv_scale) {
+  check_scalar("inverse_scale", "scale", scale, at::kFloat);
+  check_scalar("inverse_scale", "inv_scale", inv_scale, at::kFloat);
+  if (core_takes_one(scale) && core_takes_one(inv_scale) && scale.device() == inv_scale.device()) {
+    amp::inverse_scale(scale.data_ptr<float>(), inv_scale.data_ptr<float>(),
+                       context_of(scale.device()));
+    return;
+  }
+  c10::AutoGradMode no_grad(false);
+  inv_scale.copy_(scale.to(at::kDouble).reciprocal().to(at::kFloat).reshape_as(inv_scale));
+}
+
 void update_scale(const at::Tensor &scale, const at::Tensor &growth_tracker,
                   const at::Tensor &found_inf, double growth_factor, double backoff_factor,
                   std::int64_t growth_interval) {

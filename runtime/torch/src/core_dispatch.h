@@ -20,6 +20,8 @@ at::Tensor global_norm(const std::vector<at::Tensor> &xs, const at::Device &devi
 /// out[i] = in[i] * clip_norm / max(norm, clip_norm) (MindSpore's rule); `norm` a device scalar.
 void clip_by_global_norm(const std::vector<at::Tensor> &in, const std::vector<at::Tensor> &out,
                          double clip_norm, const at::Tensor &norm);
+/// inv_scale = float(1 / double(scale)), both 0-dim fp32 on one device (no host sync).
+void inverse_scale(const at::Tensor &scale, const at::Tensor &inv_scale);
 /// PyTorch's growth/backoff rule on the device.
 void update_scale(const at::Tensor &scale, const at::Tensor &growth_tracker,
                   const at::Tensor &found_inf, double growth_factor, double backoff_factor,

@@ -2,6 +2,7 @@
 // math runs in the runtime core (core_dispatch.h).
 #include <amp/torch.h>
 
+#include "clip_outputs.h"
 #include "core_dispatch.h"
 #include "distributed.h"
 
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 namespace amp {
 namespace {
@@ -45,26 +47,65 @@ std::vector<DeviceGroup> by_device(const std::vector<torch::Tensor> &ts) {
 
 /// Whether the inf checks recorded for one optimizer found an inf or NaN: the one host read.
 bool found_inf(const std::vector<torch::Tensor> &found_inf_per_device) {
+  if (found_inf_per_device.size() == 1)
+    return found_inf_per_device.front().item<float>() != 0.0f;
   torch::Tensor found = torch::zeros({}, found_inf_per_device.front().options());
   for (const auto &f : found_inf_per_device)
     found += f.to(found.device());
   return found.item<float>() != 0.0f;
 }
 
+/// What unscale_ records: the memory of each grad, in order, and the event it happened at.
+std::shared_ptr<const detail::UnscaledGrads> record_unscaled(const std::vector<torch::Tensor> &grads) {
+  auto record = std::make_shared<detail::UnscaledGrads>();
+  record->grads.reserve(grads.size());
+  for (const auto &g : grads)
+    record->grads.emplace_back(g);
+  record->event = detail::next_event();
+  return record;
+}
+
+/// step() after unscale_(): each grad is one that unscale_ unscaled or a clip of it made after
+/// the unscale. Anything else (another list's grads, a copy made before the unscale) may still be
+/// scaled: applying it would move the parameters by up to the loss scale times the update.
+void check_unscaled(const detail::UnscaledGrads &record, const std::vector<torch::Tensor> &grads) {
+  if (grads.size() != record.grads.size())
+    throw Error(fmt::format("amp::GradScaler::step: {} grads, but unscale_() unscaled {} for this "
+                            "optimizer: pass step() the grads that unscale_() unscaled",
+                            grads.size(), record.grads.size()));
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined())
+      continue; // no grad: the parameter is not updated
+    if (!detail::derives_from(grads[i], record.grads[i], record.event))
+      throw Error(fmt::format(
+          "amp::GradScaler::step: grad {} is not the grad unscale_() unscaled for this optimizer "
+          "(nor amp::clip_by_global_norm of it, computed after the unscale), so it may still be "
+          "scaled by the loss scale; pass step() the unscaled grads (changed in place or clipped), "
+          "or leave out unscale_() and let step() unscale the grads it is given",
+          i));
+  }
+}
+
+/// The scale and the factors are fp32 on the device: a double that is finite but rounds to 0 or
+/// inf in fp32 (1e-50, 1e300) is as wrong as 0 or inf.
+bool positive_finite_f32(double v) {
+  return v > 0 && v <= std::numeric_limits<float>::max() && static_cast<float>(v) > 0.0f;
+}
+
 /// A loss scale must be a positive finite number: 0 zeroes every grad, inf or NaN poisons them.
 void check_scale_value(const char *where, double scale) {
-  if (!(scale > 0) || !std::isfinite(scale))
+  if (!positive_finite_f32(scale))
     throw Error(fmt::format("{}: the scale must be finite and > 0, got {:g}", where, scale));
 }
 
 void validate(const GradScalerOptions &o) {
-  if (!(o.init_scale() > 0) || !std::isfinite(o.init_scale()))
+  if (!positive_finite_f32(o.init_scale()))
     throw Error(fmt::format("amp::GradScaler: init_scale must be finite and > 0, got {:g}",
                             o.init_scale()));
-  if (!(o.growth_factor() > 1) || !std::isfinite(o.growth_factor()))
+  if (!(o.growth_factor() > 1) || !positive_finite_f32(o.growth_factor()))
     throw Error(fmt::format("amp::GradScaler: growth_factor must be finite and > 1, got {:g}",
                             o.growth_factor()));
-  if (!(o.backoff_factor() < 1) || !(o.backoff_factor() > 0))
+  if (!(o.backoff_factor() < 1) || !positive_finite_f32(o.backoff_factor()))
     throw Error(fmt::format("amp::GradScaler: backoff_factor must be in (0, 1), got {:g}",
                             o.backoff_factor()));
   if (o.growth_interval() < 1 || o.growth_interval() > INT32_MAX)
@@ -181,9 +222,12 @@ std::vector<torch::Tensor> detail::clip_to_norm(const std::vector<torch::Tensor>
     for (const auto &t : g.tensors)
       ins.push_back(t.is_contiguous() ? t : t.contiguous());
     detail::clip_by_global_norm(ins, outs, clip_norm, norm.to(g.device));
-    for (std::size_t k = 0; k < g.index.size(); ++k)
+    for (std::size_t k = 0; k < g.index.size(); ++k) {
+      detail::record_clip_output(outs[k], g.tensors[k]); // what GradScaler::step accepts
       out[g.index[k]] = outs[k];
+    }
   }
+  detail::end_clip_call();
   return out;
 }
 
@@ -230,8 +274,11 @@ void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::T
       throw Error("amp::GradScaler::unscale_: grad " + std::to_string(i) + " has dtype " +
                   c10::toString(grads[i].scalar_type()) + "; gradients must be floating point");
   torch::NoGradGuard no_grad;
-  // inv_scale = float(1 / double(scale)), on the device, no sync.
-  auto inv_scale = scale_.to(torch::kDouble).reciprocal().to(torch::kFloat);
+  // inv_scale = float(1 / double(scale)), on the device, no sync; the tensor is kept across steps.
+  if (!inv_scale_.defined() || inv_scale_.device() != scale_.device())
+    inv_scale_ = torch::empty({}, scale_.options());
+  detail::inverse_scale(scale_, inv_scale_);
+  const torch::Tensor &inv_scale = inv_scale_;
   state.found_inf_per_device.clear();
   for (const auto &g : by_device(grads)) {
     auto found_inf =
@@ -275,6 +322,7 @@ void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
   if (state.stage == Stage::Stepped)
     throw Error("unscale_() is being called after step().");
   unscale_grads(state, grads);
+  state.unscaled = record_unscaled(grads);
   state.stage = Stage::Unscaled;
 }
 
@@ -303,6 +351,8 @@ void GradScaler::step(torch::optim::Optimizer &optimizer, const std::vector<torc
     throw Error("step() has already been called since the last update().");
   if (state.stage == Stage::Ready)
     unscale_grads(state, grads);
+  else
+    check_unscaled(*state.unscaled, grads);
 
   // The one host read of the step: whether any grad had an inf or NaN.
   if (!found_inf(state.found_inf_per_device))
@@ -325,7 +375,7 @@ void GradScaler::update() {
   auto combined = found_infs.front().to(scale_.device());
   for (std::size_t i = 1; i < found_infs.size(); ++i)
     combined = combined + found_infs[i].to(scale_.device());
-  combined = combined.contiguous();
+  combined = combined.contiguous(); // one optimizer on one device: the check itself, no copy
   detail::update_scale(scale_, growth_tracker_, combined, options_.growth_factor(),
                        options_.backoff_factor(), options_.growth_interval());
   per_optimizer_.clear();
@@ -382,24 +432,48 @@ void GradScaler::load_state_dict(const std::map<std::string, double> &state) {
   if (state.empty())
     throw Error("amp::GradScaler::load_state_dict: the source state dict is empty, possibly "
                 "because it was saved from a disabled GradScaler");
+  // Every field is checked before anything changes: a bad dict leaves the scaler as it was.
   auto get = [&](const char *key) {
     auto it = state.find(key);
     if (it == state.end())
       throw Error(fmt::format("amp::GradScaler::load_state_dict: missing key '{}'", key));
     return it->second;
   };
-  GradScalerOptions next = options_;
-  next.init_scale(get("scale"))
-      .growth_factor(get("growth_factor"))
-      .backoff_factor(get("backoff_factor"))
-      .growth_interval(static_cast<std::int64_t>(get("growth_interval")));
-  validate(next);
-  const double tracker = get("_growth_tracker");
-  options_.growth_factor(next.growth_factor())
-      .backoff_factor(next.backoff_factor())
-      .growth_interval(next.growth_interval());
-  loaded_scale_ = next.init_scale();
-  loaded_tracker_ = static_cast<std::int64_t>(tracker);
+  auto bad = [](const char *key, const char *want, double got) {
+    return Error(fmt::format("amp::GradScaler::load_state_dict: '{}' must be {}, got {:g}", key,
+                             want, got));
+  };
+  // Integers are checked as doubles first: casting a NaN or an out-of-range double is undefined.
+  auto integer_in = [&](const char *key, double lo, double hi, const char *want) {
+    const double v = get(key);
+    if (!(v >= lo && v < hi) || v != std::floor(v))
+      throw bad(key, want, v);
+    return static_cast<std::int64_t>(v);
+  };
+  const double scale = get("scale");
+  if (!positive_finite_f32(scale))
+    throw bad("scale", "finite and > 0 (as fp32)", scale);
+  const double growth = get("growth_factor");
+  if (!(growth > 1) || !positive_finite_f32(growth))
+    throw bad("growth_factor", "finite and > 1", growth);
+  const double backoff = get("backoff_factor");
+  if (!(backoff < 1) || !positive_finite_f32(backoff))
+    throw bad("backoff_factor", "in (0, 1)", backoff);
+  constexpr double kInt32End = 2147483648.0; // 2^31
+  const std::int64_t interval =
+      integer_in("growth_interval", 1, kInt32End, "an integer in [1, 2^31)");
+  // The tracker counts clean steps since the last growth: it is reset on reaching the interval.
+  const double tracker_value = get("_growth_tracker");
+  if (!(tracker_value >= 0 && tracker_value < static_cast<double>(interval)) ||
+      tracker_value != std::floor(tracker_value))
+    throw Error(fmt::format("amp::GradScaler::load_state_dict: '_growth_tracker' must be an "
+                            "integer in [0, growth_interval = {}), got {:g}",
+                            interval, tracker_value));
+  const auto tracker = static_cast<std::int64_t>(tracker_value);
+
+  options_.growth_factor(growth).backoff_factor(backoff).growth_interval(interval);
+  loaded_scale_ = scale;
+  loaded_tracker_ = tracker;
   if (scale_.defined()) {
     torch::NoGradGuard no_grad;
     scale_.fill_(loaded_scale_);

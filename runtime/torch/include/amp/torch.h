@@ -353,6 +353,8 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
 namespace detail {
 /// The process group a GradScaler reduces its inf checks over (defined with the collectives).
 struct Collective;
+/// Which grads one unscale_ call unscaled (defined with the scaler).
+struct UnscaledGrads;
 } // namespace detail
 
 #if AMP_TORCH_DISTRIBUTED
@@ -453,7 +455,10 @@ public:
   bool unscale_and_check(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
   /// Unscales first if unscale_ was not called; then, unless an inf/NaN was found, puts `grads`
   /// into the parameters' `.grad` (fp32), calls optimizer.step() and puts the old `.grad` back.
-  /// `grads` pair up with the parameters of all groups, or of the first group.
+  /// `grads` pair up with the parameters of all groups, or of the first group. After unscale_,
+  /// each grad must be one that unscale_ unscaled (the same memory, modified in place or not) or
+  /// computed from it by amp::clip_by_global_norm after the unscale; any other grad may still be
+  /// scaled and is an amp::Error (docs/runtime.md, "Which grads step() takes").
   void step(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
 
   /// Pointer-like optimizers: std::shared_ptr, std::unique_ptr, raw pointers.
@@ -492,6 +497,7 @@ private:
   struct OptimizerState {
     Stage stage = Stage::Ready;
     std::vector<torch::Tensor> found_inf_per_device;
+    std::shared_ptr<const detail::UnscaledGrads> unscaled; ///< set by unscale_, checked by step
   };
   void ensure_scale(const torch::Device &device);
   void unscale_grads(OptimizerState &state, const std::vector<torch::Tensor> &grads);
@@ -500,6 +506,7 @@ private:
   GradScalerOptions options_;
   torch::Tensor scale_;          // 0-dim fp32, on the device of the first tensor scaled
   torch::Tensor growth_tracker_; // 0-dim int32, same device
+  torch::Tensor inv_scale_;      // 0-dim fp32, same device: 1 / scale, set by each unscale
   double loaded_scale_ = 0.0;    // from load_state_dict before the first scale()
   std::int64_t loaded_tracker_ = 0;
   std::unordered_map<const torch::optim::Optimizer *, OptimizerState> per_optimizer_;
