@@ -2291,6 +2291,26 @@ private:
             " never reach .grad: rewrite it onto the grads or migrate this step by hand";
       return std::nullopt;
     }
+    // After unscale_(), amp::GradScaler::step takes only the grads unscale_() unscaled (changed
+    // in place) or clips of them: a loop that puts new tensors in their place would be refused
+    // by step() at run time (docs/runtime.md, "Which grads step() takes").
+    unsigned LoopOff = off(FR->getBeginLoc());
+    bool AfterUnscale = llvm::any_of(T.Unscales, [&](const ScalerCall *U) {
+      return off(U->Call->getBeginLoc()) < LoopOff;
+    });
+    for (const CXXMemberCallExpr *A : G.OnP) {
+      const Stmt *Parent = PM.getParent(A);
+      while (Parent && isa<ImplicitCastExpr, MaterializeTemporaryExpr, ParenExpr>(Parent))
+        Parent = PM.getParent(Parent);
+      const auto *OC = dyn_cast_or_null<CXXOperatorCallExpr>(Parent);
+      if (AfterUnscale && OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2 &&
+          within(A, OC->getArg(0))) {
+        Why = "puts a new tensor in place of each grad after unscale_(); " + Tgt.ScalerClass +
+              "::step takes only the grads unscale_() unscaled, changed in place, or their clip: "
+              "change them in place (copy_, mul_, clamp_) or migrate this step by hand";
+        return std::nullopt;
+      }
+    }
     GradLoop L;
     L.Loop = FR;
     L.Accessors = G.OnP;
