@@ -1419,6 +1419,35 @@ private:
     });
   }
 
+  /// Whether a function defined outside the system headers calls a tensor's grad()/mutable_grad(),
+  /// in its body or in the functions it calls (a few calls deep).
+  llvm::DenseMap<const FunctionDecl *, bool> TouchesGrad;
+  bool bodyTouchesGrad(const FunctionDecl *F, int Depth) {
+    const FunctionDecl *Def = nullptr;
+    if (Depth > 3 || !F->hasBody(Def) || !Def->getBody())
+      return false;
+    const SourceManager &SM = Ctx.getSourceManager();
+    if (SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())))
+      return false;
+    auto [It, New] = TouchesGrad.try_emplace(Def->getCanonicalDecl(), false);
+    if (!New)
+      return It->second; // known, or being computed (a recursion: no by this path)
+    struct Finder : RecursiveASTVisitor<Finder> {
+      std::vector<const CallExpr *> Calls;
+      bool VisitCallExpr(CallExpr *CE) {
+        Calls.push_back(CE);
+        return true;
+      }
+    } Fd;
+    Fd.TraverseStmt(Def->getBody());
+    bool Touches = llvm::any_of(Fd.Calls, [](const CallExpr *CE) { return isGradAccessor(CE); });
+    for (const CallExpr *CE : Fd.Calls)
+      if (!Touches && CE->getDirectCallee() && CE->getDirectCallee() != Def)
+        Touches = bodyTouchesGrad(CE->getDirectCallee(), Depth + 1);
+    TouchesGrad[Def->getCanonicalDecl()] = Touches;
+    return Touches;
+  }
+
   void addGradAccesses(TrainingStep &T) {
     if (T.GradientBegin > T.GradientEnd)
       return;
@@ -1432,6 +1461,10 @@ private:
       } else if (!isa<CXXOperatorCallExpr>(CE) && // `model->`, `*opt`: access, not a hand-over
                  llvm::any_of(CE->arguments(), [&](const Expr *Arg) { return namesStepParameters(T, Arg); })) {
         A.How = GradAccess::Kind::ParametersPassed;
+      } else if (CE->getDirectCallee() && bodyTouchesGrad(CE->getDirectCallee(), 0)) {
+        // A function of this file that reaches .grad by itself (a member using the trainer's
+        // model, a helper using a global model): given nothing, it still acts on .grad.
+        A.How = GradAccess::Kind::GradAccessor;
       } else {
         continue;
       }
