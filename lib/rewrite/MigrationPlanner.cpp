@@ -4,6 +4,7 @@
 #include "ampmigrate/IncludeInsertion.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/StepFinder.h"
+#include "ampmigrate/GenericLambdas.h"
 #include "RegionDeclarations.h"
 
 #include "clang/AST/ParentMap.h"
@@ -25,7 +26,7 @@ namespace ampmigrate {
 
 namespace {
 
-class NameCollector : public RecursiveASTVisitor<NameCollector> {
+class NameCollector : public AnalysedBodyVisitor<NameCollector> {
 public:
   llvm::StringSet<> Names;
   bool VisitNamedDecl(NamedDecl *D) {
@@ -41,7 +42,7 @@ public:
 };
 
 /// Every variable an expression reads.
-class VariablesRead : public RecursiveASTVisitor<VariablesRead> {
+class VariablesRead : public AnalysedBodyVisitor<VariablesRead> {
 public:
   std::vector<const ValueDecl *> Found;
   bool VisitDeclRefExpr(DeclRefExpr *E) {
@@ -50,7 +51,7 @@ public:
   }
 };
 
-class RefCollector : public RecursiveASTVisitor<RefCollector> {
+class RefCollector : public AnalysedBodyVisitor<RefCollector> {
 public:
   const ValueDecl *Target;
   std::vector<const Expr *> Refs;
@@ -103,7 +104,9 @@ public:
               const TrainingStep &T, const PlannerOptions &Opts, llvm::StringSet<> &UsedNames,
               const TargetApi &Tgt, const TranslationUnitAnalysis &TU)
       : Ctx(Ctx), SM(Ctx.getSourceManager()), LO(Ctx.getLangOpts()), Rules(Rules), FA(FA), T(T),
-        Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames), Tgt(Tgt), TU(TU) {}
+        Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames), Tgt(Tgt), TU(TU) {
+    graftLambdaBodies(PM, FA.Function->getBody());
+  }
 
   MigrationPlan plan() {
     MigrationPlan P;
@@ -616,6 +619,7 @@ private:
   void planCalleeScope() {
     const AutocastScope &S = *CalleeScope;
     ParentMap CPM(CalleeFA->Function->getBody());
+    graftLambdaBodies(CPM, CalleeFA->Function->getBody());
     NameCollector NC;
     NC.TraverseDecl(const_cast<FunctionDecl *>(CalleeFA->Function));
     auto Fresh = [&](StringRef Base) {
@@ -1512,7 +1516,7 @@ private:
 
   /// The declarations a condition reads (variables and members).
   static std::vector<const ValueDecl *> declsRead(const Expr *E) {
-    class Reads : public RecursiveASTVisitor<Reads> {
+    class Reads : public AnalysedBodyVisitor<Reads> {
     public:
       std::vector<const ValueDecl *> Found;
       bool VisitDeclRefExpr(DeclRefExpr *D) {
@@ -1557,7 +1561,7 @@ private:
   /// non-const reference or pointer argument, a non-const method called on it (reset(),
   /// emplace()). Writes through calls of other functions (a member set elsewhere) are not seen.
   const Expr *writeOf(const Stmt *S, const ValueDecl *D) const {
-    class Writes : public RecursiveASTVisitor<Writes> {
+    class Writes : public AnalysedBodyVisitor<Writes> {
     public:
       const ValueDecl *D;
       const Expr *Found = nullptr;
@@ -2125,7 +2129,7 @@ private:
   };
 
   /// Every `.grad()`/`.mutable_grad()` call in a statement, and whether all are on `P`.
-  class GradAccessors : public RecursiveASTVisitor<GradAccessors> {
+  class GradAccessors : public AnalysedBodyVisitor<GradAccessors> {
   public:
     explicit GradAccessors(const VarDecl *P) : P(P) {}
     const VarDecl *P;
@@ -2238,7 +2242,7 @@ private:
   }
 
   /// Whether an expression holds exactly one `p.grad()` and nothing else that computes.
-  class GradOnly : public RecursiveASTVisitor<GradOnly> {
+  class GradOnly : public AnalysedBodyVisitor<GradOnly> {
   public:
     const VarDecl *P;
     int Grads = 0, Other = 0;
