@@ -6,6 +6,7 @@
 #include "ampmigrate/StepFinder.h"
 #include "ampmigrate/GenericLambdas.h"
 #include "RegionDeclarations.h"
+#include "StepLambda.h"
 
 #include "clang/AST/ParentMap.h"
 #include "clang/Basic/SourceManager.h"
@@ -358,6 +359,10 @@ private:
       block(T.Backwards.front()->Backward->getBeginLoc(),
             "the scaler's step() is not in this function; scaling and stepping in different "
             "functions cannot be rewritten together");
+      return;
+    }
+    if (auto Why = lambdaBoundaryBlocker(T, FA.Function, PM, Ctx)) {
+      block(Why->Loc, Why->Reason);
       return;
     }
     if (!T.Scope && !findCalleeScope()) {
@@ -765,7 +770,9 @@ private:
     Refs.TraverseStmt(const_cast<Expr *>(Flag));
     for (const ValueDecl *D : Refs.Found) {
       const auto *V = dyn_cast<VarDecl>(D);
-      if (!V || !V->isLocalVarDecl() || off(V->getLocation()) < At)
+      // A parameter of a lambda of the step is declared where that lambda starts.
+      bool LambdaParam = isa_and_nonnull<ParmVarDecl>(V) && V->getDeclContext() != FA.Function;
+      if (!V || !(V->isLocalVarDecl() || LambdaParam) || off(V->getLocation()) < At)
         continue;
       block(Flag->getBeginLoc(), "autocast is switched by the run-time flag `" +
                                      text(Flag->getSourceRange()) + "`, which is declared after "
@@ -922,6 +929,20 @@ private:
     return onlySpace(InsertAt, off(Best->getBeginLoc()));
   }
 
+  /// Before the outermost loop around `Anchor` that the model's declaration precedes, or before
+  /// `Anchor` itself (a statement holding the lambda of the step).
+  bool conversionBefore(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
+    const auto *VD = dyn_cast_or_null<VarDecl>(M.Decl);
+    unsigned DeclOff = VD && VD->isLocalVarDecl() ? off(VD->getLocation()) : 0;
+    const Stmt *Best = outermostLoop(Anchor, DeclOff);
+    if (!Best)
+      Best = Anchor;
+    if (Best->getBeginLoc().isMacroID())
+      return false;
+    InsertAt = lineStart(off(Best->getBeginLoc()));
+    return onlySpace(InsertAt, off(Best->getBeginLoc()));
+  }
+
   /// The outermost loop around `S` that starts after offset `After` (a declaration it must not
   /// precede), with only blocks and loops between; null if none.
   const Stmt *outermostLoop(const Stmt *S, unsigned After) const {
@@ -1020,6 +1041,21 @@ private:
       if (Child && isa<IfStmt, SwitchStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(Child))
         ConditionalStep = true;
     }
+    // A step() under a condition with the backward on every call and no loop of this body around
+    // them: .grad keeps the gradients of each call that skips step() for the next one, unless a
+    // zero_grad() of the step on every call clears them.
+    bool ClearedEveryCall = llvm::any_of(T.ZeroGrads, [&](const ZeroGradCall *Z) {
+      return Z->Statement && PM.getParent(Z->Statement) == CA;
+    });
+    if (ConditionalStep && !Nested && !InLoop && !ClearedEveryCall) {
+      block(T.Steps.front()->Call->getBeginLoc(),
+            canonicalMethod(T.Steps.front()->Kind) + "() runs under a condition but the scaled "
+            "backward on every call of this " + std::string(enclosingLambda(CA, PM) ? "lambda" : "function") +
+            ", and no zero_grad() of the step runs on every call: .grad sums the gradients of the "
+            "calls that skip it (a gradient accumulation across calls), which the explicit grads "
+            "of one call cannot carry; clear the gradients on every call or migrate by hand");
+      return false;
+    }
     Accumulate = Nested || (InLoop && ConditionalStep);
     if (!Accumulate)
       return true;
@@ -1089,10 +1125,6 @@ private:
           (S.GuardDeclStmt && parentCompound(S.GuardDeclStmt) == C && S.GuardEnds.empty())) {
         block(B.Backward->getBeginLoc(), "backward() runs inside the autocast scope (the scope is "
                                          "not closed before it)");
-        return;
-      }
-      if (S.Enable && S.Enable->InLambda) {
-        block(S.ReportLoc, "the autocast scope is inside a lambda");
         return;
       }
     }
@@ -1208,7 +1240,29 @@ private:
       std::string Conv = convertedName(F->Model);
       if (ConvertedModels.insert(Conv).second) {
         unsigned At = 0;
-        bool BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
+        bool BeforeLoop = false;
+        if (auto LP = conversionOutsideLambdas(R0, F->Model, FA.Function, PM, SM)) {
+          // The step runs in a lambda that captures the model: converted once, outside it.
+          if (!conversionBefore(F->Model, LP->Anchor, At)) {
+            block(LP->Anchor->getBeginLoc(), "the statement holding the lambda of the step does "
+                                             "not start its line; the model cannot be converted "
+                                             "before it");
+            return;
+          }
+          BeforeLoop = true;
+          for (const LambdaExpr *L : LP->Crossed) {
+            std::optional<Edit> Capture = captureByCopy(L, Conv, SM);
+            if (!Capture) {
+              block(L->getBeginLoc(), "the capture list of the lambda holding the step is inside "
+                                      "a macro; it cannot be given the converted model");
+              return;
+            }
+            if (!Capture->Text.empty())
+              Edits.push_back(*Capture);
+          }
+        } else {
+          BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
+        }
         std::string Level, Dtype;
         if (!levelExpr(S, BeforeLoop ? At : RB, Level) || !dtypeArg(S, BeforeLoop ? At : RB, Dtype))
           return;
