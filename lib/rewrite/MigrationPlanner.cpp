@@ -2753,7 +2753,7 @@ private:
 
   /// The uses, in the code of the translation unit outside system headers, of every declaration
   /// holding the class, and the calls of every function taking it.
-  class ScalerUseIndex : public RecursiveASTVisitor<ScalerUseIndex> {
+  class ScalerUseIndex : public AnalysedBodyVisitor<ScalerUseIndex> {
   public:
     const CXXRecordDecl *Class;
     const SourceManager &SM;
@@ -2968,6 +2968,9 @@ private:
         break;
       E = PE;
     }
+    // A lambda's capture (`[&scaler]`): the lambda's own uses of it are followed one by one.
+    if (Parent.get<LambdaExpr>())
+      return true;
     // A pointer's truth (`if (s)`, `!s`, `s != nullptr`): any pointer type has it.
     if (const auto *IC = dyn_cast<ImplicitCastExpr>(E); IC && IC->getCastKind() == CK_PointerToBoolean)
       return true;
