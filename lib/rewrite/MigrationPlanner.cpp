@@ -6,6 +6,7 @@
 #include "ampmigrate/StepFinder.h"
 #include "ampmigrate/GenericLambdas.h"
 #include "RegionDeclarations.h"
+#include "SplitSteps.h"
 #include "StepLambda.h"
 
 #include "clang/AST/ParentMap.h"
@@ -349,6 +350,12 @@ private:
     for (const SourceRange &R : FA.InactiveAmpCode)
       block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
                           "migrate each configuration by hand or run once per configuration");
+    if (auto Split = findSplitStep(TU, FA, T)) {
+      bool AtScaling = Split->ScalingHalf == &T;
+      block(AtScaling ? T.Backwards.front()->Backward->getBeginLoc() : T.Steps.front()->Call->getBeginLoc(),
+            splitStepReason(*Split, AtScaling, SM));
+      return;
+    }
     if (T.Backwards.empty()) {
       block(T.Steps.empty() ? FnLoc : T.Steps.front()->Call->getBeginLoc(),
             "no scaled backward (scaler.scale(loss).backward()) in this function; the scope, "
