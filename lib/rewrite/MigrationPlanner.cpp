@@ -115,7 +115,7 @@ public:
     P.Step = &T;
     P.Function = &FA;
     planAll();
-    if (Accumulate)
+    if (Accumulate && !GradsDecl.empty())
       insertAt(GradsDeclAt, GradsDecl);
     for (const auto &[At, Text] : Insertions)
       Edits.push_back({At, 0, Text});
@@ -124,6 +124,8 @@ public:
     P.CalleeScope = CalleeScope;
     P.Blockers = std::move(Blockers);
     P.ScalerHolders = FlowHolders;
+    if (Split)
+      P.SplitOther = Split->ScalingHalf == &T ? Split->SteppingHalf : Split->ScalingHalf;
     if (P.Blockers.empty()) {
       std::set<std::tuple<unsigned, unsigned, std::string>> Seen;
       for (const Edit &E : Edits)
@@ -178,6 +180,12 @@ private:
   void insertAt(unsigned At, const std::string &Text) { Insertions[At] += Text; }
 
   void block(SourceLocation L, std::string Why) { Blockers.push_back({L, std::move(Why)}); }
+  /// Where the step's reasons about the scaler go: its first step(), or its backward in the
+  /// scaling half of a step split over two methods.
+  SourceLocation stepLoc() const {
+    return !T.Steps.empty() ? T.Steps.front()->Call->getBeginLoc()
+                            : T.Backwards.front()->Backward->getBeginLoc();
+  }
 
   unsigned off(SourceLocation L) const { return SM.getFileOffset(SM.getExpansionLoc(L)); }
 
@@ -350,10 +358,8 @@ private:
     for (const SourceRange &R : FA.InactiveAmpCode)
       block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
                           "migrate each configuration by hand or run once per configuration");
-    if (auto Split = findSplitStep(TU, FA, T)) {
-      bool AtScaling = Split->ScalingHalf == &T;
-      block(AtScaling ? T.Backwards.front()->Backward->getBeginLoc() : T.Steps.front()->Call->getBeginLoc(),
-            splitStepReason(*Split, AtScaling, SM));
+    if ((Split = findSplitStep(TU, FA, T))) {
+      planSplitHalf();
       return;
     }
     if (T.Backwards.empty()) {
@@ -440,6 +446,161 @@ private:
     if (!T.Unscaled)
       planScalerDecl();
     planInclude();
+  }
+
+  // ---- a step split over two methods of one class ---------------------------------------------
+  // The grads travel as a new member of the class. `.grad` accumulated until a zero_grad(); the
+  // member does the same: each backward's grads are added to it (amp::accumulate_grads) and
+  // each zero_grad() of the optimizer or the model, in either method, clears it. Exact when no
+  // other method of the class clears or reads `.grad`, which is checked.
+
+  std::optional<SplitStep> Split;
+  std::vector<const ZeroGradCall *> SplitZeroGrads;
+  llvm::ArrayRef<const ZeroGradCall *> stepZeroGrads() const {
+    if (Split)
+      return SplitZeroGrads;
+    return T.ZeroGrads;
+  }
+
+  /// The member's name: `grads_`, or another that no member of the class has.
+  static std::string memberName(const CXXRecordDecl *Class) {
+    auto Taken = [&](StringRef N) {
+      for (const Decl *D : Class->decls())
+        if (const auto *ND = dyn_cast<NamedDecl>(D); ND && ND->getIdentifier() && ND->getName() == N)
+          return true;
+      return false;
+    };
+    std::string N = "grads_";
+    for (int I = 2; Taken(N); ++I)
+      N = "grads" + std::to_string(I) + "_";
+    return N;
+  }
+
+  void planSplitHalf() {
+    const SplitStep &S = *Split;
+    bool Scaling = S.ScalingHalf == &T;
+    SourceLocation Here = Scaling ? T.Backwards.front()->Backward->getBeginLoc()
+                                  : T.Steps.front()->Call->getBeginLoc();
+    auto Refuse = [&](const std::string &WhyNot) {
+      block(Here, splitStepReason(S, Scaling, SM, WhyNot));
+    };
+    const auto *Method = cast<CXXMethodDecl>(FA.Function);
+    const CXXRecordDecl *Class = Method->getParent()->getDefinition();
+    const TrainingStep &Stepping = *S.SteppingHalf;
+    const TrainingStep &ScalingT = *S.ScalingHalf;
+    if (!Class || !S.Caller) {
+      Refuse("no method of the class in this file calls both");
+      return;
+    }
+    if (Stepping.Steps.size() != 1 || !ScalingT.Unscales.empty() || !ScalingT.Updates.empty() ||
+        ScalingT.mixed() || Stepping.mixed() || ScalingT.Backwards.size() != 1) {
+      Refuse("a split step with several optimizers, several backwards or a plain path beside the scaled one is not rewritten yet");
+      return;
+    }
+    const ScalerCall *Step = Stepping.Steps.front();
+    const auto *OptField = dyn_cast_or_null<FieldDecl>(Step->Optimizer.Decl);
+    const auto *ScalerField = dyn_cast_or_null<FieldDecl>(T.Scaler.Decl);
+    if (!OptField || !ScalerField || OptField->getParent() != Class || ScalerField->getParent() != Class) {
+      Refuse("the optimizer or the scaler is not a member of the class");
+      return;
+    }
+    // The model(s) the scaling half runs, and the optimizer: their zero_grad()s clear the member.
+    llvm::SmallVector<ObjectRef, 2> Owners{Step->Optimizer};
+    for (const ForwardCall *F : ScalingT.Forwards)
+      Owners.push_back(F->Model);
+    for (const ZeroGradCall &Z : FA.ZeroGrads)
+      if (llvm::is_contained(Owners, Z.Owner))
+        SplitZeroGrads.push_back(&Z);
+    // Nothing else in the class may clear or read .grad: the member would not see it.
+    if (const std::string Other = otherGradUse(Class, S); !Other.empty()) {
+      Refuse(Other);
+      return;
+    }
+    GradsName = memberName(Class);
+    Accumulate = true;
+    if (Tgt.Accumulate.empty()) {
+      Refuse("the rules name no target.accumulate to sum them");
+      return;
+    }
+    if (Scaling) {
+      GradFnName = freshName("grad_fn");
+      OptParams = optimizerParams(Step);
+      if (!T.Scope) {
+        Refuse("no autocast scope precedes the scaled backward in its method");
+        return;
+      }
+      AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
+      planRegion(*T.Backwards.front());
+      planClips();
+      planGradAccesses();
+      planZeroGrads(*T.Backwards.front());
+      planScalerDecl();
+      planInclude();
+      // The member, after the scaler's declaration.
+      SourceLocation FieldEnd = SM.getExpansionLoc(ScalerField->getEndLoc());
+      unsigned FE = SM.getFileOffset(FieldEnd);
+      StringRef FBuf = SM.getBufferData(SM.getFileID(FieldEnd));
+      size_t NL = FBuf.find('\n', FE);
+      if (NL == StringRef::npos || FieldEnd.isMacroID() || !whyNotEditable(FieldEnd).empty()) {
+        Refuse("the class cannot be given the member: " +
+               (whyNotEditable(FieldEnd).empty() ? std::string("its scaler member is declared in a macro")
+                                                 : whyNotEditable(FieldEnd)));
+        return;
+      }
+      unsigned LS = FE;
+      while (LS > 0 && FBuf[LS - 1] != '\n')
+        --LS;
+      std::string Ind;
+      for (unsigned I = LS; I < FBuf.size() && (FBuf[I] == ' ' || FBuf[I] == '\t'); ++I)
+        Ind += FBuf[I];
+      std::string Member = Ind + "std::vector<torch::Tensor> " + GradsName + "; // the grads from " +
+                           S.Scaling->Function->getNameAsString() + "() to " +
+                           S.Stepping->Function->getNameAsString() + "()\n";
+      SourceLocation At = SM.getLocForStartOfFile(SM.getFileID(FieldEnd)).getLocWithOffset(NL + 1);
+      if (SM.getFileID(FieldEnd) == File)
+        insertAt(NL + 1, Member);
+      else {
+        OtherFileEdits.emplace_back(SM, CharSourceRange::getCharRange(At, At), Member, LO);
+        OtherFilesEdited.insert(SM.getFileID(FieldEnd));
+      }
+      return;
+    }
+    planScalerCalls();
+    planClips();
+    planGradAccesses();
+    planZeroGrads(*ScalingT.Backwards.front());
+    planScalerDecl();
+  }
+
+  /// A statement of another method of the class that calls zero_grad() or reads or writes .grad
+  /// (described), or "".
+  std::string otherGradUse(const CXXRecordDecl *Class, const SplitStep &S) const {
+    class Uses : public AnalysedBodyVisitor<Uses> {
+    public:
+      const CallExpr *Found = nullptr;
+      bool VisitCallExpr(CallExpr *CE) {
+        const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+        const CXXMethodDecl *M = MC ? MC->getMethodDecl() : nullptr;
+        if (!Found && ((M && M->getIdentifier() && M->getName() == "zero_grad") || isGradAccessor(CE)))
+          Found = CE;
+        return true;
+      }
+    };
+    for (const CXXMethodDecl *M : Class->methods()) {
+      const FunctionDecl *Def = nullptr;
+      if (!M->hasBody(Def) || !Def->getBody())
+        continue;
+      if (Def->getCanonicalDecl() == S.Scaling->Function->getCanonicalDecl() ||
+          Def->getCanonicalDecl() == S.Stepping->Function->getCanonicalDecl())
+        continue;
+      Uses U;
+      U.TraverseStmt(Def->getBody());
+      if (U.Found)
+        return "`" + firstLine(text(U.Found->getSourceRange())) + "` in '" + Def->getNameAsString() +
+               "' (" + where(U.Found->getBeginLoc()) + ") clears or touches .grad outside the two "
+               "methods, which the member would not follow";
+    }
+    return "";
   }
 
   /// Several losses, each `scaler.scale(loss_i).backward()`, as consecutive statements of one
@@ -1113,7 +1274,7 @@ private:
       block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
       return;
     }
-    if (!T.mixed() && !planAccumulation(B, C))
+    if (!T.mixed() && !Split && !planAccumulation(B, C))
       return;
     // The scope in this function; or, with the scope in a called function, the statement that
     // calls it starts the region.
@@ -1283,7 +1444,7 @@ private:
       rewriteForward(*F, Conv, Inner);
     }
     // zero_grad inside the region goes.
-    for (const ZeroGradCall *Z : T.ZeroGrads) {
+    for (const ZeroGradCall *Z : stepZeroGrads()) {
       unsigned O = off(Z->Call->getBeginLoc());
       if (O >= RB && O < BodyEnd && Z->Statement) {
         if (!Accumulate) {
@@ -2024,6 +2185,9 @@ private:
       return true;
     if (CalleeFA && llvm::any_of(CalleeFA->Forwards, [&](const ForwardCall &F) { return callerModel(F.Model) == D; }))
       return true;
+    // A step split over two methods: the model the scaling half runs (a member of the class).
+    if (Split && llvm::any_of(Split->ScalingHalf->Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
+      return true;
     for (const ScalerCall *S : T.Steps)
       if (S->Optimizer.Decl == D) {
         if (OfOptimizer)
@@ -2436,12 +2600,13 @@ private:
   }
 
   void planZeroGrads(const ImplicitBackward &) {
-    for (const ZeroGradCall *Z : T.ZeroGrads) {
+    for (const ZeroGradCall *Z : stepZeroGrads()) {
       unsigned O = off(Z->Call->getBeginLoc());
       if (O >= RegionBegin && O < RegionEnd)
         continue; // handled with the region
       bool OfStep = llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == Z->Owner; }) ||
-                    llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; });
+                    llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; }) ||
+                    Split.has_value();
       if (!OfStep || !Z->Statement)
         continue; // harmless to keep: the explicit grads never read .grad
       if (Accumulate && O > GradsDeclAt) {
@@ -2583,7 +2748,7 @@ private:
   void planScalerDecl() {
     const ValueDecl *D = T.Scaler.Decl;
     if (!D || !T.ScalerClass) {
-      block(T.Steps.front()->Call->getBeginLoc(), "the scaler object could not be identified");
+      block(stepLoc(), "the scaler object could not be identified");
       return;
     }
     const CXXRecordDecl *Class = T.ScalerClass->getCanonicalDecl();
@@ -2957,7 +3122,7 @@ private:
   /// when the use would not survive the type change.
   template <class AddFn>
   bool followUse(const Expr *R, const ValueDecl *H, const CXXRecordDecl *Class, AddFn Add) {
-    SourceLocation At = T.Steps.front()->Call->getBeginLoc();
+    SourceLocation At = stepLoc();
     auto Fail = [&](const std::string &Why) {
       block(At, "the scaler '" + H->getNameAsString() + "' is used at " + where(R->getBeginLoc()) +
                     " " + Why + "; changing its type to " + Tgt.ScalerClass + " would break this use");
@@ -3055,7 +3220,7 @@ private:
   template <class AddFn>
   bool followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
                      AddFn Add) {
-    SourceLocation At = T.Steps.front()->Call->getBeginLoc();
+    SourceLocation At = stepLoc();
     const auto *FD = dyn_cast<FunctionDecl>(PV->getDeclContext());
     std::string Name = "'" + PV->getNameAsString() + "'";
     if (!FD) {
@@ -3119,7 +3284,7 @@ private:
   template <class AddFn>
   bool followHolder(const ValueDecl *H, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
                     AddFn Add) {
-    SourceLocation At = T.Steps.front()->Call->getBeginLoc();
+    SourceLocation At = stepLoc();
     std::string Name = "'" + H->getNameAsString() + "'";
     if (!isa<VarDecl, FieldDecl>(H)) {
       block(At, "the scaler " + Name + " is not a variable or a data member");
@@ -3397,6 +3562,24 @@ std::vector<MigrationPlan> planMigrations(ASTContext &Ctx, const RuleSet &Rules,
           P->Edits.clear();
           Changed = true;
         }
+    }
+  }
+  // The halves of a step split over two methods: one fix holding both halves' edits, on the
+  // scaling half (the shared scaler member blocked both above when one was blocked).
+  for (MigrationPlan &P : Plans) {
+    if (!P.SplitOther || P.Step->Backwards.empty() || !P.Blockers.empty())
+      continue;
+    for (MigrationPlan &Q : Plans) {
+      if (Q.Step != P.SplitOther || !Q.Blockers.empty())
+        continue;
+      std::set<std::tuple<std::string, unsigned, unsigned, std::string>> Seen;
+      for (const tooling::Replacement &R : P.Edits)
+        Seen.insert({R.getFilePath().str(), R.getOffset(), R.getLength(), R.getReplacementText().str()});
+      for (const tooling::Replacement &R : Q.Edits)
+        if (Seen.insert({R.getFilePath().str(), R.getOffset(), R.getLength(), R.getReplacementText().str()}).second)
+          P.Edits.push_back(R);
+      Q.Edits.clear();
+      Q.JoinedInto = &P;
     }
   }
   return Plans;

@@ -79,7 +79,8 @@ static std::string at(const SourceManager &SM, SourceLocation L) {
   return "line " + std::to_string(SM.getExpansionLineNumber(L));
 }
 
-std::string splitStepReason(const SplitStep &S, bool AtScaling, const SourceManager &SM) {
+std::string splitStepReason(const SplitStep &S, bool AtScaling, const SourceManager &SM,
+                            llvm::StringRef WhyNot) {
   auto Name = [](const FunctionAnalysis *F) { return "'" + F->Function->getNameAsString() + "'"; };
   const auto *Class = cast<CXXMethodDecl>(S.Scaling->Function)->getParent();
   std::string Where =
@@ -89,10 +90,10 @@ std::string splitStepReason(const SplitStep &S, bool AtScaling, const SourceMana
                       at(SM, S.ScalingHalf->Backwards.front()->Backward->getBeginLoc()) + ")";
   std::string Caller =
       S.Caller ? ", both called from '" + S.Caller->getNameAsString() + "'" : std::string();
-  return "the step is split over two methods of '" + Class->getNameAsString() + "': " +
-         Where + Caller + "; the grads of amp::value_and_grad would have to travel from " +
-         Name(S.Scaling) + " to " + Name(S.Stepping) + " as a member of the class, which is not "
-         "rewritten automatically: move both halves into one method or migrate by hand";
+  return "the step is split over two methods of '" + Class->getNameAsString() + "': " + Where +
+         Caller + "; its grads would travel from " + Name(S.Scaling) + " to " + Name(S.Stepping) +
+         " in a new member of the class, but " + WhyNot.str() +
+         ": move both halves into one method or migrate by hand";
 }
 
 } // namespace ampmigrate

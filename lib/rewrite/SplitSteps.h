@@ -1,10 +1,12 @@
 // A training step split over two methods of one class (issue #12 item 6): the scope and the scaled
 // backward in one (`Trainer::forward_backward`), unscale_/clip/step/update on the same scaler in
 // another (`Trainer::optimizer_step`), typically both called from a third. The analysis sees two
-// half steps; this pairs them, so that what is reported names both methods.
+// half steps; this pairs them, so that the planner migrates them as one (the grads in a new
+// member of the class) and what is reported names both methods.
 #pragma once
 
 #include "ampmigrate/TrainingStep.h"
+#include "llvm/ADT/StringRef.h"
 #include <optional>
 #include <string>
 
@@ -25,8 +27,9 @@ struct SplitStep {
 std::optional<SplitStep> findSplitStep(const TranslationUnitAnalysis &TU, const FunctionAnalysis &FA,
                                        const TrainingStep &Half);
 
-/// Why the split step is not rewritten, said at the half `AtScaling` (or the other), naming both
-/// methods with their locations.
-std::string splitStepReason(const SplitStep &S, bool AtScaling, const clang::SourceManager &SM);
+/// Why the split step is not rewritten (`WhyNot`), said at the half `AtScaling` (or the other),
+/// naming both methods with their locations.
+std::string splitStepReason(const SplitStep &S, bool AtScaling, const clang::SourceManager &SM,
+                            llvm::StringRef WhyNot);
 
 } // namespace ampmigrate

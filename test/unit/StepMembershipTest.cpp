@@ -470,11 +470,10 @@ void train(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler, c
   EXPECT_NE(Blockers.find("the step crosses a lambda boundary"), std::string::npos) << Blockers;
 }
 
-TEST(StepMembership, HalvesOfAStepSplitOverTwoMethodsArePaired) {
-  Analysed A(R"cpp(
+const char *SplitTrainer = R"cpp(
 class Trainer {
 public:
-  void run(const torch::Tensor &x) { scaled(x); stepped(); }
+  void run(const torch::Tensor &x) { CLEAR scaled(x); stepped(); }
 private:
   void scaled(const torch::Tensor &x) {
     at::autocast::set_enabled(true);
@@ -482,12 +481,36 @@ private:
     at::autocast::set_enabled(false);
     scaler_.scale(loss).backward();
   }
-  void stepped() { scaler_.step(opt_); scaler_.update(); }
+  void stepped() { scaler_.step(opt_); scaler_.update(); opt_.zero_grad(); }
   Net model_;
   torch::optim::SGD opt_;
   torch::amp::GradScaler scaler_;
 };
-)cpp");
+)cpp";
+
+std::string splitTrainer(const std::string &Clear) {
+  std::string S = SplitTrainer;
+  S.replace(S.find("CLEAR"), 5, Clear);
+  return S;
+}
+
+TEST(StepMembership, StepSplitOverTwoMethodsIsMigratedWithTheGradsInAMember) {
+  Analysed A(splitTrainer(""));
+  std::string Blockers;
+  std::string Out = A.migrated(&Blockers);
+  EXPECT_EQ(Blockers, "");
+  EXPECT_NE(Out.find("  amp::GradScaler scaler_;\n  std::vector<torch::Tensor> grads_; // the grads from "
+                     "scaled() to stepped()\n"),
+            std::string::npos)
+      << Out;
+  EXPECT_NE(Out.find("  auto [scaled_loss, micro_grads] = grad_fn();\n    amp::accumulate_grads(grads_, micro_grads);"),
+            std::string::npos)
+      << Out;
+  EXPECT_NE(Out.find("scaler_.step(opt_, grads_); scaler_.update(); grads_.clear(); }"), std::string::npos) << Out;
+}
+
+TEST(StepMembership, HalvesOfASplitStepClearedElsewhereAreReportedNamingBoth) {
+  Analysed A(splitTrainer("opt_.zero_grad();"));
   std::string Blockers;
   A.migrated(&Blockers);
   EXPECT_NE(Blockers.find("the step is split over two methods of 'Trainer': its unscale_()/step()/"
@@ -497,4 +520,5 @@ private:
   EXPECT_NE(Blockers.find("its scaled backward is in 'scaled' (line 14), both called from 'run'"),
             std::string::npos)
       << Blockers;
+  EXPECT_NE(Blockers.find("`opt_.zero_grad()` in 'run'"), std::string::npos) << Blockers;
 }
