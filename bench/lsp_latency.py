@@ -7,7 +7,10 @@ Both servers get the same file (test/e2e/programs/scope_1x.cpp: a training step 
 <torch/torch.h>, Debian's libtorch headers) and the same compile_commands.json. The client opens
 the file and waits for the publishDiagnostics of version 1 (the first parse), then changes one
 comment line in the body, once per edit, each time waiting for the publishDiagnostics of that
-version. Prints a Markdown table of the seconds each took; with --rounds > 1 the servers take turns.
+version. Then it asks for the code actions of the whole file at the last version and times the
+answer ("code action": amp-migrate verifies the fixes of that version first, a re-parse of the
+rewritten file). Prints a Markdown table of the seconds each took; with --rounds > 1 the servers
+take turns.
 --settle waits S seconds after the first diagnostics before the first edit (a user reading them;
 amp-migrate precompiles the includes meanwhile, clangd did before its first diagnostics).
 """
@@ -55,10 +58,16 @@ def measure(cmd, path, text, edits, settle):
                                             "contentChanges": [{"text": "\n".join(lines)}]})
         wait_diagnostics(c, uri, n + 2)
         times.append(time.monotonic() - t0)
+    t0 = time.monotonic()
+    actions = c.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri},
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": len(lines) - 1, "character": len(lines[-1])}},
+        "context": {"diagnostics": []}})
+    action = time.monotonic() - t0
     c.request("shutdown", None)
     c.notify("exit", None)
     c.proc.wait(timeout=60)
-    return first, times, len(diags)
+    return first, times, len(diags), action, len(actions or [])
 
 
 def main():
@@ -75,24 +84,26 @@ def main():
         servers = [("amp-migrate --lsp", [args.tool, "--lsp"]),
                    ("%s" % args.clangd, [args.clangd, "--compile-commands-dir=" + work, "--background-index=false",
                                          "--clang-tidy=false", "--log=error", "-j=2"])]
-        results = {name: ([], []) for name, _ in servers}
+        results = {name: ([], [], []) for name, _ in servers}
         load = os.getloadavg()[0]
         for _ in range(args.rounds):
             for name, cmd in servers:
-                first, edits, ndiags = measure(cmd, path, text, args.edits, args.settle)
+                first, edits, ndiags, action, nactions = measure(cmd, path, text, args.edits, args.settle)
                 results[name][0].append(first)
                 results[name][1].extend(edits)
-                print("%s: first %.2fs, edits %s, %d diagnostics" % (name, first, " ".join("%.2f" % e for e in edits), ndiags),
-                      file=sys.stderr)
+                results[name][2].append(action)
+                print("%s: first %.2fs, edits %s, %d diagnostics, code action %.2fs (%d actions)" % (
+                    name, first, " ".join("%.2f" % e for e in edits), ndiags, action, nactions), file=sys.stderr)
         print("## LSP latency (%s UTC, %d cores, load average %.1f at start, settle %.0f s)" % (
             time.strftime("%Y-%m-%d %H:%M", time.gmtime()), os.cpu_count(), load, args.settle))
         print()
-        print("| server | first diagnostics (s) | each edit (s) | median edit (s) |")
-        print("|---|---:|---|---:|")
+        print("| server | first diagnostics (s) | each edit (s) | median edit (s) | code action after the last edit (s) |")
+        print("|---|---:|---|---:|---:|")
         for name, _ in servers:
-            firsts, edits = results[name]
-            print("| %s | %s | %s | %.2f |" % (name, " / ".join("%.2f" % f for f in firsts),
-                                               " ".join("%.2f" % e for e in edits), statistics.median(edits)))
+            firsts, edits, actions = results[name]
+            print("| %s | %s | %s | %.2f | %s |" % (name, " / ".join("%.2f" % f for f in firsts),
+                                                    " ".join("%.2f" % e for e in edits), statistics.median(edits),
+                                                    " / ".join("%.2f" % a for a in actions)))
         ours, theirs = statistics.median(results[servers[0][0]][1]), statistics.median(results[servers[1][0]][1])
         print()
         print("median edit ratio (amp-migrate / %s): %.2f" % (servers[1][0], ours / theirs))

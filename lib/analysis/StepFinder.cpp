@@ -296,8 +296,19 @@ ObjectRef resolveObject(const Expr *E) {
       return R;
     }
     if (const auto *ME = dyn_cast<MemberExpr>(E)) {
-      if (isa<FieldDecl>(ME->getMemberDecl()) && isa<CXXThisExpr>(strip(ME->getBase())))
+      if (!isa<FieldDecl>(ME->getMemberDecl()))
+        return R;
+      if (isa<CXXThisExpr>(strip(ME->getBase()))) {
         R.Decl = ME->getMemberDecl();
+        return R;
+      }
+      // A member of another object held in a variable (`state->scaler`, `cfg.opt`): the member,
+      // told apart by the variable it is reached from.
+      ObjectRef Owner = resolveObject(ME->getBase());
+      if (Owner.Decl && !Owner.Base && isa<VarDecl>(Owner.Decl)) {
+        R.Decl = ME->getMemberDecl();
+        R.Base = Owner.Decl;
+      }
       return R;
     }
     if (isa<CXXThisExpr>(E)) {
@@ -608,10 +619,11 @@ private:
       const FunctionDecl *Callee = CE ? CE->getDirectCallee() : nullptr;
       return Callee && Rules.autocastRule(qualifiedName(Callee));
     };
-    // Every call is an autocast call or part of one's arguments (a device converted from a string).
+    // Every call is an autocast call or part of one's arguments (a device converted from a
+    // string), or records an error in a handler (FFI entry points wrap the setter in try/catch).
     return llvm::all_of(BC.Calls, [&](const CallExpr *CE) {
       for (const Stmt *P = CE; P; P = PM.getParent(P))
-        if (IsAutocastCall(P))
+        if (IsAutocastCall(P) || isa<CXXCatchStmt>(P))
           return true;
       return false;
     });

@@ -23,6 +23,7 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cassert>
 #include <atomic>
 #include <mutex>
 #include <optional>
@@ -322,8 +323,14 @@ std::vector<std::string> runtimeIncludeArgs() {
 /// edit touched are skipped (they compiled before and nothing in them changed).
 class VerifyConsumer : public ASTConsumer {
 public:
-  VerifyConsumer(CompilerInstance &CI, const std::set<std::string> &Edited) : CI(CI), Edited(Edited) {}
+  VerifyConsumer(CompilerInstance &CI, const std::set<std::string> &Edited, const std::atomic<bool> *Cancelled)
+      : CI(CI), Edited(Edited), Cancelled(Cancelled) {}
+  /// A cancelled verification (the language server: a newer version of the file) stops at the
+  /// next top-level declaration (ParseAST ends when this returns false); its result is discarded.
+  bool HandleTopLevelDecl(DeclGroupRef) override { return !cancelled(); }
   bool shouldSkipFunctionBody(Decl *D) override {
+    if (cancelled())
+      return true;
     const SourceManager &SM = CI.getSourceManager();
     SourceLocation L = SM.getExpansionLoc(D->getLocation());
     if (SM.isInMainFile(L))
@@ -333,27 +340,33 @@ public:
   }
 
 private:
+  bool cancelled() const { return Cancelled && Cancelled->load(); }
   CompilerInstance &CI;
   const std::set<std::string> &Edited;
+  const std::atomic<bool> *Cancelled;
 };
 
 class VerifyActionFactory : public tooling::FrontendActionFactory {
 public:
-  explicit VerifyActionFactory(const std::set<std::string> &Edited) : Edited(Edited) {}
+  VerifyActionFactory(const std::set<std::string> &Edited, const std::atomic<bool> *Cancelled)
+      : Edited(Edited), Cancelled(Cancelled) {}
   std::unique_ptr<FrontendAction> create() override {
     struct Action : ASTFrontendAction {
       const std::set<std::string> &Edited;
-      explicit Action(const std::set<std::string> &Edited) : Edited(Edited) {}
+      const std::atomic<bool> *Cancelled;
+      Action(const std::set<std::string> &Edited, const std::atomic<bool> *Cancelled)
+          : Edited(Edited), Cancelled(Cancelled) {}
       std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &CI, StringRef) override {
         CI.getFrontendOpts().SkipFunctionBodies = true;
-        return std::make_unique<VerifyConsumer>(CI, Edited);
+        return std::make_unique<VerifyConsumer>(CI, Edited, Cancelled);
       }
     };
-    return std::make_unique<Action>(Edited);
+    return std::make_unique<Action>(Edited, Cancelled);
   }
 
 private:
   const std::set<std::string> &Edited;
+  const std::atomic<bool> *Cancelled;
 };
 
 /// Collects error diagnostics as clang prints them ("file:line:col: error: ...").
@@ -459,13 +472,26 @@ std::string whyFixesFail(const tooling::CompilationDatabase &DB, const std::stri
   std::set<std::string> Edited;
   for (const auto &[Path, Text] : New)
     Edited.insert(Path);
-  VerifyActionFactory Factory(Edited);
+  VerifyActionFactory Factory(Edited, Opts.Cancelled);
   ErrorCollector Errors;
   // No caret lines, and no "N errors generated." on the user's terminal: only the first error
   // matters, and it is reported as the step's reason.
   std::vector<std::string> Args = runtimeIncludeArgs();
   Args.push_back("-fno-caret-diagnostics");
-  if (parseTU(DB, File, Opts.Overlays, New, Factory, Errors, FS, Args))
+  bool Parsed;
+  if (Opts.VerifyParser && New.size() == 1 && New.begin()->first == File) {
+    std::vector<tooling::CompileCommand> Cmds = DB.getCompileCommands(File);
+    if (Cmds.empty())
+      return "no compile command for the rewritten file";
+    for (tooling::CompileCommand &C : Cmds)
+      C.CommandLine.insert(C.CommandLine.end(), Args.begin(), Args.end());
+    Parsed = Opts.VerifyParser(New.begin()->second)(Cmds, File, Factory, Errors);
+    Errors.OS.flush();
+    Parsed = Parsed && Errors.getNumErrors() == 0;
+  } else {
+    Parsed = parseTU(DB, File, Opts.Overlays, New, Factory, Errors, FS, Args);
+  }
+  if (Parsed)
     return "";
   return describeFirstError(Errors.Text);
 }
@@ -501,10 +527,12 @@ void verifyFixes(TUResult &Res, const tooling::CompilationDatabase &DB, const st
   std::vector<const StepFix *> All;
   for (const StepFix &F : Res.Fixes)
     All.push_back(&F);
-  if (All.empty() || whyFixesFail(DB, File, Opts, All, Texts, FS).empty())
+  if (All.empty() || whyFixesFail(DB, File, Opts, All, Texts, FS).empty() || cancelled(Opts))
     return;
   std::vector<StepFix> Kept;
   for (const StepFix *F : All) {
+    if (cancelled(Opts))
+      return; // the result is discarded
     std::string Why = whyFixesFail(DB, File, Opts, {F}, Texts, FS);
     if (Why.empty())
       Kept.push_back(*F);
@@ -833,7 +861,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
         while (!O.Error.empty() && O.Error.back() == '\n')
           O.Error.pop_back();
       } else {
-        if (Opts.VerifyFixes)
+        if (Opts.VerifyFixes && !Opts.Unfinished)
           verifyFixes(Res, DB, File, Opts, FS);
         if (Cache && !cancelled(Opts))
           Cache->store(Key, Deps.take(), CachedTU{Res.Findings, Res.Fixes, Res.Digests, BodiesUnchecked});
@@ -867,10 +895,31 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
   if (Cache)
     Cache->trim();
   sortAndDeduplicate(R);
+  if (!Opts.Unfinished)
+    finishReport(R, Opts);
+  return R;
+}
+
+void verifyReportFixes(Report &R, const DriverOptions &Opts, const tooling::CompilationDatabase &DB) {
+  assert(Opts.Files.size() == 1 && "the fixes of one translation unit");
+  if (Opts.Files.size() != 1 || R.StepFixes.empty())
+    return;
+  for (const FileOutcome &O : R.Files)
+    if (O.Status == FileOutcome::State::Failed)
+      return; // nothing was analysed
+  TUResult Res;
+  Res.Findings = std::move(R.Findings);
+  Res.Fixes = std::move(R.StepFixes);
+  verifyFixes(Res, DB, absolutePath(Opts.Files.front()), Opts, llvm::vfs::getRealFileSystem());
+  R.Findings = std::move(Res.Findings);
+  R.StepFixes = std::move(Res.Fixes);
+  sortAndDeduplicate(R);
+}
+
+void finishReport(Report &R, const DriverOptions &Opts) {
   FileTexts Texts(Opts.Overlays);
   applyNoLint(R.Findings, Texts);
   attachFixes(R.Findings, R.StepFixes);
-  return R;
 }
 
 } // namespace ampmigrate

@@ -4,9 +4,13 @@
 // an overlay, on open, change and save. Checks run on a worker thread: a burst of changes is
 // debounced into one check, a check a newer version makes stale is cancelled (its result never
 // published), and each document keeps a precompiled preamble of its includes
-// (PreambleParser.cpp), so that a re-check parses only the body of the file. Diagnostics are published per document; a code action
-// request answers, for each fixable training step with a diagnostic in the range, one `quickfix`
-// whose WorkspaceEdit holds the step's edits. The server never writes a file.
+// (PreambleParser.cpp), so that a re-check parses only the body of the file. Diagnostics are
+// published per document as soon as the analysis ends; the fixes are verified afterwards (the
+// rewritten file re-parsed in memory, a whole parse) on a third thread, when a code action asks
+// for them or once the file has been idle for a while, and a step whose rewrite does not compile
+// is republished as amp-manual-migration. A code action request answers, for each fixable
+// training step with a diagnostic in the range, one `quickfix` whose WorkspaceEdit holds the
+// step's verified edits. The server never writes a file.
 #include "ampmigrate/LanguageServer.h"
 #include "PreambleParser.h"
 
@@ -171,9 +175,16 @@ std::string readFileText(const std::string &Path) {
 struct Document {
   std::string Uri, Path, Text;
   int64_t Version = 0;
-  /// The text the last check saw and what it found.
+  /// The text the last check saw and what it found (published). Until `Verified`, the findings'
+  /// fixes are unverified and held apart, in `Unverified`: none is offered.
   std::string CheckedText;
   std::vector<Finding> Findings;
+  /// The last check's analysis as it came (DriverOptions::Unfinished), while its fixes wait for
+  /// verification (due at `VerifyDue`; `VerifyCancel` stops a running one).
+  std::optional<Report> Unverified;
+  bool Verified = false, VerifyRunning = false;
+  std::chrono::steady_clock::time_point VerifyDue;
+  std::shared_ptr<std::atomic<bool>> VerifyCancel;
   /// Bumped by every change: a check's result is published only when no change came after it.
   uint64_t Generation = 0, CheckedGeneration = 0;
   /// A check is due (at `Due`: changes are debounced), or running (`Cancel` stops it).
@@ -181,24 +192,30 @@ struct Document {
   std::chrono::steady_clock::time_point Due;
   std::shared_ptr<std::atomic<bool>> Cancel;
   std::shared_ptr<PreambleParser> Parser;
+  /// The verification's parser: a preamble of the rewritten file's includes (<amp/torch.h> added).
+  std::shared_ptr<PreambleParser> VerifyParser;
 };
 
 class Server {
 public:
   explicit Server(const LanguageServerOptions &Opts)
-      : Opts(Opts), Worker([this] { work(); }), Builder([this] { build(); }) {}
+      : Opts(Opts), Worker([this] { work(); }), Builder([this] { build(); }), Verifier([this] { verify(); }) {}
 
   ~Server() {
     {
       std::lock_guard<std::mutex> L(StateM);
       Stopping = true;
-      for (auto &[Uri, D] : Docs)
+      for (auto &[Uri, D] : Docs) {
         if (D.Cancel)
           D.Cancel->store(true);
+        if (D.VerifyCancel)
+          D.VerifyCancel->store(true);
+      }
     }
     StateCV.notify_all();
     Worker.join();
     Builder.join();
+    Verifier.join();
   }
 
   int run() {
@@ -306,7 +323,9 @@ private:
       D.Path = *Path;
       D.Text = TD->getString("text").value_or("").str();
       D.Version = TD->getInteger("version").value_or(0);
-      D.Parser = std::make_shared<PreambleParser>([this](bool Begin, const std::string &What) { progress(Begin, What); });
+      auto Progress = [this](bool Begin, const std::string &What) { progress(Begin, What); };
+      D.Parser = std::make_shared<PreambleParser>(Progress);
+      D.VerifyParser = std::make_shared<PreambleParser>(Progress, /*Verification=*/true);
       schedule(D, std::chrono::milliseconds(0));
     } else if (Method == "textDocument/didChange") {
       auto It = Docs.find(Uri->str());
@@ -331,6 +350,8 @@ private:
         return;
       if (It->second.Cancel)
         It->second.Cancel->store(true);
+      if (It->second.VerifyCancel)
+        It->second.VerifyCancel->store(true);
       // Under the state lock: a check of this document finishing now cannot publish after this.
       notify("textDocument/publishDiagnostics",
              json::Object{{"uri", It->first}, {"diagnostics", json::Array()}});
@@ -390,6 +411,8 @@ private:
               RuleFiles.push_back(S->str());
         if (auto Ms = IO->getInteger("debounceMs"); Ms && *Ms >= 0)
           Debounce = std::chrono::milliseconds(*Ms);
+        if (auto Ms = IO->getInteger("verifyDelayMs"); Ms && *Ms >= 0)
+          VerifyDelay = std::chrono::milliseconds(*Ms);
       }
       // Position encoding: utf-8 when the client offers it, else the default utf-16.
       if (const json::Object *Caps = P->getObject("capabilities"))
@@ -504,6 +527,8 @@ private:
     ++D.Generation;
     if (D.Cancel)
       D.Cancel->store(true);
+    if (D.VerifyCancel)
+      D.VerifyCancel->store(true); // verifies fixes for text that is no longer the document's
     D.Pending = true;
     D.Due = std::chrono::steady_clock::now() + Delay;
     StateCV.notify_all();
@@ -537,13 +562,93 @@ private:
       std::shared_ptr<PreambleParser> Parser = D.Parser;
       L.unlock();
       Report R = check(Path, Text, *Parser, Cancel.get());
+      // With fixes to verify, the diagnostics go out now and the fixes wait (verify()).
+      std::optional<Report> Unverified;
+      if (Opts.VerifyFixes && !R.StepFixes.empty())
+        Unverified = R;
+      finishReport(R, driverOptions(Path, Text));
       L.lock();
       auto It = Docs.find(Uri);
       if (It == Docs.end() || It->second.Generation != Generation || Cancel->load())
         continue; // closed or changed meanwhile: a newer check is due
-      It->second.Cancel.reset();
-      publish(It->second, Text, std::move(R));
+      Document &Doc = It->second;
+      Doc.Cancel.reset();
+      Doc.Verified = !Unverified;
+      Doc.Unverified = std::move(Unverified);
+      Doc.VerifyDue = std::chrono::steady_clock::now() + VerifyDelay;
+      publish(Doc, Text, std::move(R));
       StateCV.notify_all();
+    }
+  }
+
+  /// The verifier: verifies the fixes of a document's last check once the document has been
+  /// idle for VerifyDelay (or at once when a code action waits for them), one at a time, and
+  /// republishes the diagnostics when a step's fix is withdrawn. A newer version of the document
+  /// cancels a running verification (its result is never used).
+  void verify() {
+    std::unique_lock<std::mutex> L(StateM);
+    for (;;) {
+      if (Stopping)
+        return;
+      Document *Next = nullptr;
+      for (auto &[Uri, D] : Docs)
+        if (D.Unverified && !D.VerifyRunning && !D.Pending && D.CheckedGeneration == D.Generation &&
+            (!Next || D.VerifyDue < Next->VerifyDue))
+          Next = &D;
+      if (!Next) {
+        StateCV.wait(L);
+        continue;
+      }
+      if (Next->VerifyDue > std::chrono::steady_clock::now()) {
+        StateCV.wait_until(L, Next->VerifyDue);
+        continue;
+      }
+      Document &D = *Next;
+      D.VerifyRunning = true;
+      D.VerifyCancel = std::make_shared<std::atomic<bool>>(false);
+      std::string Uri = D.Uri, Path = D.Path, Text = D.CheckedText;
+      uint64_t Generation = D.Generation;
+      std::shared_ptr<std::atomic<bool>> Cancel = D.VerifyCancel;
+      Report R = *D.Unverified;
+      size_t Offered = R.StepFixes.size();
+      std::shared_ptr<PreambleParser> Parser = D.VerifyParser;
+      L.unlock();
+      auto Start = std::chrono::steady_clock::now();
+      DriverOptions DO = driverOptions(Path, Text);
+      DO.Cancelled = Cancel.get();
+      const RuleSet &Rules = settingsFor(findConfigUpward(Path)).Rules;
+      DO.VerifyParser = [Parser, &Rules](const std::string &Rewritten) {
+        return Parser->parserFor(Rewritten, /*SkipBodies=*/true, Rules);
+      };
+      verifyReportFixes(R, DO, *database(Path));
+      finishReport(R, DO);
+      auto Ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - Start);
+      llvm::errs() << "amp-migrate --lsp: verified the fixes of " << Path << ": " << R.StepFixes.size() << " of "
+                   << Offered << " kept in " << Ms.count() << " ms" << (Cancel->load() ? " (cancelled)" : "")
+                   << (Parser->lastReusedPreamble() ? " (preamble reused)" : "")
+                   << "\n";
+      L.lock();
+      auto It = Docs.find(Uri);
+      if (It == Docs.end())
+        continue;
+      Document &Doc = It->second;
+      if (Doc.VerifyCancel == Cancel) {
+        Doc.VerifyRunning = false;
+        Doc.VerifyCancel.reset();
+      }
+      StateCV.notify_all();
+      if (Doc.Generation != Generation || Cancel->load() || Doc.CheckedGeneration != Generation)
+        continue; // changed meanwhile: its next check brings new fixes to verify
+      Doc.Unverified.reset();
+      Doc.Verified = true;
+      if (R.StepFixes.size() != Offered) {
+        publish(Doc, Text, std::move(R)); // a step withdrawn: amp-manual-migration, not fixable
+      } else {
+        Doc.Findings.clear();
+        for (Finding &F : R.Findings)
+          if (samePath(F.Pos.File, Doc.Path))
+            Doc.Findings.push_back(std::move(F));
+      }
     }
   }
 
@@ -556,10 +661,9 @@ private:
         return;
       std::shared_ptr<PreambleParser> Wanted;
       for (auto &[Uri, D] : Docs)
-        if (D.Parser->preambleWanted()) {
-          Wanted = D.Parser;
-          break;
-        }
+        for (const std::shared_ptr<PreambleParser> &P : {D.Parser, D.VerifyParser})
+          if (!Wanted && P->preambleWanted())
+            Wanted = P;
       if (!Wanted) {
         StateCV.wait(L);
         continue;
@@ -588,14 +692,19 @@ private:
     }
   }
 
-  /// $/progress around the long parses: a whole file, or the precompilation of its includes.
+  /// $/progress around the long parses: a whole file, the precompilation of its includes, the
+  /// verification of its fixes. Each thread (checks, builds, verifications) has one at a time, so
+  /// an end belongs to the last begin of the same thread: ranges on several threads overlap.
   void progress(bool Begin, const std::string &What) {
     if (!WorkDoneProgress)
       return;
-    std::string Token = "amp-migrate/parse/" + std::to_string(ProgressRequests + (Begin ? 1 : 0));
+    thread_local unsigned Current = 0;
+    if (Begin)
+      Current = ++ProgressRequests;
+    std::string Token = "amp-migrate/parse/" + std::to_string(Current);
     if (Begin) {
       send(json::Object{{"jsonrpc", "2.0"},
-                        {"id", "amp-migrate/progress/" + std::to_string(++ProgressRequests)},
+                        {"id", "amp-migrate/progress/" + std::to_string(Current)},
                         {"method", "window/workDoneProgress/create"},
                         {"params", json::Object{{"token", Token}}}});
       notify("$/progress", json::Object{{"token", Token},
@@ -610,10 +719,8 @@ private:
 
   // -- Checking
 
-  /// Runs the driver over one version of a document (worker thread, no lock held).
-  Report check(const std::string &Path, const std::string &Text, PreambleParser &Parser,
-               const std::atomic<bool> *Cancel) {
-    auto Start = std::chrono::steady_clock::now();
+  /// The driver's options for one version of a document.
+  DriverOptions driverOptions(const std::string &Path, const std::string &Text) {
     const Settings &St = settingsFor(findConfigUpward(Path));
     DriverOptions DO;
     DO.Files = {Path};
@@ -621,9 +728,20 @@ private:
     DO.Engine.Planner.Level = St.Level;
     std::string Glob = St.Checks;
     DO.Engine.CheckEnabled = [Glob](StringRef Id) { return checkEnabledByGlobs(Glob, Id); };
+    DO.VerifyFixes = Opts.VerifyFixes;
+    return DO;
+  }
+
+  /// Runs the driver over one version of a document (worker thread, no lock held): the analysis
+  /// as it came (DriverOptions::Unfinished), its fixes not verified.
+  Report check(const std::string &Path, const std::string &Text, PreambleParser &Parser,
+               const std::atomic<bool> *Cancel) {
+    auto Start = std::chrono::steady_clock::now();
+    const Settings &St = settingsFor(findConfigUpward(Path));
+    DriverOptions DO = driverOptions(Path, Text);
     DO.Parser = Parser.parserFor(Text, DO.SkipBodies, St.Rules);
     DO.Cancelled = Cancel;
-    DO.VerifyFixes = Opts.VerifyFixes;
+    DO.Unfinished = true;
     auto DB = database(Path);
     Report R = runDriver(DO, St.Rules, *DB);
     auto Ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - Start);
@@ -632,7 +750,8 @@ private:
     return R;
   }
 
-  /// Keeps a check's findings for code actions and publishes them (StateM held).
+  /// Keeps a check's findings for code actions and publishes them (StateM held). The fixes of
+  /// findings not verified yet are not kept (D.Unverified holds them for verification).
   void publish(Document &D, const std::string &Text, Report R) {
     D.CheckedGeneration = D.Generation;
     D.CheckedText = Text;
@@ -642,6 +761,8 @@ private:
     for (Finding &F : R.Findings)
       if (samePath(F.Pos.File, D.Path)) {
         Diags.push_back(diagnostic(F, D, Idx));
+        if (!D.Verified)
+          F.Fixes.clear();
         D.Findings.push_back(std::move(F));
       }
     for (const FileOutcome &O : R.Files)
@@ -751,9 +872,20 @@ private:
     const json::Object *Range = P ? P->getObject("range") : nullptr;
     if (!Uri || !Range)
       return Actions;
-    // Never offer edits computed for other text: wait for the check of the current one.
+    // Never offer edits computed for other text, nor unverified ones: wait for the check of the
+    // current text and the verification of its fixes (hurried: the user is waiting).
     std::unique_lock<std::mutex> L(StateM);
-    Document *Current = current(L, Uri->str());
+    Document *Current = nullptr;
+    for (;;) {
+      Current = current(L, Uri->str());
+      if (!Current || Current->Verified)
+        break;
+      if (!Current->VerifyRunning && Current->VerifyDue > std::chrono::steady_clock::now()) {
+        Current->VerifyDue = std::chrono::steady_clock::now();
+        StateCV.notify_all();
+      }
+      StateCV.wait(L);
+    }
     if (!Current)
       return Actions;
     Document &D = *Current;
@@ -818,19 +950,22 @@ private:
   const LanguageServerOptions &Opts;
   bool Initialized = false, ShutDown = false, Utf8 = false, WorkDoneProgress = false;
   std::chrono::milliseconds Debounce{50};
+  /// How long a document stays unchanged before its fixes are verified unasked
+  /// (`initializationOptions.verifyDelayMs`): a pause in typing, longer than a keystroke's.
+  std::chrono::milliseconds VerifyDelay{500};
   std::mutex OutM, SettingsM;
   /// Guards the documents, shared by the reader (main) thread and the worker.
   std::mutex StateM;
   std::condition_variable StateCV;
   bool Stopping = false;
-  unsigned ProgressRequests = 0;
+  std::atomic<unsigned> ProgressRequests{0};
   std::string LevelName, ChecksGlob, DatabasePath;
   std::vector<std::string> ExtraArgs;
   AmpLevel Level = AmpLevel::O2;
   std::vector<std::string> RuleFiles;
   std::map<std::string, Settings> SettingsByConfig;
   std::map<std::string, Document> Docs;
-  std::thread Worker, Builder; // last: they start once everything above is constructed
+  std::thread Worker, Builder, Verifier; // last: they start once everything above is constructed
 };
 
 } // namespace

@@ -27,16 +27,21 @@ namespace {
 /// the checks see the same declarations either way.
 class SkippingCallbacks : public PreambleCallbacks {
 public:
-  SkippingCallbacks(const RuleSet &Rules, bool SkipBodies) : SkipBodies(SkipBodies), Skipper(Rules) {}
+  SkippingCallbacks(const RuleSet &Rules, bool SkipBodies, bool SkipAll)
+      : SkipBodies(SkipBodies), SkipAll(SkipAll), Skipper(Rules) {}
   void BeforeExecute(CompilerInstance &CI) override { SM = &CI.getSourceManager(); }
-  bool shouldSkipFunctionBody(Decl *D) override { return SkipBodies && SM && Skipper.shouldSkip(*SM, D); }
+  bool shouldSkipFunctionBody(Decl *D) override {
+    return SkipAll || (SkipBodies && SM && Skipper.shouldSkip(*SM, D));
+  }
   void HandleTopLevelDecl(DeclGroupRef DG) override {
-    if (SkipBodies && SM)
+    if (SkipBodies && !SkipAll && SM)
       Skipper.learn(*SM, DG);
   }
 
 private:
   bool SkipBodies;
+  /// The verification's preamble: every body (all are in headers no fix edits).
+  bool SkipAll;
   const SourceManager *SM = nullptr;
   HeaderBodySkipper Skipper;
 };
@@ -79,8 +84,8 @@ static std::optional<Prepared> prepare(const tooling::CompileCommand &Cmd, const
   return P;
 }
 
-PreambleParser::PreambleParser(std::function<void(bool, const std::string &)> Progress)
-    : Progress(std::move(Progress)) {}
+PreambleParser::PreambleParser(std::function<void(bool, const std::string &)> Progress, bool Verification)
+    : Progress(std::move(Progress)), Verification(Verification) {}
 PreambleParser::~PreambleParser() = default;
 
 std::vector<std::string> PreambleParser::Inputs::key(size_t PreambleSize) const {
@@ -88,6 +93,7 @@ std::vector<std::string> PreambleParser::Inputs::key(size_t PreambleSize) const 
   Key.push_back(Text.substr(0, PreambleSize));
   Key.push_back(Cmd.Directory);
   Key.push_back(SkipBodies ? "skip-bodies" : "full-parse");
+  Key.push_back(Verification ? "verification" : "analysis");
   std::vector<std::string> Tokens = Rules->prefilterTokens();
   Key.insert(Key.end(), Tokens.begin(), Tokens.end());
   Key.insert(Key.end(), Rules->Sources.begin(), Rules->Sources.end());
@@ -105,6 +111,7 @@ TUParser PreambleParser::parserFor(std::string Text, bool SkipBodies, const Rule
     In.Text = Text;
     In.SkipBodies = SkipBodies;
     In.Rules = Rules;
+    In.Verification = Verification;
     return parse(std::move(In), Action, Diags);
   };
 }
@@ -139,11 +146,12 @@ void PreambleParser::buildPreamble() {
   Lock.lock();
   Building = In.key(Bounds.Size);
   Lock.unlock();
-  Progress(true, "precompiling the includes of " + llvm::sys::path::filename(In.File).str());
+  Progress(true, (Verification ? "precompiling the includes of the rewritten " : "precompiling the includes of ") +
+                     llvm::sys::path::filename(In.File).str());
   P->Inv->getFrontendOpts().SkipFunctionBodies = In.SkipBodies;
   IntrusiveRefCntPtr<DiagnosticsEngine> PreambleDiags =
       CompilerInstance::createDiagnostics(new DiagnosticOptions, &Errors, /*ShouldOwnClient=*/false);
-  SkippingCallbacks Callbacks(*In.Rules, In.SkipBodies);
+  SkippingCallbacks Callbacks(*In.Rules, In.SkipBodies, Verification);
   llvm::ErrorOr<PrecompiledPreamble> Result =
       PrecompiledPreamble::Build(*P->Inv, Main.get(), Bounds, *PreambleDiags, P->FS,
                                  std::make_shared<PCHContainerOperations>(), /*StoreInMemory=*/true,
@@ -180,7 +188,7 @@ bool PreambleParser::parse(Inputs In, tooling::FrontendActionFactory &Action, Di
   // No preamble fits: a whole parse now, as fast as the command line's, and the preamble after
   // (buildPreamble, on another thread), for the edits that follow.
   if (!LastReused)
-    Progress(true, "parsing " + llvm::sys::path::filename(In.File).str());
+    Progress(true, (Verification ? "verifying the fixes of " : "parsing ") + llvm::sys::path::filename(In.File).str());
 
   IntrusiveRefCntPtr<llvm::vfs::FileSystem> VFS = P->FS;
   // The editor's text as the main file (AddImplicitPreamble maps it itself); the compiler
@@ -209,7 +217,9 @@ bool PreambleParser::parse(Inputs In, tooling::FrontendActionFactory &Action, Di
   if (!LastReused) {
     Progress(false, "");
     std::lock_guard<std::mutex> Lock(M);
-    if (Ok && !Clang.getDiagnostics().hasErrorOccurred())
+    // A verification that fails (the rewrite does not compile: an error in the body) still
+    // wants the preamble; one with errors in the includes is not kept (buildPreamble).
+    if (Ok && (Verification || !Clang.getDiagnostics().hasErrorOccurred()))
       Wanted = std::move(In);
   }
   return Ok;

@@ -22,7 +22,10 @@ class PreambleParser {
 public:
   /// `Progress(true, What)` before a long parse (a whole file, or the precompilation of its
   /// includes), `Progress(false, "")` after.
-  explicit PreambleParser(std::function<void(bool, const std::string &)> Progress);
+  /// `Verification`: the parser of the fix verification (DriverOptions::VerifyParser), for the
+  /// rewritten text of the document: its preamble skips every function body, as the verification
+  /// skips the bodies of files no fix edits.
+  explicit PreambleParser(std::function<void(bool, const std::string &)> Progress, bool Verification = false);
   ~PreambleParser();
 
   /// A TUParser (DriverOptions::Parser) for `Text`, the editor's buffer of the document.
@@ -50,12 +53,14 @@ private:
     std::string File, Text;
     bool SkipBodies = true;
     const RuleSet *Rules = nullptr;
+    bool Verification = false;
     /// The command and settings, and the text of the includes at the top (the preamble's bytes).
     std::vector<std::string> key(size_t PreambleSize) const;
   };
   bool parse(Inputs In, clang::tooling::FrontendActionFactory &Action, clang::DiagnosticConsumer &Diags);
 
   std::function<void(bool, const std::string &)> Progress;
+  bool Verification;
   std::mutex ParseM; ///< one parse of the document at a time
   std::mutex BuildM; ///< one build at a time
   std::mutex M;      ///< guards the fields below

@@ -5,6 +5,7 @@
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/StepFinder.h"
 #include "ampmigrate/GenericLambdas.h"
+#include "ModelQueries.h"
 #include "RegionDeclarations.h"
 #include "SplitSteps.h"
 #include "StepLambda.h"
@@ -1259,6 +1260,65 @@ private:
     return true;
   }
 
+  /// A scope opened before the loop that holds the step and closed after it
+  /// (`set_enabled(true); for (...) { forward; loss; scale(loss).backward(); step; update; }
+  /// set_enabled(false);`, a guard declared before the loop, a guard ended after it): autocast is
+  /// on for every iteration's forward, so the step's forward region is its block's statements
+  /// from the first one that runs the model up to the scaled backward, and the scope's calls go
+  /// where they are. Sets R0; false (blocked, with the reason) otherwise.
+  bool enclosingScopeRegion(const AutocastScope &S, const Stmt *ScopeStart, const CompoundStmt *C,
+                            const Stmt *EndStmt, const Stmt *&R0) {
+    auto Different = [&] {
+      block(S.ReportLoc, "the autocast scope and the scaled backward are in different blocks");
+      return false;
+    };
+    const CompoundStmt *Outer = parentCompound(ScopeStart);
+    const Stmt *Holder = Outer ? childOf(C, Outer) : nullptr;
+    if (!Holder || (S.Enable && S.Enable->InLambda) ||
+        off(ScopeStart->getBeginLoc()) >= off(Holder->getBeginLoc()))
+      return Different();
+    // Only loops and plain blocks between the step's block and the scope's: every iteration
+    // that reaches the backward ran its forward under the scope.
+    for (const Stmt *P = C; P && P != Outer; P = PM.getParent(P))
+      if (!isa<CompoundStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+        return Different();
+    if (S.Shape == AutocastScope::Kind::Unclosed) {
+      block(S.ReportLoc, "backward() runs inside the autocast scope (the scope is not closed "
+                         "before it, nor after the loop that holds the step)");
+      return false;
+    }
+    unsigned HolderEnd = off(Holder->getEndLoc());
+    bool ClosedAfter = S.GuardDeclStmt
+                           ? llvm::all_of(S.GuardEnds,
+                                          [&](const CXXMemberCallExpr *E) {
+                                            return off(E->getBeginLoc()) > HolderEnd;
+                                          })
+                           : S.Disable && childOf(S.Disable->Call, Outer) &&
+                                 off(S.Disable->Call->getBeginLoc()) > HolderEnd;
+    if (!ClosedAfter) {
+      const Stmt *Closer = S.GuardDeclStmt ? (S.GuardEnds.empty() ? nullptr : S.GuardEnds.front())
+                                           : (S.Disable ? S.Disable->Call : nullptr);
+      if (!Closer || !within(Closer, Holder))
+        return Different();
+      block(S.ReportLoc, "the autocast scope opens before the loop of the step but closes inside "
+                         "it (line " + std::to_string(SM.getExpansionLineNumber(Closer->getBeginLoc())) +
+                         "): later iterations run their forward without autocast; migrate this "
+                         "step by hand");
+      return false;
+    }
+    for (const Stmt *Child : C->body()) {
+      if (Child == EndStmt)
+        break;
+      if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return within(F->Call, Child); })) {
+        R0 = Child;
+        return true;
+      }
+    }
+    block(S.ReportLoc, "the autocast scope encloses the loop of the step, but no forward of the "
+                       "model precedes the scaled backward in the step's block");
+    return false;
+  }
+
   void planRegion(const ImplicitBackward &B) {
     const Stmt *EndStmt = B.ScaleStmt ? B.ScaleStmt : B.BackwardStmt;
     // A mixed step: the region ends at the if that chooses the path (planMixedBackwards removes
@@ -1280,16 +1340,17 @@ private:
     // calls it starts the region.
     const AutocastScope &S = CalleeScope ? *CalleeScope : *T.Scope;
     const Stmt *R0 = CalleeCallStmt;
+    bool Enclosing = false; // the scope encloses the loop that holds the step
     if (!CalleeScope) {
       const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
                                                : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
       R0 = childOf(ScopeStart, C);
-      if (!R0) {
-        block(S.ReportLoc, "the autocast scope and the scaled backward are in different blocks");
-        return;
-      }
       unsigned BackOff = off(B.Backward->getBeginLoc());
-      if (S.Shape == AutocastScope::Kind::Unclosed || (S.Disable && off(S.Disable->Call->getBeginLoc()) > BackOff) ||
+      if (!R0) {
+        if (!enclosingScopeRegion(S, ScopeStart, C, EndStmt, R0))
+          return;
+        Enclosing = true;
+      } else if (S.Shape == AutocastScope::Kind::Unclosed || (S.Disable && off(S.Disable->Call->getBeginLoc()) > BackOff) ||
           (S.GuardDeclStmt && parentCompound(S.GuardDeclStmt) == C && S.GuardEnds.empty())) {
         block(B.Backward->getBeginLoc(), "backward() runs inside the autocast scope (the scope is "
                                          "not closed before it)");
@@ -1360,6 +1421,15 @@ private:
     // Edits inside the region, relative to the file.
     std::vector<Edit> Inner;
     auto RemoveStmt = [&](const Stmt *St, SourceLocation Why) { removeInto(St, Why, Inner); };
+    // The scope's own statements: inside the region they leave with it; outside it (a scope
+    // around the loop, a cache call after the region) they are removed where they are.
+    auto RemoveScopeStmt = [&](const Stmt *St, SourceLocation Why) {
+      unsigned O = off(St->getBeginLoc());
+      if (O >= RB && O < BodyEnd)
+        RemoveStmt(St, Why);
+      else
+        removeInto(St, Why, Edits);
+    };
     auto RemoveCall = [&](const AutocastCall *A) {
       if (!A)
         return;
@@ -1373,7 +1443,7 @@ private:
       }
       const Stmt *Unit = removalUnit(S, A->Removable);
       if (RemovedUnits.insert(Unit).second)
-        RemoveStmt(Unit, A->Call->getBeginLoc());
+        RemoveScopeStmt(Unit, A->Call->getBeginLoc());
     };
     if (CalleeScope) {
       planCalleeScope();
@@ -1384,6 +1454,8 @@ private:
         unsigned O = off(A->Call->getBeginLoc());
         if (O >= RB && O < BodyEnd)
           RemoveCall(A);
+        else if (A->Removable && Enclosing)
+          RemoveCall(A); // with its `if (use_amp) { ... }` when that holds only the scope's calls
         else if (A->Removable) {
           Edit E;
           if (removal(A->Removable, E))
@@ -1391,14 +1463,27 @@ private:
         }
       }
       if (S.GuardDeclStmt)
-        RemoveStmt(S.GuardDeclStmt, S.ReportLoc);
+        RemoveScopeStmt(S.GuardDeclStmt, S.ReportLoc);
       for (const CXXMemberCallExpr *End : S.GuardEnds) {
         const Stmt *St = End;
         while (PM.getParent(St) && !isa<CompoundStmt>(PM.getParent(St)))
           St = PM.getParent(St);
-        RemoveStmt(St, End->getBeginLoc());
+        RemoveScopeStmt(St, End->getBeginLoc());
       }
     }
+    // A scope around the loop covers every forward of the model in it: one outside this step's
+    // region would keep running under no autocast on the unconverted model.
+    if (Enclosing)
+      for (const ForwardCall *F : T.Forwards) {
+        unsigned O = off(F->Call->getBeginLoc());
+        if (O < RB || O >= BodyEnd) {
+          block(F->Call->getBeginLoc(),
+                "`" + text(F->Call->getSourceRange()) + "` runs in the autocast scope around the "
+                "loop but outside the step's forward region; after the rewrite it would run in "
+                "fp32 on the unconverted model: migrate this step by hand");
+          return;
+        }
+      }
     // Forward calls go through the converted model; outputs back to ordinary tensors.
     std::vector<std::string> Conversions;
     for (const ForwardCall *F : T.Forwards) {
@@ -1406,6 +1491,14 @@ private:
       if (O < RB || O >= BodyEnd)
         continue;
       std::string Conv = convertedName(F->Model);
+      if (const CallExpr *Q = autocastQueryInForward(F->Call, Rules)) {
+        block(F->Call->getBeginLoc(),
+              "the model's forward asks whether autocast is on (`" +
+                  firstLine(text(Q->getSourceRange())) + "` at " + where(Q->getBeginLoc()) +
+                  "); after the conversion autocast is never enabled, so that code would take "
+                  "its other path: migrate this step by hand");
+        return;
+      }
       if (ConvertedModels.insert(Conv).second) {
         unsigned At = 0;
         bool BeforeLoop = false;

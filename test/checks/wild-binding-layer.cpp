@@ -26,6 +26,17 @@ int cpp_autocast_increment_nesting() { return at::autocast::increment_nesting();
 
 int cpp_autocast_decrement_nesting() { return at::autocast::decrement_nesting(); }
 
+// An FFI entry point: the setter wrapped in a try whose handler records the error for the foreign
+// caller (the handler's calls are error reporting, not code of a scope).
+static std::string last_error;
+void ffi_autocast_set_cpu_enabled(bool enabled) {
+  try {
+    at::autocast::set_cpu_enabled(enabled);
+  } catch (const std::exception &e) {
+    last_error = e.what();
+  }
+}
+
 // A setter that also sets the dtype its caller chose.
 void cpp_autocast_configure(bool enabled, c10::ScalarType dtype) {
   at::autocast::set_autocast_gpu_dtype(dtype);

@@ -38,7 +38,7 @@ void by_pointer(Net &model, std::shared_ptr<torch::optim::SGD> opt, port::GradSc
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler->update();
   opt->zero_grad();
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() is redundant: explicit gradients from amp::value_and_grad never accumulate in .grad [amp-zero-grad]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() clears the .grad that this step's backward fills; keep it while the step is migrated by hand (see amp-manual-migration): with explicit gradients from amp::value_and_grad it is redundant [amp-zero-grad]
 }
 
 void optional_scaler(Net &model, torch::optim::SGD *opt_ptr, bool use_amp, const torch::Tensor &x) {
@@ -55,7 +55,7 @@ void optional_scaler(Net &model, torch::optim::SGD *opt_ptr, bool use_amp, const
     scaler->update();
   }
   opt_ptr->zero_grad();
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() is redundant: explicit gradients from amp::value_and_grad never accumulate in .grad [amp-zero-grad]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() clears the .grad that this step's backward fills; keep it while the step is migrated by hand (see amp-manual-migration): with explicit gradients from amp::value_and_grad it is redundant [amp-zero-grad]
 }
 
 void static_pointer(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {

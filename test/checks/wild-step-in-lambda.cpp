@@ -188,7 +188,7 @@ void accumulates_across_calls(Net &model, torch::optim::SGD &optimizer, torch::a
       // CHECK-MESSAGES: :[[@LINE-2]]:7: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
       scaler.update();
       optimizer.zero_grad();
-      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: zero_grad() is redundant: explicit gradients from amp::value_and_grad never accumulate in .grad [amp-zero-grad]
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: zero_grad() clears the .grad that this step's backward fills; keep it while the step is migrated by hand (see amp-manual-migration): with explicit gradients from amp::value_and_grad it is redundant [amp-zero-grad]
     }
   };
   for (const auto &b : batches)

@@ -17,7 +17,7 @@ struct Net : torch::nn::Module {
 void clips_scaled_gradients(Net &model, torch::optim::SGD &optimizer, port::GradScaler &scaler,
                             const torch::Tensor &x, const torch::Tensor &y) {
   optimizer.zero_grad();
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() is redundant: explicit gradients from amp::value_and_grad never accumulate in .grad [amp-zero-grad]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() clears the .grad that this step's backward fills; keep it while the step is migrated by hand (see amp-manual-migration): with explicit gradients from amp::value_and_grad it is redundant [amp-zero-grad]
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
   torch::Tensor loss = (model.forward(x) - y).pow(2).mean();

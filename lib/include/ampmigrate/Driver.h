@@ -56,9 +56,19 @@ struct DriverOptions {
   uint64_t CacheMaxSize = 0; ///< bytes; 0: unbounded
   /// How each TU is parsed (empty: a ClangTool run).
   TUParser Parser;
+  /// How the verification parses a rewritten translation unit whose fixes edit the main file
+  /// alone, given that file's rewritten text (empty: a ClangTool run, as for fixes that edit
+  /// headers). The language server passes one that reuses a precompiled preamble of the rewritten
+  /// file's includes, <amp/torch.h> among them (lib/lsp/PreambleParser.cpp).
+  std::function<TUParser(const std::string &RewrittenMain)> VerifyParser;
   /// Set by another thread when the result is no longer wanted (a newer editor version): the
   /// parse skips the remaining function bodies and the checks do not run.
   const std::atomic<bool> *Cancelled = nullptr;
+  /// runDriver returns the analysis as it came (sorted, de-duplicated): fixes not verified
+  /// (VerifyFixes is not applied), NOLINT not applied, fixes not attached to findings. The
+  /// language server publishes such a report's diagnostics at once (finishReport) and verifies
+  /// its fixes later (verifyReportFixes, then finishReport): together the same as runDriver's.
+  bool Unfinished = false;
 };
 
 /// The adjustments the driver makes to every compile command (resource directory, no warnings,
@@ -110,6 +120,15 @@ struct DriverStats {
 
 Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
                  const clang::tooling::CompilationDatabase &DB, DriverStats *Stats = nullptr);
+
+/// Verifies the fixes of an unfinished report (DriverOptions::Unfinished) of one translation
+/// unit (`Opts.Files` holds one file) as runDriver does with VerifyFixes: a step whose rewrite
+/// does not compile loses its fix and is reported as amp-manual-migration. Stops early, leaving
+/// the report unusable, when `Opts.Cancelled` is set.
+void verifyReportFixes(Report &R, const DriverOptions &Opts, const clang::tooling::CompilationDatabase &DB);
+
+/// What runDriver does last to a report: NOLINT, then each step's fixes attached to its lead.
+void finishReport(Report &R, const DriverOptions &Opts);
 
 /// Adds the findings and files of `Part` to `Into`, keeping one consistent report (sorted; a
 /// header finding seen from several runs appears once).

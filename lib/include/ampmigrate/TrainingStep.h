@@ -58,8 +58,13 @@ struct ObjectRef {
   const clang::ValueDecl *Decl = nullptr; ///< VarDecl, ParmVarDecl or FieldDecl; null for `this`
   bool IsThis = false;
   bool ThroughPointer = false; ///< reached with `->` (raw or smart pointer, optional)
+  /// A data member of another object (`state->scaler`, `trainer.opt`): the variable it is reached
+  /// from (`state`), so that two objects' members are two objects; null for `this`'s members.
+  const clang::ValueDecl *Base = nullptr;
   explicit operator bool() const { return Decl || IsThis; }
-  bool operator==(const ObjectRef &O) const { return Decl == O.Decl && IsThis == O.IsThis; }
+  bool operator==(const ObjectRef &O) const {
+    return Decl == O.Decl && IsThis == O.IsThis && Base == O.Base;
+  }
 };
 
 /// A call of a loss scaler. In a step without a scaler (TrainingStep::Unscaled) the optimizer's

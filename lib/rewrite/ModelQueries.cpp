@@ -1,0 +1,86 @@
+#include "ModelQueries.h"
+
+#include "ampmigrate/StepFinder.h"
+#include "clang/AST/DeclCXX.h"
+#include "clang/AST/DeclTemplate.h"
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace clang;
+namespace ampmigrate {
+namespace {
+
+/// The class whose forward a call runs: the method's class, or for a module holder
+/// (`torch::nn::ModuleHolder<NetImpl>`, what `TORCH_MODULE(Net)` derives from) its
+/// implementation class.
+const CXXRecordDecl *modelClass(const Expr *Forward) {
+  const CXXMethodDecl *MD = nullptr;
+  if (const auto *MC = dyn_cast<CXXMemberCallExpr>(Forward))
+    MD = MC->getMethodDecl();
+  else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Forward))
+    MD = dyn_cast_or_null<CXXMethodDecl>(OC->getDirectCallee());
+  if (!MD)
+    return nullptr;
+  const CXXRecordDecl *RD = MD->getParent();
+  if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD);
+      Spec && Spec->getName() == "ModuleHolder" && Spec->getTemplateArgs().size() >= 1 &&
+      Spec->getTemplateArgs()[0].getKind() == TemplateArgument::Type)
+    RD = Spec->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl();
+  return RD ? RD->getDefinition() : nullptr;
+}
+
+class QueryFinder : public RecursiveASTVisitor<QueryFinder> {
+public:
+  QueryFinder(const RuleSet &Rules, const CXXRecordDecl *Class) : Rules(Rules), Class(Class) {}
+
+  bool VisitCallExpr(CallExpr *CE) {
+    if (Found)
+      return false;
+    const FunctionDecl *Callee = CE->getDirectCallee();
+    if (!Callee)
+      return true;
+    if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(Callee));
+        R && R->Role == AutocastRole::Query) {
+      Found = CE;
+      return false;
+    }
+    // A helper method of the same class: its body runs as part of the forward.
+    if (const auto *MD = dyn_cast<CXXMethodDecl>(Callee); MD && MD->getParent() == Class)
+      Pending.push_back(MD);
+    return true;
+  }
+
+  void scan(const FunctionDecl *FD) {
+    const FunctionDecl *Def = nullptr;
+    if (!FD->hasBody(Def) || !Seen.insert(Def).second || Seen.size() > 32)
+      return;
+    TraverseStmt(Def->getBody());
+  }
+
+  const RuleSet &Rules;
+  const CXXRecordDecl *Class;
+  const CallExpr *Found = nullptr;
+  std::vector<const CXXMethodDecl *> Pending;
+  llvm::SmallPtrSet<const FunctionDecl *, 8> Seen;
+};
+
+} // namespace
+
+const CallExpr *autocastQueryInForward(const Expr *Forward, const RuleSet &Rules) {
+  const CXXRecordDecl *Class = modelClass(Forward);
+  if (!Class)
+    return nullptr;
+  QueryFinder QF(Rules, Class);
+  for (const CXXMethodDecl *MD : Class->methods())
+    if (MD->getIdentifier() && MD->getName() == "forward")
+      QF.Pending.push_back(MD);
+  while (!QF.Pending.empty() && !QF.Found) {
+    const CXXMethodDecl *MD = QF.Pending.back();
+    QF.Pending.pop_back();
+    QF.scan(MD);
+  }
+  return QF.Found;
+}
+
+} // namespace ampmigrate
