@@ -1,6 +1,7 @@
 // The analysis: resolves calls by declaration, builds autocast scopes, scaler calls and the other
 // elements of each function, and groups them into training steps.
 #include "ampmigrate/StepFinder.h"
+#include "ampmigrate/GenericLambdas.h"
 
 #include "clang/AST/ParentMap.h"
 #include "clang/Basic/SourceManager.h"
@@ -360,7 +361,7 @@ bool isGradAccessor(const CallExpr *CE) {
 
 namespace {
 
-class BodyCollector : public RecursiveASTVisitor<BodyCollector> {
+class BodyCollector : public AnalysedBodyVisitor<BodyCollector> {
 public:
   std::vector<const CallExpr *> Calls;
   std::vector<const DeclStmt *> Decls;
@@ -396,6 +397,7 @@ public:
       : Ctx(Ctx), SM(Ctx.getSourceManager()), Rules(Rules), FD(FD), Inactive(Inactive),
         PM(FD->getBody()) {
     FA.Function = FD;
+    graftLambdaBodies(PM, FD->getBody());
   }
 
   FunctionAnalysis run() {
@@ -1478,7 +1480,7 @@ private:
 
 /// What one function body calls, for the inference-only rule: whether it runs a backward pass,
 /// and which functions it calls (lambdas in it count as its own code).
-class CallSummary : public RecursiveASTVisitor<CallSummary> {
+class CallSummary : public AnalysedBodyVisitor<CallSummary> {
 public:
   explicit CallSummary(const RuleSet &Rules) : Rules(Rules) {}
   bool CallsBackward = false;
@@ -1564,7 +1566,7 @@ private:
       // `forward_loss()` and handed to a step function that calls backward() is trained on.
       CallSummary Inner(Rules);
       if (const auto *LE = dyn_cast<LambdaExpr>(E))
-        Inner.TraverseStmt(LE->getBody());
+        Inner.TraverseStmt(const_cast<CompoundStmt *>(analysedLambdaBody(LE)));
       else
         Inner.TraverseStmt(const_cast<Expr *>(E));
       CB.Runs.append(Inner.Callees.begin(), Inner.Callees.end());

@@ -88,6 +88,11 @@ void markStep(Finding *F, const CheckInput &In, const TrainingStep *Step) {
     return;
   F->StepId = stepIdOf(In.Ctx, In.Function, *Step);
   const MigrationPlan *P = In.planOf(Step);
+  // The stepping half of a step split over two methods is fixed with the scaling half.
+  if (P && P->JoinedInto) {
+    P = P->JoinedInto;
+    F->StepId = stepIdOf(In.Ctx, *P->Function, *P->Step);
+  }
   F->Fixable = P && P->ok();
 }
 

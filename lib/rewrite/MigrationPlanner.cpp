@@ -4,8 +4,11 @@
 #include "ampmigrate/IncludeInsertion.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/StepFinder.h"
+#include "ampmigrate/GenericLambdas.h"
 #include "ModelQueries.h"
 #include "RegionDeclarations.h"
+#include "SplitSteps.h"
+#include "StepLambda.h"
 
 #include "clang/AST/ParentMap.h"
 #include "clang/Basic/SourceManager.h"
@@ -26,7 +29,7 @@ namespace ampmigrate {
 
 namespace {
 
-class NameCollector : public RecursiveASTVisitor<NameCollector> {
+class NameCollector : public AnalysedBodyVisitor<NameCollector> {
 public:
   llvm::StringSet<> Names;
   bool VisitNamedDecl(NamedDecl *D) {
@@ -42,7 +45,7 @@ public:
 };
 
 /// Every variable an expression reads.
-class VariablesRead : public RecursiveASTVisitor<VariablesRead> {
+class VariablesRead : public AnalysedBodyVisitor<VariablesRead> {
 public:
   std::vector<const ValueDecl *> Found;
   bool VisitDeclRefExpr(DeclRefExpr *E) {
@@ -51,7 +54,7 @@ public:
   }
 };
 
-class RefCollector : public RecursiveASTVisitor<RefCollector> {
+class RefCollector : public AnalysedBodyVisitor<RefCollector> {
 public:
   const ValueDecl *Target;
   std::vector<const Expr *> Refs;
@@ -104,14 +107,16 @@ public:
               const TrainingStep &T, const PlannerOptions &Opts, llvm::StringSet<> &UsedNames,
               const TargetApi &Tgt, const TranslationUnitAnalysis &TU)
       : Ctx(Ctx), SM(Ctx.getSourceManager()), LO(Ctx.getLangOpts()), Rules(Rules), FA(FA), T(T),
-        Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames), Tgt(Tgt), TU(TU) {}
+        Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames), Tgt(Tgt), TU(TU) {
+    graftLambdaBodies(PM, FA.Function->getBody());
+  }
 
   MigrationPlan plan() {
     MigrationPlan P;
     P.Step = &T;
     P.Function = &FA;
     planAll();
-    if (Accumulate)
+    if (Accumulate && !GradsDecl.empty())
       insertAt(GradsDeclAt, GradsDecl);
     for (const auto &[At, Text] : Insertions)
       Edits.push_back({At, 0, Text});
@@ -120,6 +125,8 @@ public:
     P.CalleeScope = CalleeScope;
     P.Blockers = std::move(Blockers);
     P.ScalerHolders = FlowHolders;
+    if (Split)
+      P.SplitOther = Split->ScalingHalf == &T ? Split->SteppingHalf : Split->ScalingHalf;
     if (P.Blockers.empty()) {
       std::set<std::tuple<unsigned, unsigned, std::string>> Seen;
       for (const Edit &E : Edits)
@@ -174,6 +181,12 @@ private:
   void insertAt(unsigned At, const std::string &Text) { Insertions[At] += Text; }
 
   void block(SourceLocation L, std::string Why) { Blockers.push_back({L, std::move(Why)}); }
+  /// Where the step's reasons about the scaler go: its first step(), or its backward in the
+  /// scaling half of a step split over two methods.
+  SourceLocation stepLoc() const {
+    return !T.Steps.empty() ? T.Steps.front()->Call->getBeginLoc()
+                            : T.Backwards.front()->Backward->getBeginLoc();
+  }
 
   unsigned off(SourceLocation L) const { return SM.getFileOffset(SM.getExpansionLoc(L)); }
 
@@ -371,6 +384,10 @@ private:
     for (const SourceRange &R : FA.InactiveAmpCode)
       block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
                           "migrate each configuration by hand or run once per configuration");
+    if ((Split = findSplitStep(TU, FA, T))) {
+      planSplitHalf();
+      return;
+    }
     if (T.Backwards.empty() && blockScaleInsideBackwardReceiver())
       return;
     if (T.Backwards.empty()) {
@@ -383,6 +400,10 @@ private:
       block(T.Backwards.front()->Backward->getBeginLoc(),
             "the scaler's step() is not in this function; scaling and stepping in different "
             "functions cannot be rewritten together");
+      return;
+    }
+    if (auto Why = lambdaBoundaryBlocker(T, FA.Function, PM, Ctx)) {
+      block(Why->Loc, Why->Reason);
       return;
     }
     if (!T.Scope && !findCalleeScope()) {
@@ -453,6 +474,161 @@ private:
     if (!T.Unscaled)
       planScalerDecl();
     planInclude();
+  }
+
+  // ---- a step split over two methods of one class ---------------------------------------------
+  // The grads travel as a new member of the class. `.grad` accumulated until a zero_grad(); the
+  // member does the same: each backward's grads are added to it (amp::accumulate_grads) and
+  // each zero_grad() of the optimizer or the model, in either method, clears it. Exact when no
+  // other method of the class clears or reads `.grad`, which is checked.
+
+  std::optional<SplitStep> Split;
+  std::vector<const ZeroGradCall *> SplitZeroGrads;
+  llvm::ArrayRef<const ZeroGradCall *> stepZeroGrads() const {
+    if (Split)
+      return SplitZeroGrads;
+    return T.ZeroGrads;
+  }
+
+  /// The member's name: `grads_`, or another that no member of the class has.
+  static std::string memberName(const CXXRecordDecl *Class) {
+    auto Taken = [&](StringRef N) {
+      for (const Decl *D : Class->decls())
+        if (const auto *ND = dyn_cast<NamedDecl>(D); ND && ND->getIdentifier() && ND->getName() == N)
+          return true;
+      return false;
+    };
+    std::string N = "grads_";
+    for (int I = 2; Taken(N); ++I)
+      N = "grads" + std::to_string(I) + "_";
+    return N;
+  }
+
+  void planSplitHalf() {
+    const SplitStep &S = *Split;
+    bool Scaling = S.ScalingHalf == &T;
+    SourceLocation Here = Scaling ? T.Backwards.front()->Backward->getBeginLoc()
+                                  : T.Steps.front()->Call->getBeginLoc();
+    auto Refuse = [&](const std::string &WhyNot) {
+      block(Here, splitStepReason(S, Scaling, SM, WhyNot));
+    };
+    const auto *Method = cast<CXXMethodDecl>(FA.Function);
+    const CXXRecordDecl *Class = Method->getParent()->getDefinition();
+    const TrainingStep &Stepping = *S.SteppingHalf;
+    const TrainingStep &ScalingT = *S.ScalingHalf;
+    if (!Class || !S.Caller) {
+      Refuse("no method of the class in this file calls both");
+      return;
+    }
+    if (Stepping.Steps.size() != 1 || !ScalingT.Unscales.empty() || !ScalingT.Updates.empty() ||
+        ScalingT.mixed() || Stepping.mixed() || ScalingT.Backwards.size() != 1) {
+      Refuse("a split step with several optimizers, several backwards or a plain path beside the scaled one is not rewritten yet");
+      return;
+    }
+    const ScalerCall *Step = Stepping.Steps.front();
+    const auto *OptField = dyn_cast_or_null<FieldDecl>(Step->Optimizer.Decl);
+    const auto *ScalerField = dyn_cast_or_null<FieldDecl>(T.Scaler.Decl);
+    if (!OptField || !ScalerField || OptField->getParent() != Class || ScalerField->getParent() != Class) {
+      Refuse("the optimizer or the scaler is not a member of the class");
+      return;
+    }
+    // The model(s) the scaling half runs, and the optimizer: their zero_grad()s clear the member.
+    llvm::SmallVector<ObjectRef, 2> Owners{Step->Optimizer};
+    for (const ForwardCall *F : ScalingT.Forwards)
+      Owners.push_back(F->Model);
+    for (const ZeroGradCall &Z : FA.ZeroGrads)
+      if (llvm::is_contained(Owners, Z.Owner))
+        SplitZeroGrads.push_back(&Z);
+    // Nothing else in the class may clear or read .grad: the member would not see it.
+    if (const std::string Other = otherGradUse(Class, S); !Other.empty()) {
+      Refuse(Other);
+      return;
+    }
+    GradsName = memberName(Class);
+    Accumulate = true;
+    if (Tgt.Accumulate.empty()) {
+      Refuse("the rules name no target.accumulate to sum them");
+      return;
+    }
+    if (Scaling) {
+      GradFnName = freshName("grad_fn");
+      OptParams = optimizerParams(Step);
+      if (!T.Scope) {
+        Refuse("no autocast scope precedes the scaled backward in its method");
+        return;
+      }
+      AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
+      planRegion(*T.Backwards.front());
+      planClips();
+      planGradAccesses();
+      planZeroGrads(*T.Backwards.front());
+      planScalerDecl();
+      planInclude();
+      // The member, after the scaler's declaration.
+      SourceLocation FieldEnd = SM.getExpansionLoc(ScalerField->getEndLoc());
+      unsigned FE = SM.getFileOffset(FieldEnd);
+      StringRef FBuf = SM.getBufferData(SM.getFileID(FieldEnd));
+      size_t NL = FBuf.find('\n', FE);
+      if (NL == StringRef::npos || FieldEnd.isMacroID() || !whyNotEditable(FieldEnd).empty()) {
+        Refuse("the class cannot be given the member: " +
+               (whyNotEditable(FieldEnd).empty() ? std::string("its scaler member is declared in a macro")
+                                                 : whyNotEditable(FieldEnd)));
+        return;
+      }
+      unsigned LS = FE;
+      while (LS > 0 && FBuf[LS - 1] != '\n')
+        --LS;
+      std::string Ind;
+      for (unsigned I = LS; I < FBuf.size() && (FBuf[I] == ' ' || FBuf[I] == '\t'); ++I)
+        Ind += FBuf[I];
+      std::string Member = Ind + "std::vector<torch::Tensor> " + GradsName + "; // the grads from " +
+                           S.Scaling->Function->getNameAsString() + "() to " +
+                           S.Stepping->Function->getNameAsString() + "()\n";
+      SourceLocation At = SM.getLocForStartOfFile(SM.getFileID(FieldEnd)).getLocWithOffset(NL + 1);
+      if (SM.getFileID(FieldEnd) == File)
+        insertAt(NL + 1, Member);
+      else {
+        OtherFileEdits.emplace_back(SM, CharSourceRange::getCharRange(At, At), Member, LO);
+        OtherFilesEdited.insert(SM.getFileID(FieldEnd));
+      }
+      return;
+    }
+    planScalerCalls();
+    planClips();
+    planGradAccesses();
+    planZeroGrads(*ScalingT.Backwards.front());
+    planScalerDecl();
+  }
+
+  /// A statement of another method of the class that calls zero_grad() or reads or writes .grad
+  /// (described), or "".
+  std::string otherGradUse(const CXXRecordDecl *Class, const SplitStep &S) const {
+    class Uses : public AnalysedBodyVisitor<Uses> {
+    public:
+      const CallExpr *Found = nullptr;
+      bool VisitCallExpr(CallExpr *CE) {
+        const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+        const CXXMethodDecl *M = MC ? MC->getMethodDecl() : nullptr;
+        if (!Found && ((M && M->getIdentifier() && M->getName() == "zero_grad") || isGradAccessor(CE)))
+          Found = CE;
+        return true;
+      }
+    };
+    for (const CXXMethodDecl *M : Class->methods()) {
+      const FunctionDecl *Def = nullptr;
+      if (!M->hasBody(Def) || !Def->getBody())
+        continue;
+      if (Def->getCanonicalDecl() == S.Scaling->Function->getCanonicalDecl() ||
+          Def->getCanonicalDecl() == S.Stepping->Function->getCanonicalDecl())
+        continue;
+      Uses U;
+      U.TraverseStmt(Def->getBody());
+      if (U.Found)
+        return "`" + firstLine(text(U.Found->getSourceRange())) + "` in '" + Def->getNameAsString() +
+               "' (" + where(U.Found->getBeginLoc()) + ") clears or touches .grad outside the two "
+               "methods, which the member would not follow";
+    }
+    return "";
   }
 
   /// Several losses, each `scaler.scale(loss_i).backward()`, as consecutive statements of one
@@ -644,6 +820,7 @@ private:
   void planCalleeScope() {
     const AutocastScope &S = *CalleeScope;
     ParentMap CPM(CalleeFA->Function->getBody());
+    graftLambdaBodies(CPM, CalleeFA->Function->getBody());
     NameCollector NC;
     NC.TraverseDecl(const_cast<FunctionDecl *>(CalleeFA->Function));
     auto Fresh = [&](StringRef Base) {
@@ -789,7 +966,9 @@ private:
     Refs.TraverseStmt(const_cast<Expr *>(Flag));
     for (const ValueDecl *D : Refs.Found) {
       const auto *V = dyn_cast<VarDecl>(D);
-      if (!V || !V->isLocalVarDecl() || off(V->getLocation()) < At)
+      // A parameter of a lambda of the step is declared where that lambda starts.
+      bool LambdaParam = isa_and_nonnull<ParmVarDecl>(V) && V->getDeclContext() != FA.Function;
+      if (!V || !(V->isLocalVarDecl() || LambdaParam) || off(V->getLocation()) < At)
         continue;
       block(Flag->getBeginLoc(), "autocast is switched by the run-time flag `" +
                                      text(Flag->getSourceRange()) + "`, which is declared after "
@@ -946,6 +1125,20 @@ private:
     return onlySpace(InsertAt, off(Best->getBeginLoc()));
   }
 
+  /// Before the outermost loop around `Anchor` that the model's declaration precedes, or before
+  /// `Anchor` itself (a statement holding the lambda of the step).
+  bool conversionBefore(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
+    const auto *VD = dyn_cast_or_null<VarDecl>(M.Decl);
+    unsigned DeclOff = VD && VD->isLocalVarDecl() ? off(VD->getLocation()) : 0;
+    const Stmt *Best = outermostLoop(Anchor, DeclOff);
+    if (!Best)
+      Best = Anchor;
+    if (Best->getBeginLoc().isMacroID())
+      return false;
+    InsertAt = lineStart(off(Best->getBeginLoc()));
+    return onlySpace(InsertAt, off(Best->getBeginLoc()));
+  }
+
   /// The outermost loop around `S` that starts after offset `After` (a declaration it must not
   /// precede), with only blocks and loops between; null if none.
   const Stmt *outermostLoop(const Stmt *S, unsigned After) const {
@@ -1043,6 +1236,21 @@ private:
       const Stmt *Child = childOf(SC->Call, cast<CompoundStmt>(CA));
       if (Child && isa<IfStmt, SwitchStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(Child))
         ConditionalStep = true;
+    }
+    // A step() under a condition with the backward on every call and no loop of this body around
+    // them: .grad keeps the gradients of each call that skips step() for the next one, unless a
+    // zero_grad() of the step on every call clears them.
+    bool ClearedEveryCall = llvm::any_of(T.ZeroGrads, [&](const ZeroGradCall *Z) {
+      return Z->Statement && PM.getParent(Z->Statement) == CA;
+    });
+    if (ConditionalStep && !Nested && !InLoop && !ClearedEveryCall) {
+      block(T.Steps.front()->Call->getBeginLoc(),
+            canonicalMethod(T.Steps.front()->Kind) + "() runs under a condition but the scaled "
+            "backward on every call of this " + std::string(enclosingLambda(CA, PM) ? "lambda" : "function") +
+            ", and no zero_grad() of the step runs on every call: .grad sums the gradients of the "
+            "calls that skip it (a gradient accumulation across calls), which the explicit grads "
+            "of one call cannot carry; clear the gradients on every call or migrate by hand");
+      return false;
     }
     Accumulate = Nested || (InLoop && ConditionalStep);
     if (!Accumulate)
@@ -1153,7 +1361,7 @@ private:
       block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
       return;
     }
-    if (!T.mixed() && !planAccumulation(B, C))
+    if (!T.mixed() && !Split && !planAccumulation(B, C))
       return;
     // The scope in this function; or, with the scope in a called function, the statement that
     // calls it starts the region.
@@ -1173,10 +1381,6 @@ private:
           (S.GuardDeclStmt && parentCompound(S.GuardDeclStmt) == C && S.GuardEnds.empty())) {
         block(B.Backward->getBeginLoc(), "backward() runs inside the autocast scope (the scope is "
                                          "not closed before it)");
-        return;
-      }
-      if (S.Enable && S.Enable->InLambda) {
-        block(S.ReportLoc, "the autocast scope is inside a lambda");
         return;
       }
     }
@@ -1324,7 +1528,29 @@ private:
       }
       if (ConvertedModels.insert(Conv).second) {
         unsigned At = 0;
-        bool BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
+        bool BeforeLoop = false;
+        if (auto LP = conversionOutsideLambdas(R0, F->Model, FA.Function, PM, SM)) {
+          // The step runs in a lambda that captures the model: converted once, outside it.
+          if (!conversionBefore(F->Model, LP->Anchor, At)) {
+            block(LP->Anchor->getBeginLoc(), "the statement holding the lambda of the step does "
+                                             "not start its line; the model cannot be converted "
+                                             "before it");
+            return;
+          }
+          BeforeLoop = true;
+          for (const LambdaExpr *L : LP->Crossed) {
+            std::optional<Edit> Capture = captureByCopy(L, Conv, SM);
+            if (!Capture) {
+              block(L->getBeginLoc(), "the capture list of the lambda holding the step is inside "
+                                      "a macro; it cannot be given the converted model");
+              return;
+            }
+            if (!Capture->Text.empty())
+              Edits.push_back(*Capture);
+          }
+        } else {
+          BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
+        }
         std::string Level, Dtype;
         if (!levelExpr(S, BeforeLoop ? At : RB, Level) || !dtypeArg(S, BeforeLoop ? At : RB, Dtype))
           return;
@@ -1338,7 +1564,7 @@ private:
       rewriteForward(*F, Conv, Inner);
     }
     // zero_grad inside the region goes.
-    for (const ZeroGradCall *Z : T.ZeroGrads) {
+    for (const ZeroGradCall *Z : stepZeroGrads()) {
       unsigned O = off(Z->Call->getBeginLoc());
       if (O >= RB && O < BodyEnd && Z->Statement) {
         if (!Accumulate) {
@@ -1632,7 +1858,7 @@ private:
 
   /// The declarations a condition reads (variables and members).
   static std::vector<const ValueDecl *> declsRead(const Expr *E) {
-    class Reads : public RecursiveASTVisitor<Reads> {
+    class Reads : public AnalysedBodyVisitor<Reads> {
     public:
       std::vector<const ValueDecl *> Found;
       bool VisitDeclRefExpr(DeclRefExpr *D) {
@@ -1677,7 +1903,7 @@ private:
   /// non-const reference or pointer argument, a non-const method called on it (reset(),
   /// emplace()). Writes through calls of other functions (a member set elsewhere) are not seen.
   const Expr *writeOf(const Stmt *S, const ValueDecl *D) const {
-    class Writes : public RecursiveASTVisitor<Writes> {
+    class Writes : public AnalysedBodyVisitor<Writes> {
     public:
       const ValueDecl *D;
       const Expr *Found = nullptr;
@@ -2079,6 +2305,9 @@ private:
       return true;
     if (CalleeFA && llvm::any_of(CalleeFA->Forwards, [&](const ForwardCall &F) { return callerModel(F.Model) == D; }))
       return true;
+    // A step split over two methods: the model the scaling half runs (a member of the class).
+    if (Split && llvm::any_of(Split->ScalingHalf->Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
+      return true;
     for (const ScalerCall *S : T.Steps)
       if (S->Optimizer.Decl == D) {
         if (OfOptimizer)
@@ -2245,7 +2474,7 @@ private:
   };
 
   /// Every `.grad()`/`.mutable_grad()` call in a statement, and whether all are on `P`.
-  class GradAccessors : public RecursiveASTVisitor<GradAccessors> {
+  class GradAccessors : public AnalysedBodyVisitor<GradAccessors> {
   public:
     explicit GradAccessors(const VarDecl *P) : P(P) {}
     const VarDecl *P;
@@ -2378,7 +2607,7 @@ private:
   }
 
   /// Whether an expression holds exactly one `p.grad()` and nothing else that computes.
-  class GradOnly : public RecursiveASTVisitor<GradOnly> {
+  class GradOnly : public AnalysedBodyVisitor<GradOnly> {
   public:
     const VarDecl *P;
     int Grads = 0, Other = 0;
@@ -2511,12 +2740,13 @@ private:
   }
 
   void planZeroGrads(const ImplicitBackward &) {
-    for (const ZeroGradCall *Z : T.ZeroGrads) {
+    for (const ZeroGradCall *Z : stepZeroGrads()) {
       unsigned O = off(Z->Call->getBeginLoc());
       if (O >= RegionBegin && O < RegionEnd)
         continue; // handled with the region
       bool OfStep = llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == Z->Owner; }) ||
-                    llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; });
+                    llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; }) ||
+                    Split.has_value();
       if (!OfStep || !Z->Statement)
         continue; // harmless to keep: the explicit grads never read .grad
       if (Accumulate && O > GradsDeclAt) {
@@ -2658,7 +2888,7 @@ private:
   void planScalerDecl() {
     const ValueDecl *D = T.Scaler.Decl;
     if (!D || !T.ScalerClass) {
-      block(T.Steps.front()->Call->getBeginLoc(), "the scaler object could not be identified");
+      block(stepLoc(), "the scaler object could not be identified");
       return;
     }
     const CXXRecordDecl *Class = T.ScalerClass->getCanonicalDecl();
@@ -2835,7 +3065,7 @@ private:
 
   /// The uses, in the code of the translation unit outside system headers, of every declaration
   /// holding the class, and the calls of every function taking it.
-  class ScalerUseIndex : public RecursiveASTVisitor<ScalerUseIndex> {
+  class ScalerUseIndex : public AnalysedBodyVisitor<ScalerUseIndex> {
   public:
     const CXXRecordDecl *Class;
     const SourceManager &SM;
@@ -3032,7 +3262,7 @@ private:
   /// when the use would not survive the type change.
   template <class AddFn>
   bool followUse(const Expr *R, const ValueDecl *H, const CXXRecordDecl *Class, AddFn Add) {
-    SourceLocation At = T.Steps.front()->Call->getBeginLoc();
+    SourceLocation At = stepLoc();
     auto Fail = [&](const std::string &Why) {
       block(At, "the scaler '" + H->getNameAsString() + "' is used at " + where(R->getBeginLoc()) +
                     " " + Why + "; changing its type to " + Tgt.ScalerClass + " would break this use");
@@ -3050,6 +3280,9 @@ private:
         break;
       E = PE;
     }
+    // A lambda's capture (`[&scaler]`): the lambda's own uses of it are followed one by one.
+    if (Parent.get<LambdaExpr>())
+      return true;
     // A pointer's truth (`if (s)`, `!s`, `s != nullptr`): any pointer type has it.
     if (const auto *IC = dyn_cast<ImplicitCastExpr>(E); IC && IC->getCastKind() == CK_PointerToBoolean)
       return true;
@@ -3127,7 +3360,7 @@ private:
   template <class AddFn>
   bool followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
                      AddFn Add) {
-    SourceLocation At = T.Steps.front()->Call->getBeginLoc();
+    SourceLocation At = stepLoc();
     const auto *FD = dyn_cast<FunctionDecl>(PV->getDeclContext());
     std::string Name = "'" + PV->getNameAsString() + "'";
     if (!FD) {
@@ -3191,7 +3424,7 @@ private:
   template <class AddFn>
   bool followHolder(const ValueDecl *H, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
                     AddFn Add) {
-    SourceLocation At = T.Steps.front()->Call->getBeginLoc();
+    SourceLocation At = stepLoc();
     std::string Name = "'" + H->getNameAsString() + "'";
     if (!isa<VarDecl, FieldDecl>(H)) {
       block(At, "the scaler " + Name + " is not a variable or a data member");
@@ -3469,6 +3702,24 @@ std::vector<MigrationPlan> planMigrations(ASTContext &Ctx, const RuleSet &Rules,
           P->Edits.clear();
           Changed = true;
         }
+    }
+  }
+  // The halves of a step split over two methods: one fix holding both halves' edits, on the
+  // scaling half (the shared scaler member blocked both above when one was blocked).
+  for (MigrationPlan &P : Plans) {
+    if (!P.SplitOther || P.Step->Backwards.empty() || !P.Blockers.empty())
+      continue;
+    for (MigrationPlan &Q : Plans) {
+      if (Q.Step != P.SplitOther || !Q.Blockers.empty())
+        continue;
+      std::set<std::tuple<std::string, unsigned, unsigned, std::string>> Seen;
+      for (const tooling::Replacement &R : P.Edits)
+        Seen.insert({R.getFilePath().str(), R.getOffset(), R.getLength(), R.getReplacementText().str()});
+      for (const tooling::Replacement &R : Q.Edits)
+        if (Seen.insert({R.getFilePath().str(), R.getOffset(), R.getLength(), R.getReplacementText().str()}).second)
+          P.Edits.push_back(R);
+      Q.Edits.clear();
+      Q.JoinedInto = &P;
     }
   }
   return Plans;

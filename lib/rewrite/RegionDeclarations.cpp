@@ -3,6 +3,7 @@
 #include "RegionDeclarations.h"
 
 #include "ampmigrate/StepFinder.h"
+#include "ampmigrate/GenericLambdas.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ExprCXX.h"
@@ -18,7 +19,7 @@ namespace ampmigrate {
 namespace {
 
 /// The references to one declaration (a variable, a structured binding) in a body.
-class References : public RecursiveASTVisitor<References> {
+class References : public AnalysedBodyVisitor<References> {
 public:
   explicit References(const ValueDecl *Target) : Target(Target) {}
   const ValueDecl *Target;
@@ -31,7 +32,7 @@ public:
 };
 
 /// Where a type declared in the region (a local class, enum or alias) is named in a body.
-class TypeUses : public RecursiveASTVisitor<TypeUses> {
+class TypeUses : public AnalysedBodyVisitor<TypeUses> {
 public:
   explicit TypeUses(const TypeDecl *Target) : Target(Target) {}
   const TypeDecl *Target;
@@ -47,7 +48,7 @@ public:
 };
 
 /// The variables an expression names.
-class Names : public RecursiveASTVisitor<Names> {
+class Names : public AnalysedBodyVisitor<Names> {
 public:
   llvm::SmallPtrSet<const ValueDecl *, 8> Found;
   bool VisitDeclRefExpr(DeclRefExpr *E) {

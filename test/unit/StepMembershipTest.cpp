@@ -403,3 +403,122 @@ void train(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler, c
   ASSERT_EQ(T->GradAccesses.size(), 1u);
   EXPECT_EQ(A.text(T->GradAccesses.front().Statement), "opt.step()");
 }
+
+// A generic lambda is read through its instantiation: the same membership as a plain lambda's
+// (in its pattern every call on `batch`, and so the loss and its backward, is dependent).
+const char *GenericLambdaStep = R"cpp(
+void train(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler,
+           const std::vector<torch::Tensor> &batches) {
+  auto step = [&](const auto &batch) {
+    opt.zero_grad();
+    at::autocast::set_enabled(true);
+    auto loss = model->forward(batch).mean();
+    at::autocast::set_enabled(false);
+    scaler.scale(loss).backward();
+    scaler.unscale_(opt);
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    scaler.step(opt);
+    scaler.update();
+  };
+  for (const auto &b : batches)
+    step(b);
+}
+)cpp";
+
+TEST(StepMembership, GenericLambdaStepHasTheMembersOfAPlainOne) {
+  Analysed A(GenericLambdaStep);
+  const TrainingStep *T = A.onlyStep();
+  ASSERT_NE(T, nullptr);
+  EXPECT_NE(T->Scope, nullptr);
+  EXPECT_EQ(T->Backwards.size(), 1u);
+  EXPECT_EQ(T->Unscales.size(), 1u);
+  EXPECT_EQ(T->Steps.size(), 1u);
+  EXPECT_EQ(T->Updates.size(), 1u);
+  EXPECT_EQ(T->Clips.size(), 1u);
+  EXPECT_EQ(T->ZeroGrads.size(), 1u);
+  EXPECT_EQ(T->Forwards.size(), 1u);
+}
+
+TEST(StepMembership, LambdaStepConvertsTheCapturedModelOnceOutsideIt) {
+  Analysed A(GenericLambdaStep);
+  std::string Blockers;
+  std::string Out = A.migrated(&Blockers);
+  EXPECT_EQ(Blockers, "");
+  EXPECT_NE(Out.find("  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);\n"
+                     "  auto step = [&, amp_model](const auto &batch) {\n"),
+            std::string::npos)
+      << Out;
+  EXPECT_NE(Out.find("    scaler.step(opt, grads);"), std::string::npos) << Out;
+}
+
+TEST(StepMembership, StepAcrossALambdaBoundaryIsBlocked) {
+  Analysed A(R"cpp(
+void train(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler, const torch::Tensor &x) {
+  auto fwd_bwd = [&] {
+    at::autocast::set_enabled(true);
+    auto loss = model->forward(x).mean();
+    at::autocast::set_enabled(false);
+    scaler.scale(loss).backward();
+  };
+  fwd_bwd();
+  scaler.step(opt);
+  scaler.update();
+}
+)cpp");
+  std::string Blockers;
+  A.migrated(&Blockers);
+  EXPECT_NE(Blockers.find("the step crosses a lambda boundary"), std::string::npos) << Blockers;
+}
+
+const char *SplitTrainer = R"cpp(
+class Trainer {
+public:
+  void run(const torch::Tensor &x) { CLEAR scaled(x); stepped(); }
+private:
+  void scaled(const torch::Tensor &x) {
+    at::autocast::set_enabled(true);
+    auto loss = model_->forward(x).mean();
+    at::autocast::set_enabled(false);
+    scaler_.scale(loss).backward();
+  }
+  void stepped() { scaler_.step(opt_); scaler_.update(); opt_.zero_grad(); }
+  Net model_;
+  torch::optim::SGD opt_;
+  torch::amp::GradScaler scaler_;
+};
+)cpp";
+
+std::string splitTrainer(const std::string &Clear) {
+  std::string S = SplitTrainer;
+  S.replace(S.find("CLEAR"), 5, Clear);
+  return S;
+}
+
+TEST(StepMembership, StepSplitOverTwoMethodsIsMigratedWithTheGradsInAMember) {
+  Analysed A(splitTrainer(""));
+  std::string Blockers;
+  std::string Out = A.migrated(&Blockers);
+  EXPECT_EQ(Blockers, "");
+  EXPECT_NE(Out.find("  amp::GradScaler scaler_;\n  std::vector<torch::Tensor> grads_; // the grads from "
+                     "scaled() to stepped()\n"),
+            std::string::npos)
+      << Out;
+  EXPECT_NE(Out.find("  auto [scaled_loss, micro_grads] = grad_fn();\n    amp::accumulate_grads(grads_, micro_grads);"),
+            std::string::npos)
+      << Out;
+  EXPECT_NE(Out.find("scaler_.step(opt_, grads_); scaler_.update(); grads_.clear(); }"), std::string::npos) << Out;
+}
+
+TEST(StepMembership, HalvesOfASplitStepClearedElsewhereAreReportedNamingBoth) {
+  Analysed A(splitTrainer("opt_.zero_grad();"));
+  std::string Blockers;
+  A.migrated(&Blockers);
+  EXPECT_NE(Blockers.find("the step is split over two methods of 'Trainer': its unscale_()/step()/"
+                          "update() are in 'stepped' (line 16), both called from 'run'"),
+            std::string::npos)
+      << Blockers;
+  EXPECT_NE(Blockers.find("its scaled backward is in 'scaled' (line 14), both called from 'run'"),
+            std::string::npos)
+      << Blockers;
+  EXPECT_NE(Blockers.find("`opt_.zero_grad()` in 'run'"), std::string::npos) << Blockers;
+}

@@ -31,6 +31,11 @@ struct MigrationPlan {
   /// scaler (parameters, members, globals the scaler flows through): steps sharing one migrate
   /// together or not at all.
   std::vector<const clang::ValueDecl *> ScalerHolders;
+  /// A step split over two methods of a class: the other half. The plans of both halves are
+  /// joined by planMigrations: the scaling half's plan holds every edit and the stepping half's
+  /// plan has JoinedInto set; or both are blocked.
+  const TrainingStep *SplitOther = nullptr;
+  const MigrationPlan *JoinedInto = nullptr;
   bool ok() const { return Blockers.empty() && !Edits.empty(); }
 };
 

@@ -148,13 +148,15 @@ public:
   MixedPrecisionModel(Handle original, std::shared_ptr<detail::ConversionState> state)
       : original_(std::move(original)), state_(std::move(state)) {}
 
-  template <class... Args> auto forward(Args &&...args) {
+  /// Const: the handle is not the module (a lambda that captured the converted model by copy
+  /// calls it from its const call operator); the module's own forward runs non-const.
+  template <class... Args> auto forward(Args &&...args) const {
     detail::ForwardScope scope(*state_);
     return detail::map_tensors(
         impl().forward(detail::cast_input(scope, std::forward<Args>(args))...),
         [&scope](const torch::Tensor &t) { return scope.output(t); });
   }
-  template <class... Args> auto operator()(Args &&...args) {
+  template <class... Args> auto operator()(Args &&...args) const {
     return forward(std::forward<Args>(args)...);
   }
   /// So that code written for module handles (`model->forward(x)`) works unchanged.

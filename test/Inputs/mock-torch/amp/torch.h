@@ -24,13 +24,15 @@ template <class M> struct module_of<std::reference_wrapper<M>> { using type = M;
 template <class Handle> class MixedPrecisionModel {
 public:
   // As the binding: the module's own forward, whatever it returns (tensors come back fp32).
+  // Const, as the binding: a lambda's by-copy capture of the converted model can call it.
   template <class... Args>
-  auto forward(Args &&...args)
+  auto forward(Args &&...args) const
       -> decltype(std::declval<typename module_of<Handle>::type &>().forward(std::forward<Args>(args)...));
   template <class... Args>
-  auto operator()(Args &&...args)
+  auto operator()(Args &&...args) const
       -> decltype(std::declval<typename module_of<Handle>::type &>().forward(std::forward<Args>(args)...));
   MixedPrecisionModel *operator->();
+  const MixedPrecisionModel *operator->() const;
 };
 template <class Impl>
 MixedPrecisionModel<torch::nn::ModuleHolder<Impl>>

@@ -1,0 +1,64 @@
+// Generic lambdas read through their instantiation (see GenericLambdas.h).
+#include "ampmigrate/GenericLambdas.h"
+
+#include "clang/AST/DeclTemplate.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+static llvm::SmallVector<const CXXMethodDecl *, 2> instantiatedOperators(const LambdaExpr *LE) {
+  llvm::SmallVector<const CXXMethodDecl *, 2> Out;
+  if (!LE->isGenericLambda())
+    return Out;
+  const FunctionTemplateDecl *FT = LE->getCallOperator()->getDescribedFunctionTemplate();
+  if (!FT)
+    return Out;
+  for (const FunctionDecl *Spec : FT->specializations())
+    if (const auto *MD = dyn_cast<CXXMethodDecl>(Spec); MD && MD->getBody() &&
+                                                         MD->isTemplateInstantiation())
+      Out.push_back(MD);
+  return Out;
+}
+
+unsigned lambdaInstantiations(const LambdaExpr *LE) { return instantiatedOperators(LE).size(); }
+
+const CXXMethodDecl *analysedCallOperator(const LambdaExpr *LE) {
+  auto Ops = instantiatedOperators(LE);
+  return Ops.size() == 1 ? Ops.front() : LE->getCallOperator();
+}
+
+const CompoundStmt *analysedLambdaBody(const LambdaExpr *LE) {
+  const CXXMethodDecl *Op = analysedCallOperator(LE);
+  if (Op != LE->getCallOperator())
+    return dyn_cast_or_null<CompoundStmt>(Op->getBody());
+  return LE->getCompoundStmtBody();
+}
+
+namespace {
+class GenericLambdaFinder : public AnalysedBodyVisitor<GenericLambdaFinder> {
+public:
+  llvm::SmallVector<const LambdaExpr *, 2> Found;
+  bool VisitLambdaExpr(LambdaExpr *LE) {
+    if (analysedLambdaBody(LE) != LE->getCompoundStmtBody())
+      Found.push_back(LE);
+    return true;
+  }
+};
+} // namespace
+
+void graftLambdaBodies(ParentMap &PM, const Stmt *Body) {
+  if (!Body)
+    return;
+  GenericLambdaFinder F;
+  F.TraverseStmt(const_cast<Stmt *>(Body));
+  // Outer lambdas first: a nested generic lambda's instantiation is found inside the outer
+  // one's instantiated body, grafted already.
+  for (const LambdaExpr *LE : F.Found) {
+    Stmt *Inst = const_cast<CompoundStmt *>(analysedLambdaBody(LE));
+    PM.addStmt(Inst);
+    PM.setParent(Inst, LE);
+  }
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,59 @@
+// e2e before-program: a training step split over two methods of a trainer class (issue #12
+// item 6): the 1.x scope, forward, loss and scaled backward in forward_backward(); unscale_,
+// clip_grad_norm_, step, update and zero_grad in optimizer_step(); both called from train_batch().
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "common.h"
+#include "loss_scaler.h"
+
+class Trainer {
+public:
+  Trainer()
+      : optimizer_(std::make_unique<torch::optim::SGD>(
+            model_->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9))) {
+    model_->train();
+  }
+
+  torch::Tensor train_batch(const torch::Tensor &input, const torch::Tensor &target) {
+    auto loss = forward_backward(input, target);
+    optimizer_step();
+    return loss;
+  }
+
+  std::vector<torch::Tensor> parameters() const { return model_->parameters(); }
+
+private:
+  torch::Tensor forward_backward(const torch::Tensor &input, const torch::Tensor &target) {
+    at::autocast::set_cpu_enabled(true);
+    auto output = model_->forward(input);
+    auto loss = torch::nll_loss(output, target);
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+    scaler_.scale(loss).backward();
+    return loss;
+  }
+
+  void optimizer_step() {
+    scaler_.unscale_(*optimizer_);
+    torch::nn::utils::clip_grad_norm_(model_->parameters(), 0.2);
+    scaler_.step(*optimizer_);
+    scaler_.update();
+    optimizer_->zero_grad();
+  }
+
+  e2e::Mlp model_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  train::GradScaler scaler_{1024.0};
+};
+
+int main() {
+  e2e::SyntheticData data;
+  torch::manual_seed(0);
+  Trainer trainer;
+  for (int step = 0; step < e2e::kSteps; ++step)
+    e2e::log_step(step, trainer.train_batch(data.input(step), data.target(step)));
+  e2e::log_params(trainer.parameters());
+}
