@@ -536,23 +536,33 @@ private:
 
   /// The worker: runs the due checks one at a time, and publishes each unless a change came
   /// while it ran.
+  /// Waits (with `L` held on StateM) until a document that `Ready` selects is due at its `Due`
+  /// time, the earliest first, and returns it; null once the server is stopping.
+  template <class Pred>
+  Document *nextDue(std::unique_lock<std::mutex> &L, Pred Ready,
+                    std::chrono::steady_clock::time_point Document::*Due) {
+    for (;;) {
+      if (Stopping)
+        return nullptr;
+      Document *Next = nullptr;
+      for (auto &[Uri, D] : Docs)
+        if (Ready(D) && (!Next || D.*Due < Next->*Due))
+          Next = &D;
+      if (!Next)
+        StateCV.wait(L);
+      else if (Next->*Due > std::chrono::steady_clock::now())
+        StateCV.wait_until(L, Next->*Due);
+      else
+        return Next;
+    }
+  }
+
   void work() {
     std::unique_lock<std::mutex> L(StateM);
     for (;;) {
-      if (Stopping)
+      Document *Next = nextDue(L, [](const Document &D) { return D.Pending; }, &Document::Due);
+      if (!Next)
         return;
-      Document *Next = nullptr;
-      for (auto &[Uri, D] : Docs)
-        if (D.Pending && (!Next || D.Due < Next->Due))
-          Next = &D;
-      if (!Next) {
-        StateCV.wait(L);
-        continue;
-      }
-      if (Next->Due > std::chrono::steady_clock::now()) {
-        StateCV.wait_until(L, Next->Due);
-        continue;
-      }
       Document &D = *Next;
       D.Pending = false;
       D.Cancel = std::make_shared<std::atomic<bool>>(false);
@@ -588,21 +598,15 @@ private:
   void verify() {
     std::unique_lock<std::mutex> L(StateM);
     for (;;) {
-      if (Stopping)
+      Document *Next = nextDue(
+          L,
+          [](const Document &D) {
+            return D.Unverified && !D.VerifyRunning && !D.Pending &&
+                   D.CheckedGeneration == D.Generation;
+          },
+          &Document::VerifyDue);
+      if (!Next)
         return;
-      Document *Next = nullptr;
-      for (auto &[Uri, D] : Docs)
-        if (D.Unverified && !D.VerifyRunning && !D.Pending && D.CheckedGeneration == D.Generation &&
-            (!Next || D.VerifyDue < Next->VerifyDue))
-          Next = &D;
-      if (!Next) {
-        StateCV.wait(L);
-        continue;
-      }
-      if (Next->VerifyDue > std::chrono::steady_clock::now()) {
-        StateCV.wait_until(L, Next->VerifyDue);
-        continue;
-      }
       Document &D = *Next;
       D.VerifyRunning = true;
       D.VerifyCancel = std::make_shared<std::atomic<bool>>(false);
