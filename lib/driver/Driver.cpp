@@ -686,7 +686,23 @@ bool HeaderBodySkipper::shouldSkip(const SourceManager &SM, const Decl *D) {
   SourceLocation L = SM.getExpansionLoc(D->getLocation());
   if (SM.isInMainFile(L))
     return false;
-  return !mentionsAmp(SM, SM.getFileID(L));
+  FileID F = SM.getFileID(L);
+  if (mentionsAmp(SM, F))
+    return false;
+  // A project header's function that touches `.grad` may be called between a backward and
+  // step(), and the analysis follows such calls (a step must never leave one behind): its body
+  // is kept. System headers' functions are not followed.
+  return SM.isInSystemHeader(L) || !mentionsGrad(SM, F);
+}
+
+bool HeaderBodySkipper::mentionsGrad(const SourceManager &SM, FileID F) {
+  auto [It, New] = FileHasGrad.try_emplace(F.getHashValue(), false);
+  if (New) {
+    bool Invalid = false;
+    StringRef Text = SM.getBufferData(F, &Invalid);
+    It->second = Invalid || mentionsAnyToken(Text, {"grad", "mutable_grad"});
+  }
+  return It->second;
 }
 
 bool HeaderBodySkipper::mentionsAmp(const SourceManager &SM, FileID F) {

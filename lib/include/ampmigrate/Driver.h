@@ -93,6 +93,7 @@ public:
 
 private:
   bool mentionsAmp(const clang::SourceManager &SM, clang::FileID F);
+  bool mentionsGrad(const clang::SourceManager &SM, clang::FileID F);
   void learnIn(const clang::SourceManager &SM, const clang::Decl *D);
   void learnClass(const clang::SourceManager &SM, const clang::CXXRecordDecl *RD);
 
@@ -104,6 +105,7 @@ private:
     size_t LearnedChecked = 0; ///< LearnedTokens[0, LearnedChecked) are known to be absent
   };
   std::map<unsigned, FileTokens> FileHasTokens; ///< by FileID
+  std::map<unsigned, bool> FileHasGrad;         ///< by FileID: a project header naming grad
 };
 
 /// Compile commands: `-p` directory, or the arguments after `--`, or compile_commands.json
