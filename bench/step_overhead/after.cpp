@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
     }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
-    grads = amp::clip_by_global_norm(grads, max_norm);
+    amp::clip_by_global_norm_(grads, max_norm);
     scaler.step(optimizer, grads);
     scaler.update();
     return loss.item<double>();

@@ -97,7 +97,7 @@ int main() {
     }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
-    grads = amp::clip_by_global_norm(grads, max_norm);
+    amp::clip_by_global_norm_(grads, max_norm);
     scaler.step(optimizer, grads);
     scaler.update();
     std::printf("step %d loss %.5f\n", step, loss.item<double>());

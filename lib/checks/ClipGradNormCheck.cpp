@@ -5,6 +5,12 @@
 using namespace clang;
 namespace ampmigrate {
 
+/// The explicit-grad clip as the fix writes it.
+static std::string clipForm(const TargetApi &T) {
+  return T.ClipInPlace.empty() ? "grads = " + T.Clip + "(grads, max_norm)"
+                               : T.ClipInPlace + "(grads, max_norm)";
+}
+
 void checkClipGradNorm(const CheckInput &In, FindingSink &Out) {
   const SourceManager &SM = In.Ctx.getSourceManager();
   for (const TrainingStep &T : In.Function.Steps)
@@ -15,8 +21,7 @@ void checkClipGradNorm(const CheckInput &In, FindingSink &Out) {
                                                 : "inside a scaled step";
       Finding *F = Out.report("amp-clip-grad-norm", C->Call->getBeginLoc(),
                               "clipping the parameters' .grad " + Where + "; clip the "
-                              "explicit grads instead: grads = " + In.Rules.Target.Clip +
-                                  "(grads, max_norm)");
+                              "explicit grads instead: " + clipForm(In.Rules.Target));
       markStep(F, In, &T);
     }
 }

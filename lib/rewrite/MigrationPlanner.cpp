@@ -2370,21 +2370,31 @@ private:
       }
       std::string MaxNorm = text(C->Call->getArg(C->Rule->MaxNormArg)->getSourceRange());
       std::string Indent = indentAt(off(C->Statement->getBeginLoc()));
-      std::string Clip = G + " = " + Tgt.Clip + "(" + G + ", " + MaxNorm + ");";
+      // In place, as clip_grad_norm_ acted on `.grad`: the grads keep their memory, and the norm
+      // it returns is the one the clip computed (the rule's out-of-place form otherwise).
+      const bool InPlace = !Tgt.ClipInPlace.empty();
+      std::string Clip = InPlace ? Tgt.ClipInPlace + "(" + G + ", " + MaxNorm + ");"
+                                 : G + " = " + Tgt.Clip + "(" + G + ", " + MaxNorm + ");";
       std::string Norm = Tgt.GlobalNorm + "(" + G + ").item<double>()";
+      std::string NormAndClip = Tgt.ClipInPlace + "(" + G + ", " + MaxNorm + ").item<double>()";
       CharSourceRange SR = stmtRange(C->Statement);
       unsigned SB = SM.getFileOffset(SR.getBegin()), SE = SM.getFileOffset(SR.getEnd());
       if (!C->ResultUsed) {
         Edits.push_back({SB, SE - SB, Clip});
         continue;
       }
-      // The returned norm is used: compute it from the unscaled grads before clipping.
+      // The returned norm is used: the norm of the unscaled grads before clipping (the in-place
+      // clip returns it; otherwise it is computed before the clip).
       const auto *DS = dyn_cast<DeclStmt>(C->Statement);
       const VarDecl *VD = DS && DS->isSingleDecl() ? dyn_cast<VarDecl>(DS->getSingleDecl()) : nullptr;
       if (VD && VD->getInit() && VD->getInit()->IgnoreImplicit() == C->Call) {
         unsigned CB, CE;
         if (!fileRange(C->Call->getSourceRange(), CB, CE)) {
           block(C->Call->getBeginLoc(), "the clip call is inside a macro body");
+          continue;
+        }
+        if (InPlace) {
+          Edits.push_back({CB, CE - CB, NormAndClip});
           continue;
         }
         Edits.push_back({CB, CE - CB, Norm});
@@ -2397,7 +2407,10 @@ private:
         block(C->Call->getBeginLoc(), "the clip call is inside a macro body");
         continue;
       }
-      Edits.push_back({SB, 0, "const double " + NormVar + " = " + Norm + ";\n" + Indent + Clip + "\n" + Indent});
+      std::string Before = InPlace ? "const double " + NormVar + " = " + NormAndClip + ";\n" + Indent
+                                   : "const double " + NormVar + " = " + Norm + ";\n" + Indent +
+                                         Clip + "\n" + Indent;
+      Edits.push_back({SB, 0, Before});
       Edits.push_back({CB, CE - CB, NormVar});
     }
   }
@@ -3644,7 +3657,8 @@ static TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const Functi
     return T;
   TargetApi R = T;
   for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.ScalerClass,
-                         &R.ScalerOptions, &R.Clip, &R.GlobalNorm, &R.Accumulate, &R.ParametersOf,
+                         &R.ScalerOptions, &R.Clip, &R.ClipInPlace, &R.GlobalNorm, &R.Accumulate,
+                         &R.ParametersOf,
                          &R.SplitGrads, &R.AllReduceGrads, &R.Step})
     if (StringRef(*S).contains("::") && !StringRef(*S).starts_with("::"))
       *S = "::" + *S;

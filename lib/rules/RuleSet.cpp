@@ -216,6 +216,15 @@ template <> struct MappingTraits<TargetApi> {
     Io.mapOptional("scaler-class", T.ScalerClass, D.ScalerClass);
     Io.mapOptional("scaler-options", T.ScalerOptions, D.ScalerOptions);
     Io.mapOptional("clip", T.Clip, D.Clip);
+    if (Io.outputting()) {
+      Io.mapOptional("clip-in-place", T.ClipInPlace, D.ClipInPlace);
+    } else {
+      std::optional<std::string> InPlace;
+      Io.mapOptional("clip-in-place", InPlace);
+      // The default in-place clip is amp's: a section naming its own clip and no in-place one
+      // gets the out-of-place form.
+      T.ClipInPlace = InPlace ? *InPlace : T.Clip == D.Clip ? D.ClipInPlace : "";
+    }
     Io.mapOptional("global-norm", T.GlobalNorm, D.GlobalNorm);
     Io.mapOptional("accumulate", T.Accumulate, D.Accumulate);
     Io.mapOptional("parameters-of", T.ParametersOf, D.ParametersOf);

@@ -33,8 +33,7 @@ void check_operand(const char *name, const TensorView &t, std::int64_t expected,
 std::int64_t checked_product(const char *what, std::int64_t x, std::int64_t y) {
   std::int64_t product = 0;
   if (__builtin_mul_overflow(x, y, &product))
-    gemm_fail(std::string(what) + " = " + std::to_string(x) + " * " + std::to_string(y) +
-              " overflows a 64-bit element count");
+    gemm_fail(fmt::format("{} = {} * {} overflows a 64-bit element count", what, x, y));
   return product;
 }
 

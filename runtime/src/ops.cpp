@@ -204,8 +204,8 @@ void check_and_norm(const std::vector<TensorView> &grads, const float *inv_scale
 /// A ClipRule cast from an out-of-range integer would silently pick one of the two rules.
 static void check_rule(const char *op, ClipRule rule) {
   if (rule != ClipRule::MindSpore && rule != ClipRule::PyTorch)
-    fail(op, -1, "invalid ClipRule value " + std::to_string(static_cast<int>(rule)) +
-                     " (MindSpore or PyTorch)");
+    fail(op, -1, fmt::format("invalid ClipRule value {} (MindSpore or PyTorch)",
+                             static_cast<int>(rule)));
 }
 
 void clip_coefficient(float clip_norm, const float *norm, ClipRule rule, float *coef_out,

@@ -25,7 +25,7 @@ float bf16_pair(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &d
   loss.backward();
   // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the loss computed in this scope is backpropagated here, with no loss scaler; the step becomes amp::value_and_grad and amp::step(optimizer, grads)
   torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad in a step whose loss was computed under autocast; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad in a step whose loss was computed under autocast; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   optimizer.step();
   return loss.item<float>();
 }
@@ -39,7 +39,7 @@ float bf16_pair(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &d
 // CHECK-FIXES-NEXT: {{^}}    return loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [loss_value, grads] = grad_fn();{{$}}
-// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::step(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  return loss.item<float>();{{$}}
 

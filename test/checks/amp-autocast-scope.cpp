@@ -50,6 +50,6 @@ void train(int epochs, double max_norm) {
 // CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(optimizer));
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, grads] = grad_fn();
 // CHECK-FIXES-NEXT: {{^}}    scaler.unscale_(optimizer, grads);
-// CHECK-FIXES-NEXT: {{^}}    grads = amp::clip_by_global_norm(grads, max_norm);
+// CHECK-FIXES-NEXT: {{^}}    amp::clip_by_global_norm_(grads, max_norm);
 // CHECK-FIXES-NEXT: {{^}}    scaler.step(optimizer, grads);
 // CHECK-FIXES-NEXT: {{^}}    scaler.update();

@@ -23,7 +23,7 @@ void clip_first(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &d
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping still-scaled gradients: no unscale_() before this clip, so max_norm is compared with the scaled norm (call unscale_ first) [amp-clip-before-unscale]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: not migrated automatically: clipping still-scaled gradients (no unscale_ before it); fix the order first (amp-clip-before-unscale) [amp-manual-migration]
   scaler.unscale_(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
@@ -46,7 +46,7 @@ void clip_no_unscale(Net &model, torch::optim::SGD &optimizer, const torch::Tens
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping still-scaled gradients: no unscale_() before this clip, so max_norm is compared with the scaled norm (call unscale_ first) [amp-clip-before-unscale]
-  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   // CHECK-MESSAGES: :[[@LINE-3]]:3: warning: not migrated automatically: clipping still-scaled gradients (no unscale_ before it); fix the order first (amp-clip-before-unscale) [amp-manual-migration]
   scaler.step(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]

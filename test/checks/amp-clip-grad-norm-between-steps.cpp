@@ -39,7 +39,7 @@ void train(Net &enc, Net &dec, const torch::Tensor &data, const torch::Tensor &t
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(enc_opt, grads_enc_opt);
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(dec_opt, grads_dec_opt);
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(enc_opt, grads_enc_opt);
-// CHECK-FIXES-NEXT: {{^}}  grads_dec_opt = amp::clip_by_global_norm(grads_dec_opt, 1.0);
+// CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads_dec_opt, 1.0);
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(dec_opt, grads_dec_opt);
 // CHECK-FIXES-NEXT: {{^}}  scaler.update();
 

@@ -26,7 +26,7 @@ void logged_norm(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &
   scaler.unscale_(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   auto norm = torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
-  // CHECK-MESSAGES: :[[@LINE-1]]:15: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:15: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   std::printf("grad norm %f\n", norm);
   scaler.step(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
@@ -48,7 +48,7 @@ void norm_in_expression(Net &model, torch::optim::SGD &optimizer, const torch::T
   scaler.unscale_(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   std::printf("grad norm %f\n", torch::nn::utils::clip_grad_norm_(optimizer.parameters(), max_norm));
-  // CHECK-MESSAGES: :[[@LINE-1]]:33: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:33: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   scaler.step(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler.update();
@@ -62,8 +62,7 @@ void norm_in_expression(Net &model, torch::optim::SGD &optimizer, const torch::T
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto norm = amp::global_norm(grads).item<double>();{{$}}
-// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, max_norm);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto norm = amp::clip_by_global_norm_(grads, max_norm).item<double>();{{$}}
 // CHECK-FIXES: {{^}}  scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
 // CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
@@ -73,8 +72,7 @@ void norm_in_expression(Net &model, torch::optim::SGD &optimizer, const torch::T
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  const double grad_norm = amp::global_norm(grads).item<double>();{{$}}
-// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, max_norm);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  const double grad_norm = amp::clip_by_global_norm_(grads, max_norm).item<double>();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  std::printf("grad norm %f\n", grad_norm);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
 
@@ -93,11 +91,11 @@ void params_in_a_local(Net &model, torch::optim::SGD &optimizer, torch::amp::Gra
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   auto params = model->parameters();
   torch::nn::utils::clip_grad_norm_(params, 1.0);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   scaler.step(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler.update();
 }
 // CHECK-FIXES: {{^}}  auto params = model->parameters();{{$}}
-// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}

@@ -28,7 +28,7 @@ float train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
   scaler.unscale_(optimizer); // c10 unscale
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm); // c11 clip
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   scaler.step(optimizer); // c12 step
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler.update(); // c13 update
@@ -52,7 +52,7 @@ float train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn(); // c9 backward{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads); // c10 unscale{{$}}
-// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, max_norm); // c11 clip{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, max_norm); // c11 clip{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads); // c12 step{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.update(); // c13 update{{$}}
 // CHECK-FIXES-NEXT: {{^}}  return loss.item<float>() * n; // c14 return{{$}}

@@ -89,8 +89,7 @@ void train(int epochs, double max_norm) {
     }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
-    auto norm = amp::global_norm(grads).item<double>();
-    grads = amp::clip_by_global_norm(grads, max_norm);
+    auto norm = amp::clip_by_global_norm_(grads, max_norm).item<double>();
     scaler.step(optimizer, grads);
     scaler.update();
     float l = loss.item<float>() + static_cast<float>(norm);

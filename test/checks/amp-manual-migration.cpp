@@ -63,7 +63,7 @@ void inf_norm(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &dat
   scaler.unscale_(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0, 1.0);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: clip norm type 1.0 is not L2; clip_by_global_norm only does the L2 norm [amp-manual-migration]
   scaler.step(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
@@ -100,7 +100,7 @@ void clip_that_throws(Net &model, torch::optim::SGD &optimizer, torch::amp::Grad
   scaler.unscale_(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0, 2.0, /*error_if_nonfinite=*/true);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: the clip is called with error_if_nonfinite = `true`: it throws when the total norm is not finite, and amp::clip_by_global_norm does not; drop the check or migrate this step by hand [amp-manual-migration]
   scaler.step(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]

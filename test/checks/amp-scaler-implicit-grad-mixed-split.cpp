@@ -38,7 +38,7 @@ void train_optional(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, 
       scaler->unscale_(opt);
       // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
     torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
     if (scaler) {
       scaler->step(opt);
       // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
@@ -60,7 +60,7 @@ void train_optional(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, 
 // CHECK-FIXES-NEXT: {{^}}    auto [loss_value, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    if (scaler){{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler->unscale_(opt, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}    grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    if (scaler) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler->step(opt, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler->update();{{$}}

@@ -30,14 +30,14 @@ float train_is_enabled(Net &model, torch::optim::SGD &opt, const torch::Tensor &
     scaler.unscale_(opt);
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
     torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
     scaler.step(opt);
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
     scaler.update();
   } else {
     loss.backward();
     torch::nn::utils::clip_grad_norm_(model->parameters(), 0.5);
-    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: clipping the parameters' .grad on the plain path (no scaler) of a mixed step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: clipping the parameters' .grad on the plain path (no scaler) of a mixed step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
     opt.step();
   }
   return loss.item<float>();
@@ -53,11 +53,11 @@ float train_is_enabled(Net &model, torch::optim::SGD &opt, const torch::Tensor &
 // CHECK-FIXES-NEXT: {{^}}  auto [loss_value, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  if (scaler.is_enabled()) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.unscale_(opt, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}    grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.step(opt, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  } else {{{$}}
-// CHECK-FIXES-NEXT: {{^}}    grads = amp::clip_by_global_norm(grads, 0.5);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::clip_by_global_norm_(grads, 0.5);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    amp::step(opt, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  }{{$}}
 // CHECK-FIXES-NEXT: {{^}}  return loss.item<float>();{{$}}

@@ -42,7 +42,7 @@ void unscale_through_pointers(Net &model, torch::optim::Optimizer *opt, const to
   scaler->unscale_(*opt);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   scaler->step(*opt);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler->update();
@@ -65,5 +65,5 @@ void unscale_through_pointers(Net &model, torch::optim::Optimizer *opt, const to
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(*opt));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler->unscale_(*opt, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler->step(*opt, grads);{{$}}

@@ -89,7 +89,7 @@ void accumulate_epochs(torch::Tensor data, torch::Tensor target, int steps, int 
 // CHECK-FIXES-NEXT: {{^}}      amp::accumulate_grads(grads, micro_grads);
 // CHECK-FIXES: {{^}}      total += loss.item<float>();
 // CHECK-FIXES: {{^}}    scaler.unscale_(optimizer, grads);
-// CHECK-FIXES: {{^}}    grads = amp::clip_by_global_norm(grads, 1.0);
+// CHECK-FIXES: {{^}}    amp::clip_by_global_norm_(grads, 1.0);
 // CHECK-FIXES: {{^}}    scaler.step(optimizer, grads);
 
 // A micro-step whose backward runs only under a condition: how many micro-steps are summed would

@@ -48,14 +48,14 @@ void run_training(torch::nn::Linear &model, torch::optim::SGD &optimizer, train:
       scaler.unscale_(optimizer);
       // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
       torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
       scaler.step(optimizer);
       // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
       scaler.update();
     } else {
       loss.backward();
       torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: clipping the parameters' .grad on the plain path (no scaler) of a mixed step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: clipping the parameters' .grad on the plain path (no scaler) of a mixed step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
       optimizer.step();
     }
   }
@@ -103,11 +103,11 @@ void shared_scaler(torch::nn::Linear &model, std::shared_ptr<torch::optim::SGD> 
 // CHECK-FIXES-NEXT: {{^}}    auto [loss_value, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    if (use_amp) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler.unscale_(optimizer, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}      grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler.update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    } else {{{$}}
-// CHECK-FIXES-NEXT: {{^}}      grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      amp::step(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    }{{$}}
 // CHECK-FIXES-NEXT: {{^}}  }{{$}}

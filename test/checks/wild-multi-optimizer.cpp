@@ -54,7 +54,7 @@ void encoder_decoder(Net &enc, Net &dec, const torch::Tensor &data, const torch:
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, grads] = grad_fn();
 // CHECK-FIXES-NEXT: {{^}}    auto [grads_enc_opt, grads_dec_opt] = amp::split_grads(grads, enc_opt, *dec_opt);
 // CHECK-FIXES: {{^}}    scaler.unscale_(enc_opt, grads_enc_opt);
-// CHECK-FIXES: {{^}}    grads_enc_opt = amp::clip_by_global_norm(grads_enc_opt, 1.0);
+// CHECK-FIXES: {{^}}    amp::clip_by_global_norm_(grads_enc_opt, 1.0);
 // CHECK-FIXES: {{^}}    scaler.step(enc_opt, grads_enc_opt);
 // CHECK-FIXES: {{^}}    scaler.step(*dec_opt, grads_dec_opt);
 // CHECK-FIXES: {{^}}    scaler.update();

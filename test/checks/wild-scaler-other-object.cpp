@@ -38,7 +38,7 @@ void step_via_state(Net &model, TrainState *state, const torch::Tensor &x) {
   state->scaler->unscale_(*state->opt);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   state->scaler->step(*state->opt);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   state->scaler->update();
@@ -106,7 +106,7 @@ void two_objects(Net &model, Replica &a, Replica &b, const torch::Tensor &x) {
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(*state->opt));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  state->scaler->unscale_(*state->opt, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  state->scaler->step(*state->opt, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  state->scaler->update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}}{{$}}

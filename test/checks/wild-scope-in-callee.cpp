@@ -62,7 +62,7 @@ void Trainer::train_step(const torch::Tensor &x, const torch::Tensor &y) {
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(*opt_));
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();
 // CHECK-FIXES: {{^}}  scaler_.unscale_(*opt_, grads);
-// CHECK-FIXES: {{^}}  grads = amp::clip_by_global_norm(grads, 1.0);
+// CHECK-FIXES: {{^}}  amp::clip_by_global_norm_(grads, 1.0);
 // CHECK-FIXES: {{^}}  scaler_.step(*opt_, grads);
 // CHECK-FIXES: {{^}}  std::printf("loss %f\n", loss.item<float>());
 

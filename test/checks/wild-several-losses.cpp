@@ -64,7 +64,7 @@ void two_losses(Net &model0, Net &model1, torch::optim::SGD &optimizer0, torch::
 // CHECK-FIXES-NEXT: {{^}}    auto [grads_optimizer0, grads_optimizer1] = amp::split_grads(grads, optimizer0, optimizer1);
 // CHECK-FIXES: {{^}}    // Both losses train both models.
 // CHECK-FIXES: {{^}}    scaler.unscale_(optimizer0, grads_optimizer0);
-// CHECK-FIXES: {{^}}    grads_optimizer0 = amp::clip_by_global_norm(grads_optimizer0, 1.0);
+// CHECK-FIXES: {{^}}    amp::clip_by_global_norm_(grads_optimizer0, 1.0);
 // CHECK-FIXES: {{^}}    scaler.step(optimizer0, grads_optimizer0);
 // CHECK-FIXES: {{^}}    scaler.step(optimizer1, grads_optimizer1);
 // CHECK-FIXES: {{^}}    float total = loss0.item<float>() + loss1.item<float>();

@@ -42,7 +42,7 @@ void Trainer::optimizer_step() {
   scaler_.unscale_(*opt_);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   torch::nn::utils::clip_grad_norm_(model_->parameters(), 1.0);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   scaler_.step(*opt_);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler_.update();
@@ -69,7 +69,7 @@ void Trainer::optimizer_step() {
 // CHECK-FIXES-EMPTY:
 // CHECK-FIXES-NEXT: {{^}}void Trainer::optimizer_step() {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_.unscale_(*opt_, grads_);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  grads_ = amp::clip_by_global_norm(grads_, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads_, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_.step(*opt_, grads_);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_.update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  grads_.clear();{{$}}

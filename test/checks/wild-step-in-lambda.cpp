@@ -33,7 +33,7 @@ float per_batch(Net &model, torch::optim::SGD &optimizer, const std::vector<torc
     scaler.unscale_(optimizer);
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
     torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
     scaler.step(optimizer);
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
     scaler.update();
@@ -57,7 +57,7 @@ float per_batch(Net &model, torch::optim::SGD &optimizer, const std::vector<torc
 // CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.unscale_(optimizer, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}    grads = amp::clip_by_global_norm(grads, 1.0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return loss.item<float>();{{$}}

@@ -39,7 +39,7 @@ void Trainer::step(const torch::Tensor &data, const torch::Tensor &target) {
   scaler_->unscale_(*opt_);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
   nn::utils::clip_grad_norm_(model_->parameters(), max_norm_);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: grads = amp::clip_by_global_norm(grads, max_norm) [amp-clip-grad-norm]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
   scaler_->step(*opt_);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler_->update();
@@ -54,5 +54,5 @@ void Trainer::step(const torch::Tensor &data, const torch::Tensor &target) {
 // CHECK-FIXES-NEXT: {{^}}  }, ::amp::parameters_of(*opt_));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_->unscale_(*opt_, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  grads = ::amp::clip_by_global_norm(grads, max_norm_);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  ::amp::clip_by_global_norm_(grads, max_norm_);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_->step(*opt_, grads);{{$}}

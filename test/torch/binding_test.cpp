@@ -455,6 +455,7 @@ TEST_P(UnscaledGradsTest, StepTakesUnscaledGradsChangedInPlaceOrClipped) {
     s.unscale_(opt_p, grads);
     grads = amp::clip_by_global_norm(grads, 3.0);
     grads = amp::clip_by_global_norm(grads, 1.5); // a clip of a clip
+    amp::clip_by_global_norm_(grads, 1.5);        // in place (the form the tool writes)
     s.step(opt_p, grads);
     // Changed in place after unscale_ (as all_reduce_grads does).
     std::vector<Tensor> grads_q{torch::full({3}, 64.0, dtype)};
@@ -612,6 +613,61 @@ TEST(Clip, MindSporeRule) {
   EXPECT_NEAR(half[0][0].item<double>(), 1.5, 1e-3);
 }
 
+// The in-place form amp-migrate writes: the same values as the out-of-place one, where the
+// tensors lie, and the norm before clipping returned (clip_grad_norm_'s total norm).
+TEST(Clip, InPlaceMatchesOutOfPlace) {
+  std::vector<Tensor> xs{torch::full({4}, 3.0), torch::full({4}, 4.0)}; // norm 10
+  const void *at0 = xs[0].data_ptr();
+  auto norm = amp::clip_by_global_norm_(xs, 5.0);
+  EXPECT_EQ(norm.dim(), 0);
+  EXPECT_EQ(norm.scalar_type(), torch::kFloat);
+  EXPECT_NEAR(norm.item<double>(), 10.0, 1e-5);
+  EXPECT_EQ(xs[0].data_ptr(), at0);
+  EXPECT_TRUE(torch::allclose(xs[0], torch::full({4}, 1.5)));
+  EXPECT_TRUE(torch::allclose(xs[1], torch::full({4}, 2.0)));
+  // Every dtype and a non-contiguous tensor (written back into its base); fp32 in the core.
+  torch::manual_seed(3);
+  auto base = torch::randn({6, 5});
+  std::vector<Tensor> ys{base.t(), torch::randn({7}).to(torch::kHalf),
+                         torch::randn({9}).to(torch::kBFloat16), torch::randn({3}, torch::kDouble),
+                         Tensor(), torch::randn({0})};
+  auto expected = amp::clip_by_global_norm(ys, 0.5);
+  auto expected_norm = amp::global_norm(ys).item<double>();
+  EXPECT_NEAR(amp::clip_by_global_norm_(ys, 0.5).item<double>(), expected_norm, 1e-6);
+  for (std::size_t i = 0; i < ys.size(); ++i) {
+    ASSERT_EQ(ys[i].defined(), expected[i].defined()) << i;
+    if (ys[i].defined())
+      EXPECT_TRUE(torch::equal(ys[i], expected[i])) << i;
+  }
+  EXPECT_TRUE(torch::equal(base.t(), ys[0]));
+  // Below the limit nothing changes.
+  std::vector<Tensor> small{torch::full({2}, 0.1)};
+  amp::clip_by_global_norm_(small, 1.0);
+  EXPECT_TRUE(torch::equal(small[0], torch::full({2}, 0.1)));
+}
+
+TEST(Clip, InPlaceRefusesSharedMemory) {
+  EXPECT_NE(message_of([] { amp::clip_by_global_norm_({torch::ones({2})}, 0.0); })
+                .find("clip_norm must be > 0"),
+            std::string::npos);
+  auto shared = torch::ones({8});
+  EXPECT_NE(message_of([&] {
+              amp::clip_by_global_norm_({torch::ones({2}), shared.narrow(0, 0, 5),
+                                         shared.narrow(0, 4, 4)}, 1.0);
+            }).find("tensors 1 and 2 share memory"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { amp::clip_by_global_norm_({shared, shared}, 1.0); })
+                .find("tensors 0 and 1 share memory"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { amp::clip_by_global_norm_({torch::ones({1}).expand({4})}, 1.0); })
+                .find("tensor 0 has elements that share memory"),
+            std::string::npos);
+  // Disjoint parts of one storage are fine, and nothing was changed by the refused calls.
+  EXPECT_TRUE(torch::equal(shared, torch::ones({8})));
+  amp::clip_by_global_norm_({shared.narrow(0, 0, 4), shared.narrow(0, 4, 4)}, 1.0);
+  EXPECT_TRUE(torch::allclose(shared, torch::full({8}, 1.0 / std::sqrt(8.0))));
+}
+
 TEST(Clip, RunsInTheCore) {
   std::vector<at::Tensor> cpu{torch::ones({3}), torch::ones({2}, torch::kHalf)};
   EXPECT_TRUE(amp::detail::core_takes(cpu));
@@ -761,6 +817,32 @@ TEST(ValueAndGrad, MatchesBackwardAndLeavesGradAlone) {
     EXPECT_TRUE(torch::allclose(grads[i], ref[i], 1e-5, 1e-6)) << i;
     EXPECT_FALSE(model->parameters()[i].grad().defined());
   }
+}
+
+// Autograd hands one tensor to several inputs: `(a + b).sum()` gives a and b the same expanded
+// ones. value_and_grad's grads, like `.grad`, are each dense memory of their own, so unscale_
+// (in place) divides each once and the in-place clip accepts them.
+TEST(ValueAndGrad, GradsHaveMemoryOfTheirOwn) {
+  auto a = torch::full({4}, 1.0).requires_grad_();
+  auto b = torch::full({4}, 2.0).requires_grad_();
+  auto c = torch::ones({2, 3}).requires_grad_();
+  torch::optim::SGD opt({a, b, c}, 1.0);
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(4.0));
+  auto grad_fn = amp::value_and_grad(
+      [&] { return scaler.scale((a + b).sum() * 8 + c.sum()); }, {a, b, c});
+  auto [value, grads] = grad_fn();
+  ASSERT_EQ(grads.size(), 3u);
+  EXPECT_NE(grads[0].data_ptr(), grads[1].data_ptr());
+  for (const auto &g : grads)
+    EXPECT_TRUE(g.is_non_overlapping_and_dense());
+  scaler.unscale_(opt, grads);
+  EXPECT_TRUE(torch::equal(grads[0], torch::full({4}, 8.0)));
+  EXPECT_TRUE(torch::equal(grads[1], torch::full({4}, 8.0)));
+  EXPECT_TRUE(torch::equal(grads[2], torch::ones({2, 3})));
+  amp::clip_by_global_norm_(grads, 1.0);
+  scaler.step(opt, grads);
+  scaler.update();
+  EXPECT_NEAR(a.detach()[0].item<double>(), 1.0 - 8.0 / std::sqrt(2 * 4 * 64.0 + 6), 1e-5);
 }
 
 TEST(ValueAndGrad, UnusedParametersGetZeros) {

@@ -58,6 +58,10 @@ struct TargetApi {
   std::string ScalerClass = "amp::GradScaler";
   std::string ScalerOptions = "amp::GradScalerOptions";
   std::string Clip = "amp::clip_by_global_norm";
+  /// The in-place clip (`f(grads, max_norm)` scales the grads where they lie and returns the norm
+  /// before clipping, a tensor). Empty: the clip is written `grads = clip(grads, max_norm)`. A
+  /// target section that names its own `clip` and no `clip-in-place` gets empty.
+  std::string ClipInPlace = "amp::clip_by_global_norm_";
   std::string GlobalNorm = "amp::global_norm";
   std::string Accumulate = "amp::accumulate_grads";
   std::string ParametersOf = "amp::parameters_of";

@@ -18,6 +18,8 @@
 
 #include "scratch.h"
 
+#include <fmt/format.h>
+
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -29,18 +31,19 @@
 namespace amp::detail::cuda {
 namespace {
 
-[[noreturn]] void gemm_fail(const std::string &what) { throw Error("amp::gemm: " + what); }
+[[noreturn]] void gemm_fail(const std::string &what) {
+  throw Error(fmt::format("amp::gemm: {}", what));
+}
 
 void check_lt(cublasStatus_t s, const char *what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    gemm_fail(std::string(what) + " failed: cuBLASLt status " +
-              std::to_string(static_cast<int>(s)));
+    gemm_fail(fmt::format("{} failed: cuBLASLt status {}", what, static_cast<int>(s)));
 }
 
 void check_rt(cudaError_t e, const char *what) {
   if (e != cudaSuccess) {
     cudaGetLastError();
-    gemm_fail(std::string(what) + ": " + cudaGetErrorString(e));
+    gemm_fail(fmt::format("{}: {}", what, cudaGetErrorString(e)));
   }
 }
 
@@ -214,9 +217,8 @@ Plan make_plan(const GemmArgs &g, const Alignment &align, cublasLtHandle_t handl
   const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.c, p.c,
                                                           pref.get(), 1, &heuristic, &found);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0)
-    gemm_fail(std::string("no cuBLASLt algorithm for inputs ") + dtype_name(g.a.dtype) +
-              " and output " + dtype_name(g.c.dtype) + " (status " +
-              std::to_string(static_cast<int>(s)) + ")");
+    gemm_fail(fmt::format("no cuBLASLt algorithm for inputs {} and output {} (status {})",
+                          dtype_name(g.a.dtype), dtype_name(g.c.dtype), static_cast<int>(s)));
   p.algo = heuristic.algo;
   p.workspace = heuristic.workspaceSize;
   guard.plan = nullptr; // complete: the cache owns the descriptors from here on

@@ -4,6 +4,8 @@
 
 #include "distributed.h"
 
+#include <fmt/format.h>
+
 #include <exception>
 #include <string>
 #include <utility>
@@ -19,7 +21,7 @@ struct Collective {
 namespace {
 
 std::string where(const ProcessGroupRef &pg) {
-  return "rank " + std::to_string(pg.rank()) + " of " + std::to_string(pg.size());
+  return fmt::format("rank {} of {}", pg.rank(), pg.size());
 }
 
 /// Starts one all-reduce; an exception from the backend becomes amp::Error naming op and rank.
@@ -31,7 +33,7 @@ c10::intrusive_ptr<c10d::Work> start_allreduce(const ProcessGroupRef &pg,
   try {
     return pg.allreduce(ts, opts);
   } catch (const std::exception &e) {
-    throw Error(what + ": allreduce failed on " + where(pg) + ": " + e.what());
+    throw Error(fmt::format("{}: allreduce failed on {}: {}", what, where(pg), e.what()));
   }
 }
 
@@ -39,13 +41,13 @@ void wait_for(c10d::Work &work, const ProcessGroupRef &pg, const std::string &wh
   try {
     work.wait();
   } catch (const std::exception &e) {
-    throw Error(what + ": allreduce failed on " + where(pg) + ": " + e.what());
+    throw Error(fmt::format("{}: allreduce failed on {}: {}", what, where(pg), e.what()));
   }
 }
 
 void check_group(const ProcessGroupRef &pg, const char *what) {
   if (!pg)
-    throw Error(std::string(what) + ": the process group is null");
+    throw Error(fmt::format("{}: the process group is null", what));
 }
 
 /// Consecutive grads of one device and dtype whose bytes fit one bucket (or one larger grad).
@@ -62,8 +64,8 @@ std::vector<Bucket> pack(const std::vector<torch::Tensor> &grads, std::size_t bu
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const torch::Tensor &g = grads[i];
     if (!g.defined())
-      throw Error("amp::all_reduce_grads: grad " + std::to_string(i) +
-                  " is undefined (every rank must reduce the same grads)");
+      throw Error(fmt::format(
+          "amp::all_reduce_grads: grad {} is undefined (every rank must reduce the same grads)", i));
     const std::size_t bytes = static_cast<std::size_t>(g.numel()) * g.element_size();
     bool fits = !buckets.empty() && buckets.back().grads.front().device() == g.device() &&
                 buckets.back().grads.front().scalar_type() == g.scalar_type() &&
@@ -77,8 +79,7 @@ std::vector<Bucket> pack(const std::vector<torch::Tensor> &grads, std::size_t bu
 }
 
 std::string label(std::size_t bucket, std::size_t buckets) {
-  return "amp::all_reduce_grads (bucket " + std::to_string(bucket + 1) + " of " +
-         std::to_string(buckets) + ")";
+  return fmt::format("amp::all_reduce_grads (bucket {} of {})", bucket + 1, buckets);
 }
 
 } // namespace
@@ -171,8 +172,17 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
                                                double clip_norm,
                                                const ProcessGroupRef &process_group) {
   if (!(clip_norm > 0))
-    throw Error("amp::clip_by_global_norm: clip_norm must be > 0, got " + std::to_string(clip_norm));
+    throw Error(fmt::format("amp::clip_by_global_norm: clip_norm must be > 0, got {:g}", clip_norm));
   return detail::clip_to_norm(xs, clip_norm, global_norm(xs, process_group));
+}
+
+torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
+                                   const ProcessGroupRef &process_group) {
+  if (!(clip_norm > 0))
+    throw Error(fmt::format("amp::clip_by_global_norm_: clip_norm must be > 0, got {:g}", clip_norm));
+  auto norm = global_norm(xs, process_group);
+  detail::clip_to_norm_(xs, clip_norm, norm, "amp::clip_by_global_norm_");
+  return norm;
 }
 
 GradScalerOptions &GradScalerOptions::process_group(ProcessGroupRef process_group) {

@@ -11,6 +11,10 @@ namespace amp::detail {
 /// out_i = x_i * clip_norm / max(norm, clip_norm), out of place, per device through the core.
 std::vector<torch::Tensor> clip_to_norm(const std::vector<torch::Tensor> &xs, double clip_norm,
                                         const torch::Tensor &norm);
+/// The same in place: each x_i scaled where it lies (non-contiguous ones through a copy). Throws
+/// amp::Error, naming `who`, when two of the tensors share memory or one overlaps itself.
+void clip_to_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
+                   const torch::Tensor &norm, const char *who);
 
 #if AMP_TORCH_DISTRIBUTED
 /// Combines the per-device inf checks into one and all-reduces it with MAX over `collective`:

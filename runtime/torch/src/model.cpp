@@ -283,8 +283,8 @@ std::shared_ptr<ConversionState> convert(torch::nn::Module &module,
                                          std::optional<torch::Dtype> dtype) {
   // A Level cast from an out-of-range integer would fall through every policy switch.
   if (level != Level::O0 && level != Level::O1 && level != Level::O2 && level != Level::O3)
-    throw Error("amp::auto_mixed_precision: invalid Level value " +
-                std::to_string(static_cast<int>(level)) + " (O0, O1, O2 or O3)");
+    throw Error(fmt::format("amp::auto_mixed_precision: invalid Level value {} (O0, O1, O2 or O3)",
+                            static_cast<int>(level)));
   if (dtype && *dtype != torch::kHalf && *dtype != torch::kBFloat16)
     throw Error(fmt::format(
         "amp::auto_mixed_precision: dtype must be torch::kHalf or torch::kBFloat16, got {}",
@@ -414,16 +414,28 @@ std::vector<torch::Tensor> grads_of(const torch::Tensor &value,
     restore_masters();
   std::vector<torch::Tensor> grads(params.size());
   for (std::size_t k = 0; k < raw.size(); ++k)
-    grads[where[k]] = raw[k];
+    grads[where[k]] = std::move(raw[k]);
+  raw.clear();
   torch::NoGradGuard no_grad;
+  // Like `.grad` after backward() (AccumulateGrad keeps a grad only when nothing else holds it,
+  // else it copies): every grad dense memory of its own, so that the in-place ops on the list
+  // (unscale_, clip_by_global_norm_, accumulate_grads) change each element once. Autograd can
+  // hand one tensor to several inputs (`(a + b).sum()`: both get the same expanded ones).
+  std::unordered_set<const void *> storages;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto &p = params[i];
     if (!p.defined())
       continue;
-    if (!grads[i].defined())
-      grads[i] = torch::zeros_like(p);
-    else if (grads[i].scalar_type() != p.scalar_type())
-      grads[i] = grads[i].to(p.scalar_type());
+    auto &g = grads[i];
+    if (!g.defined()) {
+      g = torch::zeros_like(p);
+    } else if (g.scalar_type() != p.scalar_type()) {
+      g = g.to(p.scalar_type());
+    } else if (!g.is_non_overlapping_and_dense() || g.use_count() != 1 ||
+               g.storage().use_count() != 1 ||
+               !storages.insert(g.storage().unsafeGetStorageImpl()).second) {
+      g = g.clone(torch::MemoryFormat::Contiguous);
+    }
   }
   return grads;
 }
@@ -434,6 +446,12 @@ torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x) {
   if (x.defined() && (x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16))
     return x.to(torch::kFloat);
   return x;
+}
+
+void detail::split_grads_mismatch(std::size_t grads, std::size_t parameters) {
+  throw Error(fmt::format("amp::split_grads: {} grads do not pair up with the optimizers' {} "
+                          "parameters",
+                          grads, parameters));
 }
 
 std::vector<torch::Tensor> detail::all_parameters(torch::optim::Optimizer &optimizer) {

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <tuple>
 
 namespace amp {
 namespace {
@@ -144,9 +145,8 @@ void step_with(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &g
       const torch::Tensor &g = grads[i];
       // A grad of another shape would broadcast in the optimizer's arithmetic.
       if (g.defined() && g.sizes() != params[i]->sizes())
-        throw Error(std::string(who) + ": grad " + std::to_string(i) + " has shape " +
-                    c10::str(g.sizes()) + " but its parameter has shape " +
-                    c10::str(params[i]->sizes()));
+        throw Error(fmt::format("{}: grad {} has shape {} but its parameter has shape {}", who, i,
+                                c10::str(g.sizes()), c10::str(params[i]->sizes())));
     }
     for (std::size_t i = 0; i < params.size(); ++i) {
       torch::Tensor &p = *params[i];
@@ -206,6 +206,79 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
     throw Error(
         fmt::format("amp::clip_by_global_norm: clip_norm must be > 0, got {:g}", clip_norm));
   return detail::clip_to_norm(xs, clip_norm, global_norm(xs));
+}
+
+torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm) {
+  if (!(clip_norm > 0))
+    throw Error(
+        fmt::format("amp::clip_by_global_norm_: clip_norm must be > 0, got {:g}", clip_norm));
+  auto norm = global_norm(xs);
+  detail::clip_to_norm_(xs, clip_norm, norm, "amp::clip_by_global_norm_");
+  return norm;
+}
+
+namespace {
+/// The bytes a tensor's elements span in its storage: [begin, end).
+std::pair<std::uintptr_t, std::uintptr_t> byte_span(const torch::Tensor &t) {
+  auto begin = reinterpret_cast<std::uintptr_t>(t.data_ptr());
+  std::int64_t last = 0;
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    last += (t.size(d) - 1) * t.stride(d);
+  return {begin, begin + static_cast<std::uintptr_t>((last + 1) * t.element_size())};
+}
+
+/// Throws when an in-place op over the list would write some memory more than once: a tensor
+/// whose elements overlap (an expanded view) or two tensors sharing bytes of one storage.
+void check_distinct_memory(const std::vector<torch::Tensor> &xs, const char *who) {
+  struct Span {
+    const void *storage;
+    std::uintptr_t begin, end;
+    std::size_t index;
+  };
+  std::vector<Span> spans;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const auto &t = xs[i];
+    if (!t.defined() || t.numel() == 0)
+      continue;
+    if (at::has_internal_overlap(t) == at::MemOverlap::Yes)
+      throw Error(fmt::format("{}: tensor {} has elements that share memory (an expanded view); "
+                              "clipping it in place would scale them more than once",
+                              who, i));
+    auto [begin, end] = byte_span(t);
+    spans.push_back({t.storage().unsafeGetStorageImpl(), begin, end, i});
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
+    return std::tie(a.storage, a.begin) < std::tie(b.storage, b.begin);
+  });
+  for (std::size_t k = 1; k < spans.size(); ++k)
+    if (spans[k].storage == spans[k - 1].storage && spans[k].begin < spans[k - 1].end)
+      throw Error(fmt::format("{}: tensors {} and {} share memory; clipping in place would "
+                              "scale it twice (amp::clip_by_global_norm clips out of place)",
+                              who, std::min(spans[k - 1].index, spans[k].index),
+                              std::max(spans[k - 1].index, spans[k].index)));
+}
+} // namespace
+
+void detail::clip_to_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
+                           const torch::Tensor &norm, const char *who) {
+  check_distinct_memory(xs, who);
+  torch::NoGradGuard no_grad;
+  for (const auto &g : by_device(xs)) {
+    std::vector<torch::Tensor> direct, staged, staged_from;
+    for (const auto &t : g.tensors) {
+      if (t.is_contiguous()) {
+        direct.push_back(t);
+      } else {
+        staged.push_back(t.contiguous()); // clip a copy, write it back
+        staged_from.push_back(t);
+      }
+    }
+    auto n = norm.to(g.device);
+    detail::clip_by_global_norm(direct, direct, clip_norm, n);
+    detail::clip_by_global_norm(staged, staged, clip_norm, n);
+    for (std::size_t k = 0; k < staged.size(); ++k)
+      staged_from[k].copy_(staged[k]);
+  }
 }
 
 std::vector<torch::Tensor> detail::clip_to_norm(const std::vector<torch::Tensor> &xs,
@@ -271,8 +344,9 @@ std::vector<torch::Tensor> GradScaler::scale(const std::vector<torch::Tensor> &t
 void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::Tensor> &grads) {
   for (std::size_t i = 0; i < grads.size(); ++i)
     if (grads[i].defined() && !grads[i].is_floating_point())
-      throw Error("amp::GradScaler::unscale_: grad " + std::to_string(i) + " has dtype " +
-                  c10::toString(grads[i].scalar_type()) + "; gradients must be floating point");
+      throw Error(fmt::format("amp::GradScaler::unscale_: grad {} has dtype {}; gradients must be "
+                              "floating point",
+                              i, c10::toString(grads[i].scalar_type())));
   torch::NoGradGuard no_grad;
   // inv_scale = float(1 / double(scale)), on the device, no sync; the tensor is kept across steps.
   if (!inv_scale_.defined() || inv_scale_.device() != scale_.device())
@@ -519,7 +593,7 @@ std::vector<char> pickle_plain_dict(const std::map<std::string, double> &state) 
 }
 
 [[noreturn]] void checkpoint_fail(const std::string &source, const std::string &problem) {
-  throw Error("amp::load_scaler_state: " + source + ": " + problem);
+  throw Error(fmt::format("amp::load_scaler_state: {}: {}", source, problem));
 }
 
 } // namespace
@@ -548,7 +622,7 @@ void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
                                 e.what_without_backtrace());
   }
   if (!loaded.isGenericDict())
-    checkpoint_fail(source, "holds a " + loaded.tagKind() + ", not a GradScaler state dict");
+    checkpoint_fail(source, fmt::format("holds a {}, not a GradScaler state dict", loaded.tagKind()));
   std::map<std::string, double> state;
   for (const auto &entry : loaded.toGenericDict()) {
     if (!entry.key().isString())
@@ -560,7 +634,7 @@ void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
     else if (value.isInt())
       state[key] = static_cast<double>(value.toInt());
     else
-      checkpoint_fail(source, "key '" + key + "' holds a " + value.tagKind() + ", not a number");
+      checkpoint_fail(source, fmt::format("key '{}' holds a {}, not a number", key, value.tagKind()));
   }
   try {
     scaler.load_state_dict(state);
@@ -575,13 +649,13 @@ void save_scaler_state(const GradScaler &scaler, const std::string &path) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out)
-    throw Error("amp::save_scaler_state: cannot write " + path);
+    throw Error(fmt::format("amp::save_scaler_state: cannot write {}", path));
 }
 
 void load_scaler_state(GradScaler &scaler, const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error("amp::load_scaler_state: cannot open " + path);
+    throw Error(fmt::format("amp::load_scaler_state: cannot open {}", path));
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
                                 std::istreambuf_iterator<char>());
   load_scaler_state_bytes(scaler, bytes, path);

@@ -24,7 +24,7 @@ int main() {
       return loss;
     }, amp::parameters_of(optimizer));
     auto [loss_value, grads] = grad_fn();
-    grads = amp::clip_by_global_norm(grads, 0.5);
+    amp::clip_by_global_norm_(grads, 0.5);
     amp::step(optimizer, grads);
     e2e::log_step(step, loss);
   }

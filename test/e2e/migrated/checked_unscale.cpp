@@ -34,7 +34,7 @@ int main() {
     }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     bool finite = scaler.unscale_and_check(optimizer, grads);
-    grads = amp::clip_by_global_norm(grads, 1.0);
+    amp::clip_by_global_norm_(grads, 1.0);
     scaler.step(optimizer, grads);
     scaler.update();
     std::printf("step %d %s\n", step, finite ? "applied" : "skipped");

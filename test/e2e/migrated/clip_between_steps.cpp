@@ -34,7 +34,7 @@ int main() {
     scaler.unscale_(first, grads_first);
     scaler.unscale_(others, grads_others);
     scaler.step(first, grads_first);
-    grads_others = amp::clip_by_global_norm(grads_others, 0.05);
+    amp::clip_by_global_norm_(grads_others, 0.05);
     scaler.step(others, grads_others);
     scaler.update();
     e2e::log_step(step, loss);

@@ -29,8 +29,7 @@ int main() {
     }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
-    auto norm = amp::global_norm(grads).item<double>();
-    grads = amp::clip_by_global_norm(grads, max_norm);
+    auto norm = amp::clip_by_global_norm_(grads, max_norm).item<double>();
     std::printf("step %d norm %.6f\n", step, norm);
     scaler.step(optimizer, grads);
     scaler.update();

@@ -29,11 +29,11 @@ void train_block(e2e::Mlp &model, torch::optim::SGD &optimizer, amp::GradScaler 
     auto [loss_value, grads] = grad_fn();
     if (use_amp) {
       scaler.unscale_(optimizer, grads);
-      grads = amp::clip_by_global_norm(grads, 1.0);
+      amp::clip_by_global_norm_(grads, 1.0);
       scaler.step(optimizer, grads);
       scaler.update();
     } else {
-      grads = amp::clip_by_global_norm(grads, 1.0);
+      amp::clip_by_global_norm_(grads, 1.0);
       amp::step(optimizer, grads);
     }
     e2e::log_step(step, loss);
@@ -55,7 +55,7 @@ void train_split(e2e::Mlp &model, torch::optim::SGD &optimizer,
     auto [loss_value, grads] = grad_fn();
     if (scaler)
       scaler->unscale_(optimizer, grads);
-    grads = amp::clip_by_global_norm(grads, 1.0);
+    amp::clip_by_global_norm_(grads, 1.0);
     if (scaler) {
       scaler->step(optimizer, grads);
       scaler->update();

@@ -21,7 +21,7 @@ torch::Tensor train_step(e2e::Mlp &model, torch::optim::SGD &optimizer, amp::Gra
   }, amp::parameters_of(optimizer));
   auto [scaled_loss, grads] = grad_fn();
   scaler.unscale_(optimizer, grads);
-  grads = amp::clip_by_global_norm(grads, 1.0);
+  amp::clip_by_global_norm_(grads, 1.0);
   scaler.step(optimizer, grads);
   scaler.update();
   return loss;

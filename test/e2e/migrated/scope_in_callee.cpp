@@ -30,7 +30,7 @@ int main() {
     }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
-    grads = amp::clip_by_global_norm(grads, 1.0);
+    amp::clip_by_global_norm_(grads, 1.0);
     scaler.step(optimizer, grads);
     scaler.update();
     e2e::log_step(step, loss);

@@ -42,7 +42,7 @@ private:
 
   void optimizer_step() {
     scaler_.unscale_(*optimizer_, grads_);
-    grads_ = amp::clip_by_global_norm(grads_, 0.2);
+    amp::clip_by_global_norm_(grads_, 0.2);
     scaler_.step(*optimizer_, grads_);
     scaler_.update();
     grads_.clear();

@@ -28,7 +28,7 @@ int main() {
     }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
-    grads = amp::clip_by_global_norm(grads, 0.05);
+    amp::clip_by_global_norm_(grads, 0.05);
     scaler.step(optimizer, grads);
     scaler.update();
     return loss;

@@ -32,7 +32,7 @@ int main() {
     auto [scaled_loss, grads] = grad_fn();
     auto [grads_first, grads_others] = amp::split_grads(grads, first, others);
     scaler.unscale_(first, grads_first);
-    grads_first = amp::clip_by_global_norm(grads_first, 1.0);
+    amp::clip_by_global_norm_(grads_first, 1.0);
     scaler.step(first, grads_first);
     scaler.step(others, grads_others);
     scaler.update();

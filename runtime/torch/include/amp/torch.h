@@ -293,6 +293,8 @@ template <class O> torch::optim::Optimizer &as_optimizer(O &o) {
 }
 /// Every parameter of every group of the optimizer, in order.
 std::vector<torch::Tensor> all_parameters(torch::optim::Optimizer &optimizer);
+/// split_grads' amp::Error: the grads do not pair up with the optimizers' parameters.
+[[noreturn]] void split_grads_mismatch(std::size_t grads, std::size_t parameters);
 } // namespace detail
 
 /// The parameters of several optimizers as one list, for value_and_grad when one loss drives
@@ -317,8 +319,7 @@ std::array<std::vector<torch::Tensor>, sizeof...(Opts)> split_grads(const std::v
   for (std::size_t n : sizes)
     total += n;
   if (total != grads.size())
-    throw Error("amp::split_grads: " + std::to_string(grads.size()) +
-                " grads do not pair up with the optimizers' " + std::to_string(total) + " parameters");
+    detail::split_grads_mismatch(grads.size(), total);
   std::array<std::vector<torch::Tensor>, sizeof...(Opts)> out;
   std::size_t at = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -350,6 +351,12 @@ bool all_finite(const std::vector<torch::Tensor> &xs);
 /// MindSpore's rule, out of place: out_i = x_i * clip_norm / max(global_norm, clip_norm).
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm);
+/// The same rule in place, as torch::nn::utils::clip_grad_norm_ does to `.grad`: x_i is scaled by
+/// clip_norm / max(global_norm, clip_norm) where it lies. Returns the global norm before clipping
+/// (0-dim fp32 on the first tensor's device, no host sync), like clip_grad_norm_'s total norm. The
+/// tensors must not share memory (amp::Error: the memory would be scaled twice); value_and_grad's
+/// grads never do. This is the form amp-migrate writes: no output list is allocated.
+torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm);
 
 // ---- across ranks (docs/distributed.md) -----------------------------------------------------------
 namespace detail {
@@ -408,6 +415,9 @@ torch::Tensor global_norm(const std::vector<torch::Tensor> &xs, const ProcessGro
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm,
                                                const ProcessGroupRef &process_group);
+/// clip_by_global_norm_ (in place) with the norm of global_norm(xs, process_group).
+torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
+                                   const ProcessGroupRef &process_group);
 #endif
 
 // ---- loss scaling -------------------------------------------------------------------------------
