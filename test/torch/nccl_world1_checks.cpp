@@ -202,10 +202,16 @@ void norms_match_the_local_ones(const c10::intrusive_ptr<RecordingNCCL> &ref) {
         "global_norm(grads, pg) = " + std::to_string(norm) + ", local " + std::to_string(local));
   check(local > 1.0, "the grads' norm does not exceed the clip norm: clipping is not exercised");
 
+  // The reduced norm is sqrt(norm^2), which may differ from the local one in its last bit: an
+  // fp16 output may then round one ulp apart.
+  auto close = [](const Tensor &a, const Tensor &b) {
+    const double rtol = a.scalar_type() == torch::kHalf ? 2e-3 : 1e-5;
+    return torch::allclose(a.to(torch::kFloat), b.to(torch::kFloat), rtol, 1e-6);
+  };
   auto clipped = amp::clip_by_global_norm(grads, 1.0, ref);
   auto want = amp::clip_by_global_norm(grads, 1.0);
   for (std::size_t i = 0; i < grads.size(); ++i)
-    check(torch::allclose(clipped[i].to(torch::kFloat), want[i].to(torch::kFloat), 1e-5, 1e-6),
+    check(close(clipped[i], want[i]),
           "clip_by_global_norm(grads, 1, pg)[" + std::to_string(i) + "] differs from the local one");
   check(std::abs(amp::global_norm(clipped).item<double>() - 1.0) < 1e-3,
         "clip_by_global_norm(grads, 1, pg) has norm " +
@@ -218,7 +224,7 @@ void norms_match_the_local_ones(const c10::intrusive_ptr<RecordingNCCL> &ref) {
   check(std::abs(before - local) <= 1e-5 * local, "clip_by_global_norm_(grads, 1, pg) returned norm " +
                                                       std::to_string(before));
   for (std::size_t i = 0; i < grads.size(); ++i)
-    check(torch::allclose(in_place[i].to(torch::kFloat), want[i].to(torch::kFloat), 1e-5, 1e-6),
+    check(close(in_place[i], want[i]),
           "clip_by_global_norm_(grads, 1, pg)[" + std::to_string(i) + "] differs from the local clip");
 }
 
