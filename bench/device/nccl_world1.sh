@@ -76,13 +76,13 @@ if [[ $mode != build ]]; then
   binary=$BUILD/torch/amp_torch_nccl_world1
   [[ -x $binary ]] || { say "FAIL: $binary was not built"; exit 1; }
   # NCCL_DEBUG=WARN: NCCL's own reason lands in the output when a collective fails.
-  NCCL_DEBUG=${NCCL_DEBUG:-WARN} timeout 300 "$binary" > "$OUT/nccl_world1.txt" 2>&1
+  NCCL_DEBUG=${NCCL_DEBUG:-WARN} timeout 120 "$binary" > "$OUT/nccl_world1.txt" 2>&1
   rc=$?
   cat "$OUT/nccl_world1.txt"
   case $rc in
     0) say "PASS" ;;
     77) say "SKIPPED: no GPU visible" ;;
-    124) say "FAIL: timed out after 300 s" ;;
+    124) say "FAIL: timed out after 120 s (a hang in NCCL init or a collective?)" ;;
     *) say "FAIL: exit $rc" ;;
   esac
   exit $rc
