@@ -136,7 +136,7 @@ void all_reduce_grads_in_buckets(RecordingNCCL &pg, const c10::intrusive_ptr<Rec
 /// One scaler step on `w` with the given grad; returns whether w changed.
 bool scaler_step(amp::GradScaler &scaler, bool unscale_first, const Tensor &grad, double *scale_after) {
   torch::manual_seed(3);
-  auto w = torch::randn({4}, torch::TensorOptions().device(kGpu).requires_grad(true));
+  auto w = torch::randn({4}).to(kGpu).requires_grad_(true);
   torch::optim::SGD opt({w}, torch::optim::SGDOptions(0.1));
   const Tensor before = w.detach().clone();
   (void)scaler.scale((w * w).sum()); // creates the scale on the GPU
@@ -191,8 +191,8 @@ void scaler_reduces_found_inf(RecordingNCCL &pg, const c10::intrusive_ptr<Record
 
 void norms_match_the_local_ones(const c10::intrusive_ptr<RecordingNCCL> &ref) {
   torch::manual_seed(11);
-  std::vector<Tensor> grads{torch::randn({40}, kGpu) * 3, torch::randn({5, 7}, kGpu),
-                            torch::randn({64}, kGpu).to(torch::kHalf)};
+  std::vector<Tensor> grads{torch::randn({40}).to(kGpu) * 3, torch::randn({5, 7}).to(kGpu),
+                            torch::randn({64}).to(kGpu, torch::kHalf)};
   const double local = amp::global_norm(grads).item<double>();
   const Tensor reduced = amp::global_norm(grads, ref);
   check(reduced.is_cuda() && reduced.scalar_type() == torch::kFloat,
@@ -257,8 +257,9 @@ Trained train(const c10::intrusive_ptr<RecordingNCCL> &pg) {
     options.process_group(pg);
   amp::GradScaler scaler(options);
   auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kHalf);
-  auto x = torch::randn({64, 32}, kGpu);
-  auto y = torch::randint(0, 10, {64}, torch::TensorOptions().dtype(torch::kLong).device(kGpu));
+  // Drawn on the CPU (then copied): the runs must see the same data whatever the CUDA generator's state.
+  auto x = torch::randn({64, 32}).to(kGpu);
+  auto y = torch::randint(0, 10, {64}, torch::kLong).to(kGpu);
   Trained out;
   for (int s = 0; s < 6; ++s) {
     Tensor loss;
