@@ -26,8 +26,13 @@ import subprocess
 import sys
 
 
+GLIBC_TUNABLES = None  # --glibc-tunables: the same allocator settings for every program
+
+
 def run(binary, args, threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    if GLIBC_TUNABLES:
+        env["GLIBC_TUNABLES"] = GLIBC_TUNABLES
     out = subprocess.run([binary] + args, capture_output=True, text=True, env=env)
     if out.returncode == 3:  # the fused ATen ops have no kernel for this device in this libtorch
         return None
@@ -49,7 +54,12 @@ def main():
     ap.add_argument("--torch-dir", help="Torch_DIR of another libtorch (nested build)")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--baseline", help="an earlier migrated program to compare with (see above)")
+    ap.add_argument("--glibc-tunables", help="GLIBC_TUNABLES for every program, e.g. "
+                    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456 "
+                    "(fixed thresholds: no page faults from glibc's dynamic trimming)")
     opt = ap.parse_args()
+    global GLIBC_TUNABLES
+    GLIBC_TUNABLES = opt.glibc_tunables
 
     targets = ["step_overhead_before", "step_overhead_after"]
     if opt.torch_dir:
@@ -74,6 +84,8 @@ def main():
     print(f"libtorch: {opt.torch_dir or 'the main build (Debian 1.13)'}")
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()[0]:.1f}, "
           f"threads: {opt.threads}, rounds: {opt.rounds}, steps: {opt.steps} (+{opt.warmup} warm-up), batch 64, SGD")
+    if GLIBC_TUNABLES:
+        print(f"GLIBC_TUNABLES={GLIBC_TUNABLES} for every program")
     print()
     extra_head = " baseline migrated: ms / MB | time vs baseline | memory vs baseline |" \
         if opt.baseline else ""

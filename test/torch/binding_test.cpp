@@ -846,6 +846,29 @@ TEST(ValueAndGrad, GradsHaveMemoryOfTheirOwn) {
   EXPECT_NEAR(a.detach()[0].item<double>(), 1.0 - 8.0 / std::sqrt(2 * 4 * 64.0 + 6), 1e-5);
 }
 
+// A fresh dense grad from autograd is the grad itself: no copy per parameter per step (the
+// memory the backward produced is the memory the list holds).
+struct Doubling : torch::autograd::Function<Doubling> {
+  static const void *produced;
+  static Tensor forward(torch::autograd::AutogradContext *, const Tensor &x) { return x * 2; }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *,
+                                                 torch::autograd::variable_list out) {
+    auto g = out[0] * 2;
+    produced = g.data_ptr();
+    return {g};
+  }
+};
+const void *Doubling::produced = nullptr;
+
+TEST(ValueAndGrad, FreshDenseGradsAreNotCopied) {
+  auto w = torch::randn({16, 8}).requires_grad_();
+  auto grad_fn = amp::value_and_grad([&] { return Doubling::apply(w).sum(); }, {w});
+  auto [value, grads] = grad_fn();
+  ASSERT_NE(Doubling::produced, nullptr);
+  EXPECT_EQ(grads[0].data_ptr(), Doubling::produced);
+  EXPECT_TRUE(torch::equal(grads[0], torch::full({16, 8}, 2.0)));
+}
+
 TEST(ValueAndGrad, UnusedParametersGetZeros) {
   Probe model;
   auto grad_fn = amp::value_and_grad(

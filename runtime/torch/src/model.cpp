@@ -420,7 +420,9 @@ std::vector<torch::Tensor> grads_of(const torch::Tensor &value,
   // Like `.grad` after backward() (AccumulateGrad keeps a grad only when nothing else holds it,
   // else it copies): every grad dense memory of its own, so that the in-place ops on the list
   // (unscale_, clip_by_global_norm_, accumulate_grads) change each element once. Autograd can
-  // hand one tensor to several inputs (`(a + b).sum()`: both get the same expanded ones).
+  // hand one tensor to several inputs (`(a + b).sum()`: both get the same expanded ones). The
+  // storage's own use count is no test: autograd's result keeps a second reference to each
+  // fresh grad's storage (libtorch 1.13 and 2.11), so it would copy every grad of every step.
   std::unordered_set<const void *> storages;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto &p = params[i];
@@ -432,7 +434,6 @@ std::vector<torch::Tensor> grads_of(const torch::Tensor &value,
     } else if (g.scalar_type() != p.scalar_type()) {
       g = g.to(p.scalar_type());
     } else if (!g.is_non_overlapping_and_dense() || g.use_count() != 1 ||
-               g.storage().use_count() != 1 ||
                !storages.insert(g.storage().unsafeGetStorageImpl()).second) {
       g = g.clone(torch::MemoryFormat::Contiguous);
     }
