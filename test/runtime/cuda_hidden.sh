@@ -13,6 +13,7 @@ lib=$(find "$work" -name 'libamp_runtime.so*' -type f -printf '%h\n' | head -n1)
 [[ -n $lib ]] || { echo "FAIL: no libamp_runtime.so installed under $work"; exit 1; }
 
 cuda_needed() { readelf -d "$1" | grep -E 'NEEDED.*(libcuda|libcudart|libcublas|libnv)' || true; }
+fmt_needed() { readelf -d "$1" | grep -E 'NEEDED.*libfmt' || true; }
 status=0
 # libamp_torch too when it is shared (by default it is a static archive, inside the program).
 for f in "$lib"/libamp_runtime.so.*.* "$lib"/libamp_torch.so* "$program"; do
@@ -22,6 +23,16 @@ for f in "$lib"/libamp_runtime.so.*.* "$lib"/libamp_torch.so* "$program"; do
     echo "FAIL: $f needs CUDA at load time:"; echo "$found"; status=1
   else
     echo "ok: readelf -d $(basename "$f") lists no CUDA library"
+  fi
+  # fmt builds the runtime's messages header-only: no libfmt.so for migrated programs either.
+  found=$(fmt_needed "$f")
+  if [[ -n $found ]]; then
+    echo "FAIL: $f needs libfmt at load time:"; echo "$found"; status=1
+  fi
+done
+for f in "$lib"/libamp_runtime_cuda.so.*.*; do
+  if [[ -f $f && -n $(fmt_needed "$f") ]]; then
+    echo "FAIL: $f needs libfmt at load time"; status=1
   fi
 done
 # The grep above can fail: the backend itself does list the CUDA runtime.
