@@ -9,6 +9,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 tool=$build/tools/amp-migrate/amp-migrate
+# A tool built with sanitizers (CI's build/: AMP_SANITIZE_TOOL) is not the tool users run.
+if grep -qE '^AMP_SANITIZE_TOOL:STRING=.+' "$build/CMakeCache.txt" 2>/dev/null; then
+  echo "tool_bench.sh: $build builds the tool with sanitizers (AMP_SANITIZE_TOOL); use a build without them" >&2
+  exit 2
+fi
 torch_inc=/usr/include/torch/csrc/api/include
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
