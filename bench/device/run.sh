@@ -3,17 +3,21 @@
 # its ops against PyTorch on the same tensors. Results go to $OUT (results.md, results.json, run.log,
 # ctest-junit.xml, cuda-gtest.txt) and into the "Runtime (CUDA, H200)" block of docs/performance.md,
 # whose updated copy is also left in $OUT/performance.md (the device machine works on a copy of the
-# tree). Budget: about 2 min build on 16 cores, 1 min tests, 3-4 min timings; well inside 10 min.
+# tree). It also runs the NCCL world-size-1 check (bench/device/nccl_world1.sh: built in the
+# background during the main build, run after the tests; output in nccl_world1.txt). Budget: about
+# 2 min build on 16 cores, 1 min tests, under 1 min NCCL check, 3-4 min timings; inside 10 min.
 #
-# Prepare on the development machine (the device image has no GoogleTest), then one call:
-#   bench/device/prepare.sh            # copies /usr/src/googletest to build-device-carry/ (ignored)
+# Prepare on the development machine (the device image has no GoogleTest and no fmt), then one call:
+#   bench/device/prepare.sh            # copies GoogleTest's sources, fmt's headers and nccl.h to
+#                                      # build-device-carry/ (ignored)
 #   run(command="OUT=$OUT bench/device/run.sh", carry=["build-device-carry"], timeout_s=600)
 #
-#   OUT=/some/dir bench/device/run.sh [--quick] [--no-docs]
+#   OUT=/some/dir bench/device/run.sh [--quick] [--no-docs] [--no-nccl]
 #
 # Needs: cmake >= 3.20, nvcc (CUDA >= 12.1: 32 KB kernel arguments), a C++17 compiler, python3 with
-# torch (CUDA), and GoogleTest: installed, or sources in AMP_GTEST_SOURCE_DIR,
-# build-device-carry/googletest or shared/googletest. Without GoogleTest it stops before building
+# torch (CUDA), GoogleTest: installed, or sources in AMP_GTEST_SOURCE_DIR,
+# build-device-carry/googletest or shared/googletest, and fmt: installed, or headers in
+# AMP_FMT_INCLUDE_DIR or build-device-carry/fmt/include. Without GoogleTest it stops before building
 # (exit 2): a run without the CUDA tests is not a result. cuBLASLt is optional: when its header or
 # library is missing the GEMM test and the GEMM timings are skipped with that reason, all else runs.
 set -uo pipefail
@@ -23,10 +27,12 @@ OUT=${OUT:-$ROOT/device-out}
 BUILD=${BUILD:-/tmp/amp-runtime-device-build}
 QUICK=""
 UPDATE_DOCS=1
+NCCL=1
 for arg in "$@"; do
   case $arg in
     --quick) QUICK="--quick" ;;
     --no-docs) UPDATE_DOCS=0 ;;
+    --no-nccl) NCCL=0 ;;
   esac
 done
 mkdir -p "$OUT"
@@ -69,11 +75,23 @@ else
   HAVE_CUBLASLT=0
 fi
 
+# fmt's headers for the runtime when no fmt package is installed (runtime/CMakeLists.txt).
+FMT_ARGS=()
+FMT_DIR=${AMP_FMT_INCLUDE_DIR:-$ROOT/build-device-carry/fmt/include}
+[ -f "$FMT_DIR/fmt/format.h" ] && FMT_ARGS=(-DAMP_FMT_INCLUDE_DIR="$FMT_DIR")
+
+if [ "$NCCL" = 1 ]; then
+  step "NCCL world-size-1 check: build started in the background (log: nccl_build_step.log)"
+  OUT="$OUT" bash "$ROOT/bench/device/nccl_world1.sh" --build-only > "$OUT/nccl_build_step.log" 2>&1 &
+  NCCL_BUILD_PID=$!
+  trap '[ -n "$NCCL_BUILD_PID" ] && kill "$NCCL_BUILD_PID" 2>/dev/null' EXIT # an early exit below
+fi
+
 step "configure (sm_90, Release)"
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 cmake -S "$ROOT/bench/device" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DAMP_GTEST_SOURCE_DIR="$GTEST_SRC" > "$OUT/configure.log" 2>&1
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DAMP_GTEST_SOURCE_DIR="$GTEST_SRC" "${FMT_ARGS[@]}" > "$OUT/configure.log" 2>&1
 configured=$?
 cat "$OUT/configure.log"
 [ "$configured" = 0 ] || { echo "FAIL: configure"; exit 1; }
@@ -107,6 +125,22 @@ for t in $skipped; do
   fi
 done
 [ "$unexpected" = 0 ] || fail "$unexpected CUDA tests SKIPPED (reasons in cuda-gtest.txt: no GPU visible? not enough memory?)"
+
+if [ "$NCCL" = 1 ]; then
+  step "NCCL world-size-1 check (bench/device/nccl_world1.sh)"
+  wait "$NCCL_BUILD_PID"
+  nccl_built=$?
+  NCCL_BUILD_PID=""
+  cat "$OUT/nccl_build_step.log"
+  if [ "$nccl_built" != 0 ]; then
+    fail "NCCL check: build (nccl_build_step.log, nccl_build.log)"
+  else
+    OUT="$OUT" bash "$ROOT/bench/device/nccl_world1.sh" --run-only
+    nccl_rc=$?
+    # 77 (no GPU visible) is a failure here: this script runs only where a GPU is lent.
+    [ "$nccl_rc" = 0 ] || fail "NCCL check: exit $nccl_rc (nccl_world1.txt)"
+  fi
+fi
 
 step "scaler checkpoint fixture vs this PyTorch's torch.save"
 python3 "$ROOT/test/torch/data/make_scaler_state.py" --check "$ROOT/test/torch/data/scaler_state.pt" \

@@ -636,8 +636,9 @@ TEST(Clip, InPlaceMatchesOutOfPlace) {
   EXPECT_NEAR(amp::clip_by_global_norm_(ys, 0.5).item<double>(), expected_norm, 1e-6);
   for (std::size_t i = 0; i < ys.size(); ++i) {
     ASSERT_EQ(ys[i].defined(), expected[i].defined()) << i;
-    if (ys[i].defined())
+    if (ys[i].defined()) {
       EXPECT_TRUE(torch::equal(ys[i], expected[i])) << i;
+    }
   }
   EXPECT_TRUE(torch::equal(base.t(), ys[0]));
   // Below the limit nothing changes.

@@ -89,6 +89,8 @@ void all_reduce_grads(const std::vector<torch::Tensor> &grads, const Group &proc
                       bool average = true);
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm);
+// In place; returns the norm before clipping (a 0-dim tensor).
+torch::Tensor clip_by_global_norm_(std::vector<torch::Tensor> &xs, double clip_norm);
 
 class GradScalerOptions {
 public:
