@@ -24,10 +24,10 @@ bool StepPlanner::planSplitAfterAccumulation() {
     return false;
   }
   std::string Names;
-  for (const auto &[O, Name] : PerOptimizer)
+  for (const auto &[O, Name] : Desc.PerOptimizer)
     Names += (Names.empty() ? "" : ", ") + Name;
   insertAt(lineStart(At), indentAt(At) + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" +
-                              GradsName + ", " + OptimizerArgs + ");\n");
+                              Desc.GradsName + ", " + Desc.OptimizerArgs + ");\n");
   return true;
 }
 
@@ -97,7 +97,7 @@ bool StepPlanner::planAccumulation(const ImplicitBackward &B, const CompoundStmt
   Accumulate = Nested || (InLoop && ConditionalStep);
   if (!Accumulate)
     return true;
-  if (!PerOptimizer.empty() && !planSplitAfterAccumulation())
+  if (!Desc.PerOptimizer.empty() && !planSplitAfterAccumulation())
     return false;
   if (Tgt.Accumulate.empty()) {
     block(B.Backward->getBeginLoc(), "gradient accumulation needs target.accumulate in the rules");
@@ -125,7 +125,7 @@ bool StepPlanner::planAccumulation(const ImplicitBackward &B, const CompoundStmt
     return false;
   }
   GradsDeclAt = lineStart(A);
-  GradsDecl = indentAt(A) + "std::vector<torch::Tensor> " + GradsName + ";\n";
+  GradsDecl = indentAt(A) + "std::vector<torch::Tensor> " + Desc.GradsName + ";\n";
   return true;
 }
 

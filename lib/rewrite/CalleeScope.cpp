@@ -7,12 +7,12 @@ namespace ampmigrate {
 
 const ValueDecl *StepPlanner::callerModel(const ObjectRef &M) const {
   const auto *PVD = dyn_cast_or_null<ParmVarDecl>(M.Decl);
-  if (!PVD || !CalleeCall)
+  if (!PVD || !Desc.CalleeCall)
     return M.Decl;
   unsigned I = PVD->getFunctionScopeIndex();
-  if (I >= CalleeCall->getNumArgs())
+  if (I >= Desc.CalleeCall->getNumArgs())
     return nullptr;
-  const Expr *A = CalleeCall->getArg(I)->IgnoreParenImpCasts();
+  const Expr *A = Desc.CalleeCall->getArg(I)->IgnoreParenImpCasts();
   if (const auto *DRE = dyn_cast<DeclRefExpr>(A))
     return DRE->getDecl();
   if (const auto *ME = dyn_cast<MemberExpr>(A))
@@ -93,10 +93,10 @@ bool StepPlanner::findCalleeScope() {
   if (!Decl || !B.BackwardStmt || parentCompound(Decl) != parentCompound(B.BackwardStmt) ||
       off(Decl->getBeginLoc()) > off(B.Backward->getBeginLoc()))
     return false;
-  CalleeFA = Found;
-  CalleeScope = Scope;
-  CalleeCallStmt = Decl;
-  CalleeCall = Call;
+  Desc.CalleeFA = Found;
+  Desc.CalleeScope = Scope;
+  Desc.CalleeCallStmt = Decl;
+  Desc.CalleeCall = Call;
   return true;
 }
 
@@ -138,10 +138,10 @@ bool StepPlanner::rewriteForward(const ForwardCall &F, const std::string &Conv, 
 }
 
 void StepPlanner::planCalleeScope() {
-  const AutocastScope &S = *CalleeScope;
-  ParentMap CPM(CalleeFA->Function->getBody());
-  graftLambdaBodies(CPM, CalleeFA->Function->getBody());
-  llvm::StringSet<> CalleeNames = namesIn(CalleeFA->Function);
+  const AutocastScope &S = *Desc.CalleeScope;
+  ParentMap CPM(Desc.CalleeFA->Function->getBody());
+  graftLambdaBodies(CPM, Desc.CalleeFA->Function->getBody());
+  llvm::StringSet<> CalleeNames = namesIn(Desc.CalleeFA->Function);
   const Stmt *First = S.GuardDeclStmt ? S.GuardDeclStmt : (S.Enable ? S.Enable->Removable : nullptr);
   if (!First) {
     block(S.ReportLoc, "the autocast call is part of a larger expression");
@@ -170,7 +170,7 @@ void StepPlanner::planCalleeScope() {
   std::string Conversions;
   std::map<const ValueDecl *, std::string> Names;
   bool AnyForward = false;
-  for (const ForwardCall &F : CalleeFA->Forwards) {
+  for (const ForwardCall &F : Desc.CalleeFA->Forwards) {
     unsigned O = off(F.Call->getBeginLoc());
     if (O < S.Begin || O > S.End)
       continue;
@@ -189,7 +189,7 @@ void StepPlanner::planCalleeScope() {
   }
   if (!AnyForward) {
     block(S.ReportLoc, "no model call inside the autocast scope of '" +
-                           CalleeFA->Function->getNameAsString() + "'");
+                           Desc.CalleeFA->Function->getNameAsString() + "'");
     return;
   }
   // The scope's first statement becomes the conversion (one line each).

@@ -65,7 +65,7 @@ void StepPlanner::planGradAccesses() {
     std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
     std::string Why;
     std::optional<GradAllReduce> AR = matchGradAllReduce(A.Statement);
-    if (AR && (!PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty())) {
+    if (AR && (!Desc.PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty())) {
       // Not one bucketed collective here; the loop itself may still carry over.
       if (std::optional<GradLoop> L = matchGradLoop(A.Statement, Why)) {
         rewriteGradLoop(*L);
@@ -73,7 +73,7 @@ void StepPlanner::planGradAccesses() {
       }
     }
     if (AR) {
-      if (!PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty()) {
+      if (!Desc.PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty()) {
         block(A.Access->getBeginLoc(),
               "`" + Stmt + "` all-reduces .grad across ranks; with " +
                   (Tgt.AllReduceGrads.empty() ? std::string("no target.all-reduce-grads in the rules")
@@ -89,7 +89,7 @@ void StepPlanner::planGradAccesses() {
       }
       B = SM.getFileOffset(R.getBegin());
       E = SM.getFileOffset(R.getEnd());
-      Edits.push_back({B, E - B, Tgt.AllReduceGrads + "(" + GradsName + ", " + AR->Group +
+      Edits.push_back({B, E - B, Tgt.AllReduceGrads + "(" + Desc.GradsName + ", " + AR->Group +
                                      (AR->Average ? "" : ", /*average=*/false") + ");"});
       continue;
     }
@@ -164,12 +164,12 @@ std::optional<StepPlanner::GradLoop> StepPlanner::matchGradLoop(const Stmt *S, s
   L.Accessors = G.OnP;
   if (T.stepsOptimizer(Owner)) {
     L.Grads = gradsFor(Owner);
-  } else if (!PerOptimizer.empty()) {
+  } else if (!Desc.PerOptimizer.empty()) {
     Why = "loops over the model's parameters while several optimizers step with one loss; "
           "which optimizer's grads it means is not known: migrate this step by hand";
     return std::nullopt;
   } else {
-    L.Grads = GradsName;
+    L.Grads = Desc.GradsName;
   }
   return L;
 }

@@ -239,7 +239,7 @@ bool StepPlanner::planMixed(const ImplicitBackward &B) {
                                "const method call") +
                     "; it would be evaluated again to choose what " + Tgt.ValueAndGrad +
                     " differentiates: store it in a variable first or migrate by hand");
-  const Stmt *R0 = CalleeCallStmt; // the region starts at the scope, or at the callee's call
+  const Stmt *R0 = Desc.CalleeCallStmt; // the region starts at the scope, or at the callee's call
   if (const AutocastScope *S = T.Scope) {
     const Stmt *ScopeStart = S->GuardDeclStmt ? S->GuardDeclStmt
                                               : (S->Enable->Removable ? S->Enable->Removable : S->Enable->Call);

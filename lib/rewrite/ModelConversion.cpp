@@ -150,7 +150,7 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
   // The dtype must exist where the model is converted: a constant, or a variable declared
   // before that point (not a parameter or local of a guard's constructor).
   const Expr *D = DtypeOf(Applies.front());
-  const FunctionDecl *ScopeFn = CalleeScope == &S ? CalleeFA->Function : FA.Function;
+  const FunctionDecl *ScopeFn = Desc.CalleeScope == &S ? Desc.CalleeFA->Function : FA.Function;
   VariablesRead Refs;
   Refs.TraverseStmt(const_cast<Expr *>(D));
   for (const ValueDecl *V : Refs.Found) {

@@ -54,7 +54,7 @@ const Stmt *StepPlanner::removalUnit(const AutocastScope &S, const Stmt *St) con
 }
 
 bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *ScopeStart, const CompoundStmt *C,
-                          const Stmt *EndStmt, const Stmt *&R0) {
+                                       const Stmt *EndStmt, const Stmt *&R0) {
   auto Different = [&] {
     block(S.ReportLoc, "the autocast scope and the scaled backward are in different blocks");
     return false;
@@ -107,6 +107,8 @@ bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *Scope
 }
 
 void StepPlanner::planRegion(const ImplicitBackward &B) {
+  std::set<const Stmt *> RemovedUnits;   // scope statements removed (one `if` may hold several)
+  std::set<std::string> ConvertedModels; // models converted by this region
   const Stmt *EndStmt = B.ScaleStmt ? B.ScaleStmt : B.BackwardStmt;
   // A mixed step: the region ends at the if that chooses the path (planMixedBackwards removes
   // the backwards in its branches).
@@ -121,14 +123,14 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
     return;
   }
-  if (!T.mixed() && !Split && !planAccumulation(B, C))
+  if (!T.mixed() && !Desc.Split && !planAccumulation(B, C))
     return;
   // The scope in this function; or, with the scope in a called function, the statement that
   // calls it starts the region.
-  const AutocastScope &S = CalleeScope ? *CalleeScope : *T.Scope;
-  const Stmt *R0 = CalleeCallStmt;
+  const AutocastScope &S = Desc.CalleeScope ? *Desc.CalleeScope : *T.Scope;
+  const Stmt *R0 = Desc.CalleeCallStmt;
   bool Enclosing = false; // the scope encloses the loop that holds the step
-  if (!CalleeScope) {
+  if (!Desc.CalleeScope) {
     const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
                                              : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
     R0 = childOf(ScopeStart, C);
@@ -180,7 +182,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     return;
   }
   RB = off(R0->getBeginLoc());
-  const ImplicitBackward &LastB = *AllBackwards.back();
+  const ImplicitBackward &LastB = *Desc.AllBackwards.back();
   CharSourceRange EndR = stmtRange(LastB.BackwardStmt);
   if (EndR.isInvalid() || LastB.BackwardStmt->getBeginLoc().isMacroID() ||
       B.BackwardStmt->getBeginLoc().isMacroID()) {
@@ -232,7 +234,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     if (RemovedUnits.insert(Unit).second)
       RemoveScopeStmt(Unit, A->Call->getBeginLoc());
   };
-  if (CalleeScope) {
+  if (Desc.CalleeScope) {
     planCalleeScope();
   } else {
     RemoveCall(S.Enable);
@@ -337,7 +339,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
         continue;
       }
       unsigned ZB = SM.getFileOffset(ZR.getBegin()), ZE = SM.getFileOffset(ZR.getEnd());
-      Inner.push_back({ZB, ZE - ZB, GradsName + ".clear();"});
+      Inner.push_back({ZB, ZE - ZB, Desc.GradsName + ".clear();"});
     }
   }
   // Declarations of the region that the code after it still names are declared before the
@@ -346,7 +348,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
   auto UsedOutside = [&](const Expr *E) {
     if (off(E->getBeginLoc()) < BodyEnd)
       return false;
-    for (const ImplicitBackward *Bi : AllBackwards)
+    for (const ImplicitBackward *Bi : Desc.AllBackwards)
       if ((Bi->BackwardStmt && within(E, Bi->BackwardStmt)) ||
           (Bi->ScaleStmt && within(E, Bi->ScaleStmt)))
         return false;
@@ -427,7 +429,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
   }
   // The function returns the scaled loss (the sum of them, with several backwards).
   std::string ScaleCall;
-  for (const ImplicitBackward *Bi : AllBackwards) {
+  for (const ImplicitBackward *Bi : Desc.AllBackwards) {
     if (!Bi->Scale) { // no scaler: the function returns the loss itself
       ScaleCall += (ScaleCall.empty() ? "" : " + ") + text(Bi->Loss->getSourceRange());
       continue;
@@ -453,7 +455,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
 
   if (T.mixed())
     ScaleCall = mixedReturn(ScaleCall);
-  ValueName = "scaled_loss";
+  std::string ValueName = "scaled_loss";
   bool AssignBack = false;
   if (T.Unscaled || T.mixed())
     ValueName = freshName("loss_value");
@@ -467,10 +469,10 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
   for (const std::string &C : Conversions)
     Out += C;
   Out += Hoisted;
-  Out += Indent + "auto " + GradFnName + " = " + Tgt.ValueAndGrad + "([&] {\n";
+  Out += Indent + "auto " + Desc.GradFnName + " = " + Tgt.ValueAndGrad + "([&] {\n";
   Out += Indented;
   Out += Indent + "  return " + ScaleCall + ";\n";
-  Out += Indent + "}, " + OptParams + ");\n";
+  Out += Indent + "}, " + Desc.OptParams + ");\n";
   // Comments after the statements the call replaces (the scale and backward lines) stay on
   // the line of the call.
   std::string Trailing;
@@ -488,25 +490,25 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
   // (A mixed step's if stays, and its backwards' comments stay in their branches.)
   if (!T.mixed()) {
     KeepTrailing(EndStmt);
-    for (const ImplicitBackward *Bi : AllBackwards)
+    for (const ImplicitBackward *Bi : Desc.AllBackwards)
       if (Bi->BackwardStmt != EndStmt)
         KeepTrailing(Bi->BackwardStmt);
   }
   if (Accumulate) {
     std::string Micro = freshName("micro_grads");
-    Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + GradFnName + "();" +
+    Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + Desc.GradFnName + "();" +
            Trailing + "\n";
-    Out += Indent + Tgt.Accumulate + "(" + GradsName + ", " + Micro + ");\n";
+    Out += Indent + Tgt.Accumulate + "(" + Desc.GradsName + ", " + Micro + ");\n";
   } else {
-    Out += Indent + "auto [" + ValueName + ", " + GradsName + "] = " + GradFnName + "();" +
+    Out += Indent + "auto [" + ValueName + ", " + Desc.GradsName + "] = " + Desc.GradFnName + "();" +
            Trailing + "\n";
   }
-  if (!PerOptimizer.empty() && !Accumulate) {
+  if (!Desc.PerOptimizer.empty() && !Accumulate) {
     std::string Names;
-    for (const auto &[O, Name] : PerOptimizer)
+    for (const auto &[O, Name] : Desc.PerOptimizer)
       Names += (Names.empty() ? "" : ", ") + Name;
-    Out += Indent + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" + GradsName + ", " +
-           OptimizerArgs + ");\n";
+    Out += Indent + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" + Desc.GradsName + ", " +
+           Desc.OptimizerArgs + ");\n";
   }
   if (AssignBack)
     Out += Indent + B.SplitVar->getNameAsString() + " = " + ValueName + ";\n";
@@ -518,9 +520,9 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
       Out += Buffer.substr(SB, BB - SB).str();
   }
   // Comments between several backwards stay, after the call.
-  for (size_t I = 1; I < AllBackwards.size(); ++I) {
-    unsigned SB = lineEnd(SM.getFileOffset(stmtRange(AllBackwards[I - 1]->BackwardStmt).getEnd()));
-    unsigned BB = lineStart(off(AllBackwards[I]->BackwardStmt->getBeginLoc()));
+  for (size_t I = 1; I < Desc.AllBackwards.size(); ++I) {
+    unsigned SB = lineEnd(SM.getFileOffset(stmtRange(Desc.AllBackwards[I - 1]->BackwardStmt).getEnd()));
+    unsigned BB = lineStart(off(Desc.AllBackwards[I]->BackwardStmt->getBeginLoc()));
     if (SB < BB)
       Out += Buffer.substr(SB, BB - SB).str();
   }

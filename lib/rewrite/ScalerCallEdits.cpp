@@ -172,10 +172,10 @@ bool StepPlanner::paramsOfStep(const Expr *Params, const ScalerCall **OfOptimize
     return false;
   if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
     return true;
-  if (CalleeFA && llvm::any_of(CalleeFA->Forwards, [&](const ForwardCall &F) { return callerModel(F.Model) == D; }))
+  if (Desc.CalleeFA && llvm::any_of(Desc.CalleeFA->Forwards, [&](const ForwardCall &F) { return callerModel(F.Model) == D; }))
     return true;
   // A step split over two methods: the model the scaling half runs (a member of the class).
-  if (Split && llvm::any_of(Split->ScalingHalf->Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
+  if (Desc.Split && llvm::any_of(Desc.Split->ScalingHalf->Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
     return true;
   for (const ScalerCall *S : T.Steps)
     if (S->Optimizer.Decl == D) {
@@ -223,8 +223,8 @@ void StepPlanner::planClips() {
                                    "optimizer's; the explicit grads cover the optimizer's parameters");
       continue;
     }
-    std::string G = GradsName;
-    if (!PerOptimizer.empty()) {
+    std::string G = Desc.GradsName;
+    if (!Desc.PerOptimizer.empty()) {
       if (!OfOptimizer) {
         block(Params->getBeginLoc(), "with several optimizers, clipping a model's parameters: "
                                      "which optimizer's grads to clip is unknown; clip "

@@ -28,7 +28,7 @@ public:
 } // namespace
 
 bool StepPlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<const Expr *> Args,
-                SourceLocation Loc, std::string &Out) {
+                             SourceLocation Loc, std::string &Out) {
   Out = Tgt.ScalerOptions + "()";
   for (unsigned I = 0; I < Args.size(); ++I) {
     if (isa<CXXDefaultArgExpr>(Args[I]))
@@ -59,30 +59,19 @@ void StepPlanner::planScalerDecl() {
   if (qualifiedName(Class) == StringRef(Tgt.ScalerClass))
     return;
   const auto *VD = dyn_cast<VarDecl>(D);
-  const auto *FDl = dyn_cast<FieldDecl>(D);
   if (!VD || isa<ParmVarDecl>(VD) || !VD->isLocalVarDecl()) {
     // A parameter, a member, a global: the object crosses function (and file) boundaries.
     planScalerFlow(Class);
     return;
   }
-  if (!VD && !FDl) {
-    block(D->getLocation(), "the scaler is not a variable or a data member");
-    return;
-  }
+  // A local of the step's function from here on.
   if (SM.getFileID(SM.getExpansionLoc(D->getLocation())) != File) {
     block(D->getLocation(), "the scaler is declared in another file");
     return;
   }
   // Every use of the scaler must be one of the calls this plan rewrites.
   RefCollector RC(D);
-  if (VD)
-    RC.TraverseStmt(const_cast<Stmt *>(FA.Function->getBody()));
-  else
-    RC.TraverseDecl(const_cast<RecordDecl *>(FDl->getParent()));
-  size_t Known = 0;
-  for (const ScalerCall &C : FA.ScalerCalls)
-    if (C.Scaler.Decl == D)
-      ++Known;
+  RC.TraverseStmt(const_cast<Stmt *>(FA.Function->getBody()));
   std::vector<const Expr *> Unknown;
   for (const Expr *R : RC.Refs) {
     bool IsCall = llvm::any_of(FA.ScalerCalls, [&](const ScalerCall &C) {
@@ -91,37 +80,17 @@ void StepPlanner::planScalerDecl() {
     if (!IsCall)
       Unknown.push_back(R);
   }
-  (void)Known;
-  if (!Unknown.empty() && VD) {
+  if (!Unknown.empty()) {
     // Passed on (to a function, into another holder): follow it through the translation unit.
     planScalerFlow(Class);
     return;
   }
-  if (!Unknown.empty()) {
-    block(Unknown.front()->getBeginLoc(),
-          "the scaler is used here other than through scale/unscale_/step/update/get_scale; "
-          "changing its type to " + Tgt.ScalerClass + " would break this use");
-    return;
-  }
   // Its type, wherever it is spelled in the declaration.
   TypeLocFinder TF(Class);
-  if (VD)
-    TF.TraverseDecl(const_cast<VarDecl *>(VD));
-  else
-    TF.TraverseDecl(const_cast<FieldDecl *>(FDl));
+  TF.TraverseDecl(const_cast<VarDecl *>(VD));
   ConstructFinder CF(Class);
-  if (VD && VD->getInit())
+  if (VD->getInit())
     CF.TraverseStmt(const_cast<Expr *>(VD->getInit()));
-  if (FDl) {
-    if (FDl->hasInClassInitializer())
-      CF.TraverseStmt(FDl->getInClassInitializer());
-    for (const CXXConstructorDecl *Ctor : cast<CXXRecordDecl>(FDl->getParent())->ctors())
-      for (const CXXCtorInitializer *Init : Ctor->inits())
-        if (Init->getMember() == FDl && Init->isWritten()) {
-          CF.TraverseStmt(Init->getInit());
-          TF.TraverseStmt(Init->getInit());
-        }
-  }
   if (TF.Ranges.empty() && CF.Constructs.empty()) {
     block(D->getLocation(), "the scaler's type is not spelled in its declaration (auto from a "
                             "function call?); change it by hand");

@@ -267,7 +267,7 @@ bool StepPlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDe
 
 template <class AddFn>
 bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
-                   AddFn Add) {
+                                AddFn Add) {
   SourceLocation At = stepLoc();
   const auto *FD = dyn_cast<FunctionDecl>(PV->getDeclContext());
   std::string Name = "'" + PV->getNameAsString() + "'";
@@ -329,7 +329,7 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
 
 template <class AddFn>
 bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
-                  AddFn Add) {
+                               AddFn Add) {
   SourceLocation At = stepLoc();
   std::string Name = "'" + H->getNameAsString() + "'";
   if (!isa<VarDecl, FieldDecl>(H)) {

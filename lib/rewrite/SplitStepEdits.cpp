@@ -6,13 +6,13 @@ using namespace clang;
 namespace ampmigrate {
 
 llvm::ArrayRef<const ZeroGradCall *> StepPlanner::stepZeroGrads() const {
-  if (Split)
-    return SplitZeroGrads;
+  if (Desc.Split)
+    return Desc.SplitZeroGrads;
   return T.ZeroGrads;
 }
 
 void StepPlanner::planSplitHalf() {
-  const SplitStep &S = *Split;
+  const SplitStep &S = *Desc.Split;
   bool Scaling = S.ScalingHalf == &T;
   SourceLocation Here = Scaling ? T.Backwards.front()->Backward->getBeginLoc()
                                 : T.Steps.front()->Call->getBeginLoc();
@@ -45,26 +45,26 @@ void StepPlanner::planSplitHalf() {
     Owners.push_back(F->Model);
   for (const ZeroGradCall &Z : FA.ZeroGrads)
     if (llvm::is_contained(Owners, Z.Owner))
-      SplitZeroGrads.push_back(&Z);
+      Desc.SplitZeroGrads.push_back(&Z);
   // Nothing else in the class may clear or read .grad: the member would not see it.
   if (const std::string Other = otherGradUse(Class, S); !Other.empty()) {
     Refuse(Other);
     return;
   }
-  GradsName = memberName(Class);
+  Desc.GradsName = memberName(Class);
   Accumulate = true;
   if (Tgt.Accumulate.empty()) {
     Refuse("the rules name no target.accumulate to sum them");
     return;
   }
   if (Scaling) {
-    GradFnName = freshName("grad_fn");
-    OptParams = optimizerParams(Step);
+    Desc.GradFnName = freshName("grad_fn");
+    Desc.OptParams = optimizerParams(Step);
     if (!T.Scope) {
       Refuse("no autocast scope precedes the scaled backward in its method");
       return;
     }
-    AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
+    Desc.AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
     planRegion(*T.Backwards.front());
     planClips();
     planGradAccesses();
@@ -88,7 +88,7 @@ void StepPlanner::planSplitHalf() {
     std::string Ind;
     for (unsigned I = LS; I < FBuf.size() && (FBuf[I] == ' ' || FBuf[I] == '\t'); ++I)
       Ind += FBuf[I];
-    std::string Member = Ind + "std::vector<torch::Tensor> " + GradsName + "; // the grads from " +
+    std::string Member = Ind + "std::vector<torch::Tensor> " + Desc.GradsName + "; // the grads from " +
                          S.Scaling->Function->getNameAsString() + "() to " +
                          S.Stepping->Function->getNameAsString() + "()\n";
     SourceLocation At = SM.getLocForStartOfFile(SM.getFileID(FieldEnd)).getLocWithOffset(NL + 1);

@@ -27,74 +27,62 @@ bool StepPlanner::blockScaleInsideBackwardReceiver() {
   return false;
 }
 
-void StepPlanner::planAll() {
-  const Stmt *Body = FA.Function->getBody();
+bool StepPlanner::feasible() {
   SourceLocation FnLoc = FA.Function->getLocation();
-  File = SM.getFileID(SM.getExpansionLoc(Body->getBeginLoc()));
-  FilePath = SM.getFileEntryRefForID(File) ? SM.getFileEntryRefForID(File)->getName().str() : "";
-  Buffer = SM.getBufferData(File);
-
-  for (const SourceRange &R : FA.InactiveAmpCode)
-    block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
-                        "migrate each configuration by hand or run once per configuration");
-  if ((Split = findSplitStep(TU, FA, T))) {
-    planSplitHalf();
-    return;
-  }
   if (T.Backwards.empty() && blockScaleInsideBackwardReceiver())
-    return;
+    return false;
   if (T.Backwards.empty()) {
     block(T.Steps.empty() ? FnLoc : T.Steps.front()->Call->getBeginLoc(),
           "no scaled backward (scaler.scale(loss).backward()) in this function; the scope, "
           "scaling and stepping are in different functions");
-    return;
+    return false;
   }
   if (T.Steps.empty()) {
     block(T.Backwards.front()->Backward->getBeginLoc(),
           "the scaler's step() is not in this function; scaling and stepping in different "
           "functions cannot be rewritten together");
-    return;
+    return false;
   }
   if (auto Why = lambdaBoundaryBlocker(T, FA.Function, PM, Ctx)) {
     block(Why->Loc, Why->Reason);
-    return;
+    return false;
   }
   if (!T.Scope && !findCalleeScope()) {
     if (Blockers.empty())
       block(T.Backwards.front()->Backward->getBeginLoc(),
             "no autocast scope precedes this scaled backward in this function, so the forward "
             "pass to hand to amp::value_and_grad is unknown");
-    return;
+    return false;
   }
   if (!planSeveralBackwards())
-    return;
+    return false;
   for (const ScalerCall *S : T.Steps)
     if (!S->Optimizer || !S->OptimizerArg) {
       block(S->Call->getBeginLoc(), "the optimizer of this step() could not be identified");
-      return;
+      return false;
     }
   for (size_t I = 0; I < T.Steps.size(); ++I)
     for (size_t J = 0; J < I; ++J)
       if (T.Steps[I]->Optimizer == T.Steps[J]->Optimizer) {
         block(T.Steps[I]->Call->getBeginLoc(), "step() called more than once for one backward");
-        return;
+        return false;
       }
   for (const ScalerCall *U : T.Unscales)
     if (!llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == U->Optimizer; })) {
       block(U->Call->getBeginLoc(), "unscale_() of an optimizer that no step() of this step uses");
-      return;
+      return false;
     }
-  GradsName = freshName("grads");
-  GradFnName = freshName("grad_fn");
+  Desc.GradsName = freshName("grads");
+  Desc.GradFnName = freshName("grad_fn");
   if (T.Steps.size() == 1) {
-    OptParams = optimizerParams(T.Steps.front());
+    Desc.OptParams = optimizerParams(T.Steps.front());
   } else {
     // One loss, several optimizers sharing the scaler: grads w.r.t. all their parameters, then
     // one list per optimizer for its unscale_/step.
     if (Tgt.ParametersOf.empty() || Tgt.SplitGrads.empty()) {
       block(T.Steps[1]->Call->getBeginLoc(), "several optimizers step with one scaled loss; the "
                                               "rules name no target.parameters-of / split-grads");
-      return;
+      return false;
     }
     std::string Args;
     for (const ScalerCall *S : T.Steps) {
@@ -103,50 +91,33 @@ void StepPlanner::planAll() {
       std::string Base = S->Optimizer.Decl ? S->Optimizer.Decl->getName().str() : "opt";
       while (!Base.empty() && Base.back() == '_')
         Base.pop_back();
-      PerOptimizer.push_back({S->Optimizer, freshName("grads_" + Base)});
+      Desc.PerOptimizer.push_back({S->Optimizer, freshName("grads_" + Base)});
     }
-    OptimizerArgs = Args;
-    OptParams = Tgt.ParametersOf + "(" + Args + ")";
+    Desc.OptimizerArgs = Args;
+    Desc.OptParams = Tgt.ParametersOf + "(" + Args + ")";
   }
 
-  const ImplicitBackward &B = *T.Backwards.front();
-  if (T.mixed() && !planMixed(B))
-    return;
-  planRegion(B);
-  if (T.Unscaled)
-    planOptimizerSteps(T.Steps);
-  else
-    planScalerCalls();
-  if (T.mixed()) {
-    planOptimizerSteps(T.Plain.Steps);
-    planMixedBackwards(B);
-  }
-  planClips();
-  planGradAccesses();
-  planZeroGrads(B);
-  if (!T.Unscaled)
-    planScalerDecl();
-  planInclude();
+  return !T.mixed() || planMixed(*T.Backwards.front());
 }
 
 bool StepPlanner::planSeveralBackwards() {
-  AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
-  llvm::sort(AllBackwards, [&](const ImplicitBackward *A, const ImplicitBackward *B) {
+  Desc.AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
+  llvm::sort(Desc.AllBackwards, [&](const ImplicitBackward *A, const ImplicitBackward *B) {
     return off(A->Backward->getBeginLoc()) < off(B->Backward->getBeginLoc());
   });
-  if (AllBackwards.size() == 1)
+  if (Desc.AllBackwards.size() == 1)
     return true;
-  const ImplicitBackward *First = AllBackwards.front();
+  const ImplicitBackward *First = Desc.AllBackwards.front();
   const CompoundStmt *C = First->BackwardStmt ? parentCompound(First->BackwardStmt) : nullptr;
-  for (size_t I = 0; I < AllBackwards.size(); ++I) {
-    const ImplicitBackward *B = AllBackwards[I];
+  for (size_t I = 0; I < Desc.AllBackwards.size(); ++I) {
+    const ImplicitBackward *B = Desc.AllBackwards[I];
     bool Consecutive = false;
     if (C && B->BackwardStmt && !B->ScaleStmt && parentCompound(B->BackwardStmt) == C) {
       if (I == 0)
         Consecutive = true;
       else
         for (auto It = C->body_begin(); It != C->body_end(); ++It)
-          if (*It == AllBackwards[I - 1]->BackwardStmt && std::next(It) != C->body_end() &&
+          if (*It == Desc.AllBackwards[I - 1]->BackwardStmt && std::next(It) != C->body_end() &&
               *std::next(It) == B->BackwardStmt)
             Consecutive = true;
     }

@@ -63,25 +63,56 @@ private:
   /// The target names as the edits spell them (globally qualified when needed).
   const TargetApi &Tgt;
   const TranslationUnitAnalysis &TU;
-  std::vector<Blocker> Blockers;
-  std::vector<Edit> Edits;
+  /// The step's file: where its edits go (by offset) and the text they are computed from.
   clang::FileID File;
   std::string FilePath;
   llvm::StringRef Buffer;
 
-  std::string GradsName, GradFnName, ValueName, OptParams;
-  /// Gradient accumulation: the grads of several micro-steps are summed into `GradsName`,
-  /// declared at GradsDeclAt (before the loop that runs the steps).
+  /// The plan descriptor: what the feasibility stage (feasible(), or planSplitHalf()'s checks for
+  /// a step split over two methods) decides before any edit is made, and what every emitter
+  /// reads. No emitter changes it.
+  struct StepDescriptor {
+    /// The names the rewrite declares: the grads list (a new member for a split step), the
+    /// function handed to value_and_grad; and what value_and_grad differentiates.
+    std::string GradsName, GradFnName, OptParams;
+    /// Several optimizers: each one's list of grads (split from GradsName), and the optimizers as
+    /// written, comma-separated.
+    std::vector<std::pair<ObjectRef, std::string>> PerOptimizer;
+    std::string OptimizerArgs;
+    /// The step's scaled backwards in source order (several: consecutive statements of one block,
+    /// whose scaled losses the function returns summed).
+    std::vector<const ImplicitBackward *> AllBackwards;
+    /// The scope in another function: `auto loss = forward_loss(batch);` before the scaled
+    /// backward, where forward_loss() (defined in this file) holds the autocast scope and the
+    /// forward. The loss statement becomes the function handed to value_and_grad; in
+    /// forward_loss() the scope goes and the model is converted where the scope began.
+    const FunctionAnalysis *CalleeFA = nullptr;
+    const AutocastScope *CalleeScope = nullptr;
+    const clang::Stmt *CalleeCallStmt = nullptr; ///< the statement in this function that calls it
+    const clang::CallExpr *CalleeCall = nullptr;
+    /// A step split over two methods of one class: both halves, and the zero_grad()s (in either
+    /// method) that clear the member holding the grads.
+    std::optional<SplitStep> Split;
+    std::vector<const ZeroGradCall *> SplitZeroGrads;
+  };
+  StepDescriptor Desc;
+
+  /// Gradient accumulation, decided with the forward region (planAccumulation): the grads of
+  /// several micro-steps are summed into `Desc.GradsName`, declared by GradsDecl at GradsDeclAt
+  /// (before the loop that runs the steps).
   bool Accumulate = false;
   unsigned GradsDeclAt = 0;
-  /// Several optimizers: each one's list of grads (split from GradsName), and the optimizers as
-  /// written, comma-separated.
-  std::vector<std::pair<ObjectRef, std::string>> PerOptimizer;
-  std::string OptimizerArgs;
-  const std::string &gradsFor(const ObjectRef &Optimizer) const;
-  std::string GradsDecl; ///< inserted after a model conversion planned at the same place
-  /// Insertions by offset; several at one offset join in the order planned.
+  std::string GradsDecl;
+
+  /// What the emitters produce, merged into the MigrationPlan by plan(): the reasons the step is
+  /// not rewritten, the edits of the step's file, and insertions by offset (several at one offset
+  /// join in the order planned).
+  std::vector<Blocker> Blockers;
+  std::vector<Edit> Edits;
   std::map<unsigned, std::string> Insertions;
+
+  /// The grads list an optimizer's unscale_/step/clip takes (its own with several optimizers).
+  const std::string &gradsFor(const ObjectRef &Optimizer) const;
   void insertAt(unsigned At, const std::string &Text) { Insertions[At] += Text; }
 
   void block(clang::SourceLocation L, std::string Why) { Blockers.push_back({L, std::move(Why)}); }
@@ -127,14 +158,24 @@ private:
   /// warns on each call). Without that target in the rules: `opt.parameters()`.
   std::string optimizerParams(const ScalerCall *C) const;
 
-  // ---- the parts of the plan ------------------------------------------------------------------
+  // ---- the pipeline: feasibility, then the emitters ------------------------------------------
+
+  /// Runs the stages: the split-step path, or feasible() and then emit().
+  void planAll();
+
+  /// The feasibility stage: the step's shape (backwards, steps, scope, optimizers, a mixed
+  /// step's condition) and the names and parameters in Desc. False (with the blockers) when the
+  /// step cannot be rewritten.
+  bool feasible();
+
+  /// The emitters, in order, for a step feasible() accepted; `B` is its first scaled backward.
+  void emit(const ImplicitBackward &B);
+
 
   /// A scale() of the step's scaler that backward() runs on only through a larger expression
   /// (`(use_amp ? scaler.scale(loss) : loss).backward()`): there is a scaled backward, just not
   /// one of the shapes the rewrite knows. Reported at the backward with what to write instead.
   bool blockScaleInsideBackwardReceiver();
-
-  void planAll();
 
   // ---- a step split over two methods of one class ---------------------------------------------
   // The grads travel as a new member of the class. `.grad` accumulated until a zero_grad(); the
@@ -142,8 +183,6 @@ private:
   // each zero_grad() of the optimizer or the model, in either method, clears it. Exact when no
   // other method of the class clears or reads `.grad`, which is checked.
 
-  std::optional<SplitStep> Split;
-  std::vector<const ZeroGradCall *> SplitZeroGrads;
   llvm::ArrayRef<const ZeroGradCall *> stepZeroGrads() const;
 
   /// The member's name: `grads_`, or another that no member of the class has.
@@ -158,23 +197,15 @@ private:
   /// Several losses, each `scaler.scale(loss_i).backward()`, as consecutive statements of one
   /// block (PyTorch's multi-loss pattern, the first with retain_graph): `.grad` held the sum of
   /// their grads, which is the grad of the sum of the scaled losses. The function handed to
-  /// value_and_grad returns that sum.
-  std::vector<const ImplicitBackward *> AllBackwards;
+  /// value_and_grad returns that sum. Sets Desc.AllBackwards.
   bool planSeveralBackwards();
 
-  /// The scope in another function: `auto loss = forward_loss(batch);` before the scaled backward,
-  /// where forward_loss() (defined in this file) holds the autocast scope and the forward. The
-  /// loss statement becomes the function handed to value_and_grad; in forward_loss() the scope
-  /// goes and the model is converted where the scope began. Planned and applied together.
-  const FunctionAnalysis *CalleeFA = nullptr;
-  const AutocastScope *CalleeScope = nullptr;
-  const clang::Stmt *CalleeCallStmt = nullptr; ///< the statement in this function that calls it
-  const clang::CallExpr *CalleeCall = nullptr;
 
   /// A model of the callee's scope as this function names it: a member or global is itself; a
   /// parameter of the callee is the argument the call passes.
   const clang::ValueDecl *callerModel(const ObjectRef &M) const;
 
+  /// Finds the scope in a called function (Desc.CalleeFA and the rest); false when there is none.
   bool findCalleeScope();
 
   /// Deletes a statement of a scope (its line when alone on it) into `Out`; false (and a blocker)
@@ -189,11 +220,9 @@ private:
   /// and the model is converted in place of the scope's first statement.
   void planCalleeScope();
 
-  /// Hoisted declarations and conversions emitted before the lambda.
-  std::string Prelude;
-  std::set<std::string> ConvertedModels;
+  /// The converted model's name per model (convertedName), and the forward region's extent in
+  /// the file (set by planRegion; the zero_grad() calls inside it are handled with it).
   std::map<const clang::ValueDecl *, std::string> ModelNames;
-  std::string IncludeAnchorText;
   unsigned RegionBegin = 0, RegionEnd = 0;
 
   std::string convertedName(const ObjectRef &M);
@@ -226,7 +255,6 @@ private:
   /// What goes when an autocast call's statement goes: the statement, or the whole
   /// `if (use_amp) { ... }` around it when that block holds nothing but this scope's calls (an
   /// empty `if` would be left otherwise).
-  std::set<const clang::Stmt *> RemovedUnits;
   const clang::Stmt *removalUnit(const AutocastScope &S, const clang::Stmt *St) const;
 
   bool conversionBeforeLoop(const ObjectRef &M, const clang::Stmt *Anchor, unsigned &InsertAt) const;

@@ -12,13 +12,13 @@ void StepPlanner::planZeroGrads(const ImplicitBackward &) {
       continue; // handled with the region
     bool OfStep = llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == Z->Owner; }) ||
                   llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; }) ||
-                  Split.has_value();
+                  Desc.Split.has_value();
     if (!OfStep || !Z->Statement)
       continue; // harmless to keep: the explicit grads never read .grad
     if (Accumulate && O > GradsDeclAt) {
       // It ended an accumulation: it clears the summed grads now. With several optimizers the
       // list holds all their grads: their zero_grad() calls must stand together (one clear).
-      if (!PerOptimizer.empty()) {
+      if (!Desc.PerOptimizer.empty()) {
         const auto *Block = parentCompound(Z->Statement);
         std::vector<const ZeroGradCall *> Run;
         bool Started = false;
@@ -37,7 +37,7 @@ void StepPlanner::planZeroGrads(const ImplicitBackward &) {
               Run.clear();
             }
           }
-        bool Covers = llvm::all_of(PerOptimizer, [&](const auto &PO) {
+        bool Covers = llvm::all_of(Desc.PerOptimizer, [&](const auto &PO) {
           return llvm::any_of(Run, [&](const ZeroGradCall *K) { return K->Owner == PO.first; });
         }) || llvm::any_of(Run, [&](const ZeroGradCall *K) {
           return llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == K->Owner; });
@@ -61,7 +61,7 @@ void StepPlanner::planZeroGrads(const ImplicitBackward &) {
         continue;
       }
       unsigned ZB = SM.getFileOffset(ZR.getBegin()), ZE = SM.getFileOffset(ZR.getEnd());
-      Edits.push_back({ZB, ZE - ZB, GradsName + ".clear();"});
+      Edits.push_back({ZB, ZE - ZB, Desc.GradsName + ".clear();"});
       continue;
     }
     Edit E;
