@@ -145,12 +145,7 @@ static llvm::raw_ostream::Colors levelColor(llvm::StringRef Level) {
 void printDiagnostic(llvm::raw_ostream &OS, LineTable &Lines, const SourcePos &Pos,
                      llvm::StringRef Level, llvm::StringRef Message, llvm::StringRef Check,
                      bool Color) {
-  struct ColorScope {
-    llvm::raw_ostream &OS;
-    bool Was;
-    ~ColorScope() { OS.enable_colors(Was); }
-  } Restore{OS, OS.colors_enabled()};
-  OS.enable_colors(Color);
+  ColorScope Colors(OS, Color);
   if (!Pos.File.empty()) {
     OS.changeColor(llvm::raw_ostream::SAVEDCOLOR, /*Bold=*/true);
     OS << Pos.File << ':' << Pos.Line << ':' << Pos.Column << ": ";

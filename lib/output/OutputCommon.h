@@ -57,6 +57,20 @@ std::string generatedSummary(const Report &R);
 
 /// Prints one clang-style diagnostic block: location, level, message, optional "[check]", then the
 /// source line and a caret when the text is available.
+/// Colours on `OS` as `Color` says for the lifetime of the scope (raw_ostream::changeColor writes
+/// nothing while they are off), then as they were.
+class ColorScope {
+public:
+  ColorScope(llvm::raw_ostream &OS, bool Color) : OS(OS), Was(OS.colors_enabled()) {
+    OS.enable_colors(Color);
+  }
+  ~ColorScope() { OS.enable_colors(Was); }
+
+private:
+  llvm::raw_ostream &OS;
+  bool Was;
+};
+
 void printDiagnostic(llvm::raw_ostream &OS, LineTable &Lines, const SourcePos &Pos,
                      llvm::StringRef Level, llvm::StringRef Message, llvm::StringRef Check,
                      bool Color);

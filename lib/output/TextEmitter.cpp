@@ -76,11 +76,12 @@ void printFixedLines(llvm::raw_ostream &OS, LineTable &Lines, const Finding &F, 
     if (!Lines.text(File))
       continue;
     for (const TouchedLines &G : groupByLines(Lines, File, ByFile[File])) {
-      if (Color)
-        OS << "\033[0;1;32m";
-      OS << "fixed:";
-      if (Color)
-        OS << "\033[0m";
+      {
+        ColorScope Colors(OS, Color);
+        OS.changeColor(llvm::raw_ostream::GREEN, /*Bold=*/true);
+        OS << "fixed:";
+        OS.resetColor();
+      }
       OS << ' ' << File << ':' << G.FirstLine;
       if (G.LastLine != G.FirstLine)
         OS << '-' << G.LastLine;

@@ -1,0 +1,241 @@
+// Autocast scopes from the calls and guards of a function (pairs, guards, macro pairs, unclosed enables).
+#include "FunctionAnalyser.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+unsigned FunctionAnalyser::endOffsetOfBlock(const Stmt *S) const {
+  for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
+    if (isa<CompoundStmt>(P))
+      return offsetOf(P->getEndLoc());
+  return offsetOf(FD->getBody()->getEndLoc());
+}
+
+void FunctionAnalyser::buildScopes() {
+  std::vector<const AutocastCall *> Enables;
+  for (const AutocastCall &A : FA.AutocastCalls)
+    if (A.Rule->Role == AutocastRole::Enable)
+      Enables.push_back(&A);
+  llvm::sort(Enables, [&](auto *X, auto *Y) {
+    return offsetOf(X->Call->getBeginLoc()) < offsetOf(Y->Call->getBeginLoc());
+  });
+  std::vector<bool> Used(Enables.size(), false);
+  for (size_t I = 0; I < Enables.size(); ++I) {
+    const AutocastCall *E = Enables[I];
+    if (Used[I] || E->Turns == AutocastCall::State::Restore ||
+        E->Turns == AutocastCall::State::Forwarded)
+      continue;
+    bool TurnsOn = E->Turns != AutocastCall::State::Off;
+    std::vector<const AutocastCall *> ExtraCloses;
+    // The closing call: the next enable call for this device that turns the other way.
+    const AutocastCall *Close = nullptr;
+    for (size_t J = I + 1; J < Enables.size(); ++J) {
+      const AutocastCall *C = Enables[J];
+      if (Used[J] || !sameDevice(*E, *C))
+        continue;
+      bool ClosesOn = C->Turns == AutocastCall::State::Off || C->Turns == AutocastCall::State::Restore;
+      bool ClosesOff = C->Turns == AutocastCall::State::On || C->Turns == AutocastCall::State::Restore;
+      if ((TurnsOn && ClosesOn) || (!TurnsOn && ClosesOff)) {
+        Close = C;
+        Used[J] = true;
+        // Several closing calls for one enable (a disable in a `catch` and another after the
+        // `try`): the scope ends at the last; the earlier ones belong to it.
+        for (size_t K = J + 1; TurnsOn && K < Enables.size(); ++K) {
+          const AutocastCall *D = Enables[K];
+          if (Used[K] || !sameDevice(*E, *D))
+            continue;
+          if (D->Turns != AutocastCall::State::Off && D->Turns != AutocastCall::State::Restore)
+            break;
+          ExtraCloses.push_back(Close);
+          Close = D;
+          Used[K] = true;
+        }
+        break;
+      }
+      if (C->Turns == E->Turns)
+        break; // enabled twice: the first one is never closed on its own
+    }
+    Used[I] = true;
+    if (!TurnsOn && !Close)
+      continue; // a lone disable: nothing to report
+    AutocastScope S;
+    S.Enable = E;
+    S.Disable = Close;
+    S.DisablesAutocast = !TurnsOn;
+    for (const AutocastCall *X : ExtraCloses)
+      S.Auxiliary.push_back(X);
+    S.ReportLoc = E->MacroUse.isValid() ? E->MacroUse : E->Call->getBeginLoc();
+    S.Shape = E->MacroUse.isValid() ? AutocastScope::Kind::MacroPair : AutocastScope::Kind::CallPair;
+    S.Begin = offsetOf(E->Call->getBeginLoc());
+    if (!Close) {
+      S.Shape = E->MacroUse.isValid() ? AutocastScope::Kind::MacroPair : AutocastScope::Kind::Unclosed;
+      S.End = offsetOf(FD->getBody()->getEndLoc());
+      S.LeaksAt = FD->getBody()->getEndLoc();
+      S.LeakReason = "autocast is enabled here and never disabled; it stays on for backward and "
+                     "every later step (braces do not end it)";
+    } else {
+      S.End = offsetOf(Close->Call->getEndLoc());
+      std::vector<const AutocastCall *> Closes(ExtraCloses.begin(), ExtraCloses.end());
+      Closes.push_back(Close);
+      findLeakingExit(S, *E, Closes);
+    }
+    FA.Scopes.push_back(S);
+  }
+  for (const PendingGuard &G : Guards) {
+    AutocastScope S;
+    S.Shape = AutocastScope::Kind::Guard;
+    S.GuardVar = G.Var;
+    S.GuardDeclStmt = G.DS;
+    S.DisablesAutocast = G.Disables;
+    S.ReportLoc = G.DS->getBeginLoc().isMacroID() ? SM.getExpansionLoc(G.DS->getBeginLoc())
+                                                  : G.Var->getLocation();
+    S.Begin = offsetOf(G.DS->getBeginLoc());
+    S.End = endOffsetOfBlock(G.DS);
+    FA.Scopes.push_back(S);
+  }
+  // Guard end calls (`guard.End()`), and auxiliary calls that belong to a scope.
+  for (AutocastScope &S : FA.Scopes) {
+    if (S.GuardVar)
+      for (const ScalerCall &Unused : FA.ScalerCalls)
+        (void)Unused;
+    for (const AutocastCall &A : FA.AutocastCalls) {
+      if (A.Rule->Role == AutocastRole::Enable || A.Rule->Role == AutocastRole::Query)
+        continue;
+      unsigned O = offsetOf(A.Call->getBeginLoc());
+      // Dtype calls often come just before the enable; cache/nesting calls just after the
+      // disable. Attach to the nearest scope: inside, or adjacent in the same block.
+      if (O >= S.Begin && O <= S.End)
+        S.Auxiliary.push_back(&A);
+    }
+  }
+  attachAdjacentAuxiliary();
+  if (!FA.Scopes.empty())
+    findGuardEnds();
+  llvm::sort(FA.Scopes, [](const AutocastScope &A, const AutocastScope &B) { return A.Begin < B.Begin; });
+}
+
+const CompoundStmt *FunctionAnalyser::enclosingBlock(const Stmt *S) const {
+  for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
+    if (const auto *CS = dyn_cast<CompoundStmt>(P))
+      return CS;
+  return nullptr;
+}
+
+bool FunctionAnalyser::encloses(const Stmt *Outer, const Stmt *S) const {
+  for (const Stmt *P = S; P; P = PM.getParent(P))
+    if (P == Outer)
+      return true;
+  return false;
+}
+
+bool FunctionAnalyser::leavesFunction(const CXXThrowExpr *T) const {
+  if (T->getBeginLoc().isMacroID())
+    return false;
+  for (const Stmt *P = PM.getParent(T); P; P = PM.getParent(P)) {
+    if (isa<CXXCatchStmt>(P) || isa<LambdaExpr>(P))
+      return true;
+    if (isa<CXXTryStmt>(P))
+      return false; // thrown in a try block: its handlers decide
+  }
+  return true;
+}
+
+void FunctionAnalyser::findLeakingExit(AutocastScope &S, const AutocastCall &Enable,
+                                       const std::vector<const AutocastCall *> &Closes) {
+  BodyCollector BC;
+  BC.TraverseStmt(FD->getBody());
+  std::vector<const Stmt *> Exits(Returns.begin(), Returns.end());
+  for (const CXXThrowExpr *T : BC.Throws)
+    if (leavesFunction(T))
+      Exits.push_back(T);
+  llvm::sort(Exits, [&](const Stmt *A, const Stmt *B) {
+    return offsetOf(A->getBeginLoc()) < offsetOf(B->getBeginLoc());
+  });
+  for (const Stmt *X : Exits) {
+    unsigned O = offsetOf(X->getBeginLoc());
+    if (O <= S.Begin || O >= S.End || enclosingLambda(X) != enclosingLambda(Enable.Call))
+      continue;
+    bool DisabledFirst = llvm::any_of(Closes, [&](const AutocastCall *C) {
+      const CompoundStmt *Block = enclosingBlock(C->Call);
+      return offsetOf(C->Call->getEndLoc()) < O && Block && encloses(Block, X);
+    });
+    if (DisabledFirst)
+      continue;
+    S.LeaksAt = X->getBeginLoc();
+    if (isa<ReturnStmt>(X)) {
+      S.LeakReason = "autocast enabled here stays on past an early return that skips the "
+                     "disable";
+      S.LeakNote = "autocast is still enabled when this returns";
+    } else {
+      S.LeakReason = "autocast enabled here stays on when an exception leaves the function "
+                     "before the disable";
+      S.LeakNote = "autocast is still enabled when this throws";
+    }
+    return;
+  }
+}
+
+void FunctionAnalyser::attachAdjacentAuxiliary() {
+  for (const AutocastCall &A : FA.AutocastCalls) {
+    if (A.Rule->Role == AutocastRole::Enable || A.Rule->Role == AutocastRole::Query)
+      continue;
+    bool Attached = llvm::any_of(FA.Scopes, [&](const AutocastScope &S) {
+      return llvm::is_contained(S.Auxiliary, &A);
+    });
+    if (Attached)
+      continue;
+    unsigned O = offsetOf(A.Call->getBeginLoc());
+    AutocastScope *Best = nullptr;
+    unsigned BestDist = ~0u;
+    for (AutocastScope &S : FA.Scopes) {
+      unsigned D = O < S.Begin ? S.Begin - O : (O > S.End ? O - S.End : 0);
+      if (D < BestDist) {
+        BestDist = D;
+        Best = &S;
+      }
+    }
+    // Only when nothing but whitespace/other AMP calls separates them (same or next lines).
+    if (Best && BestDist < 400 && A.Removable)
+      Best->Auxiliary.push_back(&A);
+  }
+}
+
+void FunctionAnalyser::findGuardEnds() {
+  BodyCollector BC;
+  BC.TraverseStmt(FD->getBody());
+  for (const CallExpr *CE : BC.Calls) {
+    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+    if (!MC)
+      continue;
+    ObjectRef Obj = resolveObject(MC->getImplicitObjectArgument());
+    for (AutocastScope &S : FA.Scopes)
+      if (S.GuardVar && Obj.Decl == S.GuardVar) {
+        S.GuardEnds.push_back(MC);
+        S.End = std::min(S.End, offsetOf(MC->getEndLoc()));
+      }
+  }
+}
+
+void FunctionAnalyser::collectInactive() {
+  SourceRange Body = FD->getBody()->getSourceRange();
+  unsigned B = offsetOf(Body.getBegin()), E = offsetOf(Body.getEnd());
+  FileID F = SM.getFileID(SM.getExpansionLoc(Body.getBegin()));
+  // Any autocast function of the rules, or the word itself, marks the region as AMP code.
+  std::vector<std::string> Tokens = Rules.prefilterTokens();
+  Tokens.push_back("autocast");
+  for (const AutocastFunctionRule &A : Rules.Autocast)
+    Tokens.push_back(StringRef(A.Function).rsplit("::").second.str());
+  for (const SourceRange &R : Inactive) {
+    if (SM.getFileID(R.getBegin()) != F)
+      continue;
+    unsigned RB = SM.getFileOffset(R.getBegin());
+    if (RB < B || RB > E)
+      continue;
+    StringRef Text = Lexer::getSourceText(CharSourceRange::getCharRange(R), SM, Ctx.getLangOpts());
+    if (llvm::any_of(Tokens, [&](const std::string &T) { return Text.contains(T); }))
+      FA.InactiveAmpCode.push_back(R);
+  }
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,245 @@
+// The analysis of one function (FunctionAnalyser, private to lib/analysis): the elements of its
+// body found by declaration (StepElements.cpp), its autocast scopes (AutocastScopes.cpp), and the
+// training steps they form with their members (StepGrouping.cpp). StepFinder runs it per function.
+#pragma once
+
+#include "ampmigrate/GenericLambdas.h"
+#include "ampmigrate/StepFinder.h"
+
+#include "clang/AST/ParentMap.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/Basic/SourceManager.h"
+#include "clang/Lex/Lexer.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace ampmigrate {
+
+/// Shape helpers of StepFinder.cpp that the function analysis uses too.
+bool nameIn(const clang::NamedDecl *D, const std::vector<std::string> &Names);
+bool returnsTensors(clang::QualType T, const RuleSet &Rules);
+bool methodNamed(const clang::CXXMethodDecl *M, const std::vector<std::string> &Names);
+std::optional<bool> boolConstant(const clang::Expr *E, const clang::ASTContext &Ctx);
+/// An expression without parentheses, implicit casts, temporaries and copies.
+const clang::Expr *strip(const clang::Expr *E);
+/// The object an expression names (a variable, a member, `*this`), through `*`, `->` and holders.
+ObjectRef resolveObject(const clang::Expr *E);
+
+/// Finds the autocast calls in a function body (used for guard recognition).
+class AutocastCallCollector : public clang::RecursiveASTVisitor<AutocastCallCollector> {
+public:
+  AutocastCallCollector(const RuleSet &Rules) : Rules(Rules) {}
+  bool VisitCallExpr(clang::CallExpr *CE) {
+    if (const clang::FunctionDecl *FD = CE->getDirectCallee())
+      if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
+        Found.push_back({CE, R});
+    return true;
+  }
+  const RuleSet &Rules;
+  std::vector<std::pair<const clang::CallExpr *, const AutocastFunctionRule *>> Found;
+};
+
+class BodyCollector : public AnalysedBodyVisitor<BodyCollector> {
+public:
+  std::vector<const clang::CallExpr *> Calls;
+  std::vector<const clang::DeclStmt *> Decls;
+  std::vector<const clang::ReturnStmt *> Returns;
+  std::vector<const clang::LambdaExpr *> Lambdas;
+  std::vector<const clang::CXXThrowExpr *> Throws;
+  bool VisitCallExpr(clang::CallExpr *CE) {
+    Calls.push_back(CE);
+    return true;
+  }
+  bool VisitDeclStmt(clang::DeclStmt *DS) {
+    Decls.push_back(DS);
+    return true;
+  }
+  bool VisitReturnStmt(clang::ReturnStmt *RS) {
+    Returns.push_back(RS);
+    return true;
+  }
+  bool VisitLambdaExpr(clang::LambdaExpr *LE) {
+    Lambdas.push_back(LE);
+    return true;
+  }
+  bool VisitCXXThrowExpr(clang::CXXThrowExpr *TE) {
+    Throws.push_back(TE);
+    return true;
+  }
+};
+
+class FunctionAnalyser {
+public:
+  FunctionAnalyser(clang::ASTContext &Ctx, const RuleSet &Rules, const clang::FunctionDecl *FD,
+                   const std::vector<clang::SourceRange> &Inactive);
+
+  FunctionAnalysis run();
+
+private:
+  clang::ASTContext &Ctx;
+  const clang::SourceManager &SM;
+  const RuleSet &Rules;
+  const clang::FunctionDecl *FD;
+  const std::vector<clang::SourceRange> &Inactive;
+  clang::ParentMap PM;
+  FunctionAnalysis FA;
+  std::vector<const clang::LambdaExpr *> Lambdas;
+  std::vector<const clang::ReturnStmt *> Returns;
+  std::vector<const clang::CallExpr *> AllCalls;
+  struct PendingGuard {
+    const clang::VarDecl *Var;
+    const clang::DeclStmt *DS;
+    bool Disables;
+  };
+  std::vector<PendingGuard> Guards;
+
+  unsigned offsetOf(clang::SourceLocation L) const {
+    return SM.getFileOffset(SM.getExpansionLoc(L));
+  }
+
+  bool inLambda(const clang::Stmt *S) const;
+
+  const clang::LambdaExpr *enclosingLambda(const clang::Stmt *S) const;
+
+  /// The statement directly inside a compound statement (or if/loop body) that holds `S`.
+  const clang::Stmt *statementOf(const clang::Stmt *S) const;
+
+  /// True when `S` holds nothing but `Call` (after implicit wrappers).
+  static bool isOnly(const clang::Stmt *S, const clang::Expr *Call);
+
+  void classifyCall(const clang::CallExpr *CE);
+
+  /// c10::DeviceType's values as the rules name devices: the 2.4+ call with at::kCPU and the
+  /// deprecated set_cpu_enabled() are one device; other backends are devices of their own.
+  static std::string deviceName(int64_t DeviceType);
+
+  void addAutocastCall(const clang::CallExpr *CE, const AutocastFunctionRule *R);
+
+  /// `{ set_enabled(true); }` from a macro: every call in the statement is an autocast call.
+  bool macroStatementIsOnlyAutocast(const clang::Stmt *S) const;
+
+  /// `void set_autocast(bool enabled) { at::autocast::set_enabled(enabled); }`: a binding layer
+  /// passes its caller's value on and does nothing else, so it opens no scope; the caller's
+  /// calls of it are where autocast changes. A function that also does other work with a flag
+  /// parameter (`set_enabled(use_amp); forward...`) is a scope.
+  bool forwardsCallersValue(const clang::Expr *Arg) const;
+
+  /// `set_enabled(prev)` where `prev` was read from the autocast state: a restore.
+  bool isRestoreArgument(const clang::Expr *Arg) const;
+
+  void addClip(const clang::CallExpr *CE, const ClipFunctionRule *R);
+
+  void classifyMemberCall(const clang::CXXMemberCallExpr *MC);
+
+  /// The expression that names the model in `model->forward`, `model.forward`, `this->forward`.
+  static const clang::Expr *receiverExpr(const clang::Expr *Obj);
+
+  void classifyCallOperator(const clang::CXXOperatorCallExpr *OC);
+
+  /// `optimizer.step()` (no closure): the step of a training step without a scaler.
+  void addOptimizerStep(const clang::CXXMemberCallExpr *MC);
+
+  void addScalerCall(const clang::CXXMemberCallExpr *MC, const clang::CXXMethodDecl *MD);
+
+  void classifyDecl(const clang::DeclStmt *DS);
+
+  const ScalerCall *scaleCallAt(const clang::Expr *E) const;
+
+  void findImplicitBackwards();
+
+  /// `loss.backward()` with no arguments on a local tensor that no scaler scaled: the backward
+  /// of a step without a scaler when the loss was computed under autocast.
+  void findPlainBackwards();
+
+  // ---- scopes ---------------------------------------------------------------------------------
+
+  bool sameDevice(const AutocastCall &A, const AutocastCall &B) const {
+    return A.Device.empty() || B.Device.empty() || A.Device == B.Device;
+  }
+
+  unsigned endOffsetOfBlock(const clang::Stmt *S) const;
+
+  void buildScopes();
+
+  /// The block a call sits in: it runs before everything that follows it in that block.
+  const clang::CompoundStmt *enclosingBlock(const clang::Stmt *S) const;
+
+  bool encloses(const clang::Stmt *Outer, const clang::Stmt *S) const;
+
+  /// A `throw` in a `catch` handler (a rethrow), or one written outside any `try`: the exception
+  /// leaves the function. A throw from a macro (TORCH_CHECK) is an error report, not a path the
+  /// user wrote.
+  bool leavesFunction(const clang::CXXThrowExpr *T) const;
+
+  /// A return, or an exception leaving the function, between enable and disable leaves autocast
+  /// on for that path, unless one of the scope's disables runs before it on that path (a `catch`
+  /// that disables and then rethrows).
+  void findLeakingExit(AutocastScope &S, const AutocastCall &Enable,
+                       const std::vector<const AutocastCall *> &Closes);
+
+  void attachAdjacentAuxiliary();
+
+  void findGuardEnds();
+
+  void collectInactive();
+
+  // ---- steps ----------------------------------------------------------------------------------
+
+  void groupSteps();
+
+  /// Whether the loss of a plain backward is computed in the scope: its initialisation, or an
+  /// assignment to it, lies within [Begin, End] of the scope.
+  bool computedIn(const AutocastScope &S, const ImplicitBackward &B) const;
+
+  /// Steps without a scaler (bf16/fp32 autocast), in a function with no scaler calls: each plain
+  /// `loss.backward()` whose loss was computed in the last autocast scope opened before it, with
+  /// the `optimizer.step()` calls between it and the next plain backward. Membership of the rest
+  /// (clips, zero_grad, `.grad` accesses) is addMembers', as for a scaled step.
+  void groupUnscaledSteps();
+
+  // ---- mixed steps: a plain path beside the scaled one -------------------------------------------
+
+  /// The branch of `If` that holds `S` (its then or else statement), or null (S is in the
+  /// condition, or not in `If`).
+  const clang::Stmt *branchOf(const clang::IfStmt *If, const clang::Stmt *S) const;
+
+  /// A mixed step: the first scaled backward sits in one branch of an if whose other branch runs a
+  /// plain `loss.backward()` (the fp32 path). The ifs of that block that hold the step's other
+  /// scaler calls are the same choice split up; the `optimizer.step()` calls of the step's
+  /// optimizers on their other branches are the plain path's steps. Whether the conditions agree
+  /// and the paths can be rewritten is the planner's to judge; membership is decided here.
+  void findPlainBranch(TrainingStep &T);
+
+  // ---- step membership: the one rule ----------------------------------------------------------
+
+  /// The gradient window, the clips in it, the zero_grad() calls of the step's optimizers and
+  /// models, and the other statements in the window that touch `.grad`.
+  void addMembers(TrainingStep &T);
+
+  /// Is `E` (an argument) the parameters, a model or an optimizer of the step?
+  bool namesStepParameters(const TrainingStep &T, const clang::Expr *E) const;
+
+  bool isStepElement(const TrainingStep &T, const clang::CallExpr *CE) const;
+
+  /// The statement of the step's block that holds `S`: the block of its first backward, or, when
+  /// `S` is outside it (after a micro-batch loop of a gradient accumulation), the block of its
+  /// first step(); else the nearest statement of any block.
+  const clang::Stmt *stepStatementOf(const TrainingStep &T, const clang::Stmt *S) const;
+
+  /// `optimizer.step()` of one of the step's optimizers: it reads `.grad` (a member only as the
+  /// step of an unscaled step or of a mixed step's plain path).
+  bool isOwnStepOf(const TrainingStep &T, const clang::CallExpr *CE) const;
+
+  /// Whether a function defined outside the system headers calls a tensor's grad()/mutable_grad(),
+  /// in its body or in the functions it calls (a few calls deep).
+  llvm::DenseMap<const clang::FunctionDecl *, bool> TouchesGrad;
+  bool bodyTouchesGrad(const clang::FunctionDecl *F, int Depth);
+
+  void addGradAccesses(TrainingStep &T);
+};
+
+} // namespace ampmigrate

@@ -1,0 +1,402 @@
+// The elements of a function: autocast calls, clips, scaler calls, optimizer steps, forwards, backwards.
+#include "FunctionAnalyser.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+bool FunctionAnalyser::isOnly(const Stmt *S, const Expr *Call) {
+  if (const auto *E = dyn_cast<Expr>(S))
+    return strip(E) == Call || E->IgnoreImplicit() == Call;
+  return false;
+}
+
+void FunctionAnalyser::classifyCall(const CallExpr *CE) {
+  const FunctionDecl *Callee = CE->getDirectCallee();
+  if (!Callee)
+    return;
+  std::string QN = qualifiedName(Callee);
+  if (const AutocastFunctionRule *R = Rules.autocastRule(QN)) {
+    addAutocastCall(CE, R);
+    return;
+  }
+  if (const ClipFunctionRule *R = Rules.clipRule(QN)) {
+    addClip(CE, R);
+    return;
+  }
+  if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE)) {
+    classifyMemberCall(MC);
+    return;
+  }
+  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(CE); OC && OC->getOperator() == OO_Call)
+    classifyCallOperator(OC);
+}
+
+std::string FunctionAnalyser::deviceName(int64_t DeviceType) {
+  if (DeviceType == 0)
+    return "cpu";
+  if (DeviceType == 1)
+    return "cuda";
+  return "device-type-" + std::to_string(DeviceType);
+}
+
+void FunctionAnalyser::addAutocastCall(const CallExpr *CE, const AutocastFunctionRule *R) {
+  AutocastCall A;
+  A.Call = CE;
+  A.Rule = R;
+  A.InLambda = inLambda(CE);
+  if (CE->getBeginLoc().isMacroID())
+    A.MacroUse = SM.getExpansionLoc(CE->getBeginLoc());
+  A.Device = R->Device;
+  if (R->DeviceArg >= 0 && (unsigned)R->DeviceArg < CE->getNumArgs()) {
+    Expr::EvalResult Res;
+    const Expr *Dev = CE->getArg(R->DeviceArg);
+    if (!Dev->isValueDependent() && Dev->EvaluateAsRValue(Res, Ctx) && Res.Val.isInt())
+      A.Device = deviceName(Res.Val.getInt().getExtValue());
+    else
+      A.Device = "";
+  }
+  if (R->Role == AutocastRole::Enable && R->EnabledArg >= 0 &&
+      (unsigned)R->EnabledArg < CE->getNumArgs()) {
+    const Expr *Arg = CE->getArg(R->EnabledArg);
+    if (auto V = boolConstant(Arg, Ctx))
+      A.Turns = *V ? AutocastCall::State::On : AutocastCall::State::Off;
+    else if (isRestoreArgument(Arg))
+      A.Turns = AutocastCall::State::Restore;
+    else if (forwardsCallersValue(Arg))
+      A.Turns = AutocastCall::State::Forwarded;
+    else
+      A.Turns = AutocastCall::State::Unknown;
+  }
+  // The statement that exists only for this call.
+  const Stmt *S = statementOf(CE);
+  if (CE->getBeginLoc().isMacroID()) {
+    // A macro use: the statement is the use's whole expansion (`AMP_ON();` expanding to
+    // `{ ...; }`), the largest statement that comes entirely from this one use.
+    SourceLocation Use = SM.getExpansionLoc(CE->getBeginLoc());
+    const Stmt *Cur = CE;
+    for (const Stmt *P = PM.getParent(Cur); P; P = PM.getParent(P)) {
+      if (!P->getBeginLoc().isMacroID() || !P->getEndLoc().isMacroID() ||
+          SM.getExpansionLoc(P->getBeginLoc()) != Use || SM.getExpansionLoc(P->getEndLoc()) != Use)
+        break;
+      Cur = P;
+    }
+    const Stmt *Par = PM.getParent(Cur);
+    const auto *ParIf = dyn_cast_or_null<IfStmt>(Par);
+    if (Cur != CE && (isa_and_nonnull<CompoundStmt>(Par) || (ParIf && ParIf->getThen() == Cur)))
+      S = Cur;
+  }
+  if (S && (isOnly(S, CE) || macroStatementIsOnlyAutocast(S))) {
+    A.Removable = S;
+    // `if (c) f();` with no else: the whole if goes.
+    const Stmt *Holder = S;
+    const Stmt *P = PM.getParent(S);
+    auto RealStatements = [](const CompoundStmt *CS) {
+      return llvm::count_if(CS->body(), [](const Stmt *X) { return !isa<NullStmt>(X); });
+    };
+    if (const auto *CS = dyn_cast_or_null<CompoundStmt>(P); CS && RealStatements(CS) == 1) {
+      // `if (c) { f(); }`, also `if (c) { AMP_ON(); }`
+      Holder = CS;
+      P = PM.getParent(CS);
+    }
+    if (const auto *If = dyn_cast_or_null<IfStmt>(P); If && If->getThen() == Holder &&
+        !If->getElse() && !If->getConditionVariable() && !If->getInit()) {
+      A.GuardCondition = If->getCond();
+      A.Removable = If;
+    }
+  }
+  FA.AutocastCalls.push_back(A);
+}
+
+bool FunctionAnalyser::macroStatementIsOnlyAutocast(const Stmt *S) const {
+  if (!S->getBeginLoc().isMacroID())
+    return false;
+  AutocastCallCollector C(Rules);
+  C.TraverseStmt(const_cast<Stmt *>(S));
+  BodyCollector All;
+  All.TraverseStmt(const_cast<Stmt *>(S));
+  return !C.Found.empty() && C.Found.size() == All.Calls.size();
+}
+
+bool FunctionAnalyser::forwardsCallersValue(const Expr *Arg) const {
+  const auto *DRE = dyn_cast<DeclRefExpr>(strip(Arg));
+  if (!DRE || !isa<ParmVarDecl>(DRE->getDecl()))
+    return false;
+  BodyCollector BC;
+  BC.TraverseStmt(FD->getBody());
+  if (!BC.Lambdas.empty())
+    return false;
+  auto IsAutocastCall = [&](const Stmt *S) {
+    const auto *CE = dyn_cast<CallExpr>(S);
+    const FunctionDecl *Callee = CE ? CE->getDirectCallee() : nullptr;
+    return Callee && Rules.autocastRule(qualifiedName(Callee));
+  };
+  // Every call is an autocast call or part of one's arguments (a device converted from a
+  // string), or records an error in a handler (FFI entry points wrap the setter in try/catch).
+  return llvm::all_of(BC.Calls, [&](const CallExpr *CE) {
+    for (const Stmt *P = CE; P; P = PM.getParent(P))
+      if (IsAutocastCall(P) || isa<CXXCatchStmt>(P))
+        return true;
+    return false;
+  });
+}
+
+bool FunctionAnalyser::isRestoreArgument(const Expr *Arg) const {
+  const auto *DRE = dyn_cast<DeclRefExpr>(strip(Arg));
+  if (!DRE)
+    return false;
+  const auto *VD = dyn_cast<VarDecl>(DRE->getDecl());
+  if (!VD || !VD->getInit())
+    return false;
+  AutocastCallCollector C(Rules);
+  C.TraverseStmt(const_cast<Expr *>(VD->getInit()));
+  return llvm::any_of(C.Found, [](auto &P) { return P.second->Role == AutocastRole::Query; });
+}
+
+void FunctionAnalyser::addClip(const CallExpr *CE, const ClipFunctionRule *R) {
+  ClipCall C;
+  C.Call = CE;
+  C.Rule = R;
+  C.Statement = statementOf(CE);
+  C.ResultUsed = !(C.Statement && isOnly(C.Statement, CE));
+  if (R->ParamsArg >= 0 && (unsigned)R->ParamsArg < CE->getNumArgs())
+    C.ParamsOwner = parametersOwner(CE->getArg(R->ParamsArg));
+  if (R->NormTypeArg >= 0 && (unsigned)R->NormTypeArg < CE->getNumArgs()) {
+    const Expr *N = CE->getArg(R->NormTypeArg);
+    if (!isa<CXXDefaultArgExpr>(N)) {
+      Expr::EvalResult Res;
+      llvm::APFloat F(0.0);
+      bool IsTwo = false;
+      if (!N->isValueDependent() && N->EvaluateAsRValue(Res, Ctx)) {
+        if (Res.Val.isFloat())
+          IsTwo = Res.Val.getFloat().convertToDouble() == 2.0;
+        else if (Res.Val.isInt())
+          IsTwo = Res.Val.getInt() == 2;
+      }
+      C.NormIsL2 = IsTwo;
+      if (!IsTwo)
+        C.NormText = StepFinder::textOf(Ctx, N->getSourceRange());
+    }
+  }
+  if (R->ErrorIfNonfiniteArg >= 0 && (unsigned)R->ErrorIfNonfiniteArg < CE->getNumArgs()) {
+    const Expr *E = CE->getArg(R->ErrorIfNonfiniteArg);
+    std::optional<bool> V = boolConstant(E, Ctx);
+    if (!isa<CXXDefaultArgExpr>(E) && !(V && !*V))
+      C.ErrorIfNonfinite = StepFinder::textOf(Ctx, E->getSourceRange());
+  }
+  FA.Clips.push_back(C);
+}
+
+void FunctionAnalyser::classifyMemberCall(const CXXMemberCallExpr *MC) {
+  const CXXMethodDecl *MD = MC->getMethodDecl();
+  if (!MD || !MD->getIdentifier())
+    return;
+  const CXXRecordDecl *Class = MD->getParent();
+  StringRef Name = MD->getName();
+  if (isScalerClass(Class, Rules)) {
+    addScalerCall(MC, MD);
+    return;
+  }
+  if (Name == "step" && isDerivedFromAny(Class, Rules.OptimizerClasses)) {
+    addOptimizerStep(MC);
+    return;
+  }
+  if (llvm::is_contained(Rules.ZeroGradMethods, Name.str()) &&
+      isDerivedFromAny(Class, Rules.ZeroGradClasses)) {
+    ZeroGradCall Z;
+    Z.Call = MC;
+    const Stmt *S = statementOf(MC);
+    Z.Statement = (S && isOnly(S, MC)) ? S : nullptr;
+    Z.Owner = resolveObject(MC->getImplicitObjectArgument());
+    FA.ZeroGrads.push_back(Z);
+    return;
+  }
+  if (Name == "forward" && isDerivedFromAny(Class, Rules.ModuleClasses)) {
+    ForwardCall F;
+    F.Call = MC;
+    const Expr *Obj = MC->getImplicitObjectArgument();
+    F.Model = resolveObject(Obj);
+    F.Receiver = MC->getImplicitObjectArgument()->isImplicitCXXThis() ? nullptr : receiverExpr(Obj);
+    F.ReturnsTensors = returnsTensors(MC->getType(), Rules);
+    if (F.Model)
+      FA.Forwards.push_back(F);
+  }
+}
+
+const Expr *FunctionAnalyser::receiverExpr(const Expr *Obj) {
+  Obj = strip(Obj);
+  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj);
+      OC && OC->getOperator() == OO_Arrow && OC->getNumArgs() >= 1)
+    return strip(OC->getArg(0));
+  return Obj;
+}
+
+void FunctionAnalyser::classifyCallOperator(const CXXOperatorCallExpr *OC) {
+  if (OC->getNumArgs() < 1)
+    return;
+  const auto *MD = dyn_cast_or_null<CXXMethodDecl>(OC->getDirectCallee());
+  if (!MD)
+    return;
+  const CXXRecordDecl *Class = MD->getParent();
+  if (!isDerivedFromAny(Class, Rules.ModuleHolderTemplates) &&
+      !isDerivedFromAny(Class, Rules.ModuleClasses))
+    return;
+  ForwardCall F;
+  F.Call = OC;
+  F.Model = resolveObject(OC->getArg(0));
+  F.Receiver = strip(OC->getArg(0));
+  F.ReturnsTensors = returnsTensors(OC->getType(), Rules);
+  if (F.Model)
+    FA.Forwards.push_back(F);
+}
+
+void FunctionAnalyser::addOptimizerStep(const CXXMemberCallExpr *MC) {
+  if (llvm::any_of(MC->arguments(), [](const Expr *A) { return !isa<CXXDefaultArgExpr>(A); }))
+    return; // step(closure): LBFGS-style, re-evaluates the loss itself
+  ScalerCall C;
+  C.Kind = ScalerCall::Method::Step;
+  C.Call = MC;
+  const Expr *Obj = MC->getImplicitObjectArgument();
+  if (!Obj || Obj->isImplicitCXXThis())
+    return;
+  C.OptimizerArg = receiverExpr(Obj);
+  C.Optimizer = resolveObject(Obj);
+  FA.OptimizerSteps.push_back(C);
+}
+
+void FunctionAnalyser::addScalerCall(const CXXMemberCallExpr *MC, const CXXMethodDecl *MD) {
+  ScalerCall C;
+  C.Call = MC;
+  C.ScalerClass = MD->getParent();
+  C.Scaler = resolveObject(MC->getImplicitObjectArgument());
+  const ScalerMethodNames &N = Rules.ScalerMethods;
+  if (methodNamed(MD, N.Scale))
+    C.Kind = ScalerCall::Method::Scale;
+  else if (methodNamed(MD, N.Unscale))
+    C.Kind = ScalerCall::Method::Unscale;
+  else if (methodNamed(MD, N.Step))
+    C.Kind = ScalerCall::Method::Step;
+  else if (methodNamed(MD, N.Update))
+    C.Kind = ScalerCall::Method::Update;
+  else if (methodNamed(MD, N.GetScale))
+    C.Kind = ScalerCall::Method::GetScale;
+  else if (methodNamed(MD, N.IsEnabled) && MD->getNumParams() == 0)
+    C.Kind = ScalerCall::Method::IsEnabled; // a mixed step's condition (`if (scaler.is_enabled())`)
+  else
+    return; // other members of a scaler (state_dict) are left alone
+  if ((C.Kind == ScalerCall::Method::Unscale || C.Kind == ScalerCall::Method::Step) &&
+      MC->getNumArgs() >= 1) {
+    C.OptimizerArg = MC->getArg(0);
+    C.Optimizer = resolveObject(MC->getArg(0));
+    unsigned Written = 0;
+    for (const Expr *A : MC->arguments())
+      if (!isa<CXXDefaultArgExpr>(A))
+        ++Written;
+    C.HasExplicitGrads = Written >= 2;
+  }
+  const Stmt *S = statementOf(MC);
+  C.ResultUsed = !(S && isOnly(S, MC)) && !MC->getType()->isVoidType();
+  FA.ScalerCalls.push_back(C);
+}
+
+void FunctionAnalyser::classifyDecl(const DeclStmt *DS) {
+  for (const Decl *D : DS->decls()) {
+    const auto *VD = dyn_cast<VarDecl>(D);
+    if (!VD || !VD->hasLocalStorage())
+      continue;
+    const CXXRecordDecl *RD = VD->getType()->getAsCXXRecordDecl();
+    if (!RD || nameIn(RD, Rules.Ignore))
+      continue;
+    bool Disables = false;
+    if (isAutocastGuardClass(RD, Rules, &Disables))
+      Guards.push_back({VD, DS, Disables});
+  }
+}
+
+const ScalerCall *FunctionAnalyser::scaleCallAt(const Expr *E) const {
+  E = strip(E);
+  for (const ScalerCall &C : FA.ScalerCalls)
+    if (C.Kind == ScalerCall::Method::Scale && C.Call == E)
+      return &C;
+  return nullptr;
+}
+
+void FunctionAnalyser::findImplicitBackwards() {
+  // Walk every backward() on a tensor and trace its object to a scaler's scale().
+  BodyCollector BC;
+  BC.TraverseStmt(FD->getBody());
+  for (const CallExpr *CE : BC.Calls) {
+    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+    if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier() ||
+        MC->getMethodDecl()->getName() != "backward" ||
+        !isDerivedFromAny(MC->getMethodDecl()->getParent(), Rules.TensorClasses))
+      continue;
+    ImplicitBackward B;
+    B.Backward = MC;
+    B.BackwardStmt = statementOf(MC);
+    const Expr *Obj = strip(MC->getImplicitObjectArgument());
+    if (const ScalerCall *S = scaleCallAt(Obj)) {
+      B.Scale = S;
+    } else if (const auto *DRE = dyn_cast<DeclRefExpr>(Obj)) {
+      const auto *VD = dyn_cast<VarDecl>(DRE->getDecl());
+      if (!VD)
+        continue;
+      // `auto s = scaler.scale(loss);` or the last `s = scaler.scale(...)` before backward.
+      if (VD->getInit())
+        if (const ScalerCall *S = scaleCallAt(VD->getInit())) {
+          B.Scale = S;
+          B.SplitVar = VD;
+          for (const DeclStmt *DS : BC.Decls)
+            if (llvm::is_contained(DS->decls(), VD))
+              B.ScaleStmt = DS;
+        }
+      for (const ScalerCall &S : FA.ScalerCalls) {
+        if (S.Kind != ScalerCall::Method::Scale || offsetOf(S.Call->getBeginLoc()) > offsetOf(MC->getBeginLoc()))
+          continue;
+        const auto *Assign = dyn_cast_or_null<Expr>(PM.getParent(S.Call));
+        while (Assign && (isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr>(Assign)))
+          Assign = dyn_cast_or_null<Expr>(PM.getParent(Assign));
+        const auto *OC = dyn_cast_or_null<CXXOperatorCallExpr>(Assign);
+        if (!OC || OC->getOperator() != OO_Equal)
+          continue;
+        const auto *LHS = dyn_cast<DeclRefExpr>(strip(OC->getArg(0)));
+        if (!LHS || LHS->getDecl() != VD)
+          continue;
+        B.Scale = &S;
+        B.SplitVar = VD;
+        B.ScaleStmt = statementOf(OC);
+        if (S.Call->getNumArgs() >= 1)
+          if (const auto *ArgRef = dyn_cast<DeclRefExpr>(strip(S.Call->getArg(0))))
+            B.SplitAssignsArgument = ArgRef->getDecl() == VD;
+      }
+    }
+    if (B.Scale)
+      FA.Backwards.push_back(B);
+  }
+}
+
+void FunctionAnalyser::findPlainBackwards() {
+  for (const CallExpr *CE : AllCalls) {
+    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+    const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+    if (!MD || !MD->getIdentifier() || MD->getName() != "backward" ||
+        !isDerivedFromAny(MD->getParent(), Rules.TensorClasses))
+      continue;
+    FA.BackwardCalls.push_back(MC);
+    if (llvm::any_of(FA.Backwards, [&](const ImplicitBackward &B) { return B.Backward == MC; }))
+      continue;
+    if (llvm::any_of(MC->arguments(), [](const Expr *A) { return !isa<CXXDefaultArgExpr>(A); }))
+      continue; // a gradient or retain_graph: not the plain training backward
+    const auto *DRE = dyn_cast<DeclRefExpr>(strip(MC->getImplicitObjectArgument()));
+    const auto *VD = DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : nullptr;
+    if (!VD || !VD->isLocalVarDecl() || inLambda(MC))
+      continue;
+    ImplicitBackward B;
+    B.Backward = MC;
+    B.BackwardStmt = statementOf(MC);
+    B.Loss = DRE;
+    FA.PlainBackwards.push_back(B);
+  }
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,317 @@
+// Training steps from the elements (groupSteps, mixed and unscaled steps) and their members (the one rule).
+#include "FunctionAnalyser.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+void FunctionAnalyser::groupSteps() {
+  // One step per scaler object with a backward or unscale/step in this function.
+  std::vector<ObjectRef> Scalers;
+  for (const ScalerCall &C : FA.ScalerCalls)
+    if (C.Scaler && !llvm::is_contained(Scalers, C.Scaler))
+      Scalers.push_back(C.Scaler);
+  for (const ObjectRef &Sc : Scalers) {
+    TrainingStep T;
+    T.Scaler = Sc;
+    for (const ScalerCall &C : FA.ScalerCalls) {
+      if (!(C.Scaler == Sc))
+        continue;
+      T.ScalerClass = C.ScalerClass;
+      switch (C.Kind) {
+      case ScalerCall::Method::Unscale: T.Unscales.push_back(&C); break;
+      case ScalerCall::Method::Step: T.Steps.push_back(&C); break;
+      case ScalerCall::Method::Update: T.Updates.push_back(&C); break;
+      case ScalerCall::Method::Scale: break;
+      case ScalerCall::Method::GetScale:
+      case ScalerCall::Method::IsEnabled: T.Others.push_back(&C); break;
+      }
+    }
+    for (const ImplicitBackward &B : FA.Backwards)
+      if (B.Scale->Scaler == Sc)
+        T.Backwards.push_back(&B);
+    bool Implicit = !T.Backwards.empty() ||
+                    llvm::any_of(T.Unscales, [](auto *C) { return !C->HasExplicitGrads; }) ||
+                    llvm::any_of(T.Steps, [](auto *C) { return !C->HasExplicitGrads; });
+    if (!Implicit)
+      continue; // already migrated
+    T.Begin = ~0u;
+    for (auto *B : T.Backwards)
+      T.Begin = std::min(T.Begin, offsetOf(B->Backward->getBeginLoc()));
+    for (auto *C : T.Steps)
+      T.Begin = std::min(T.Begin, offsetOf(C->Call->getBeginLoc()));
+    for (auto *C : T.Unscales)
+      T.Begin = std::min(T.Begin, offsetOf(C->Call->getBeginLoc()));
+    // The autocast scope: the last one that starts before the first backward.
+    unsigned FirstBackward = ~0u;
+    for (auto *B : T.Backwards)
+      FirstBackward = std::min(FirstBackward, offsetOf(B->Backward->getBeginLoc()));
+    for (const AutocastScope &S : FA.Scopes)
+      if (!S.DisablesAutocast && S.Begin < FirstBackward)
+        T.Scope = &S;
+    if (T.Scope)
+      T.Begin = std::min(T.Begin, T.Scope->Begin);
+    if (T.Scope)
+      for (const ForwardCall &F : FA.Forwards) {
+        unsigned O = offsetOf(F.Call->getBeginLoc());
+        if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, FirstBackward == ~0u ? 0 : FirstBackward))
+          T.Forwards.push_back(&F);
+      }
+    findPlainBranch(T);
+    addMembers(T);
+    FA.Steps.push_back(std::move(T));
+  }
+  llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
+}
+
+bool FunctionAnalyser::computedIn(const AutocastScope &S, const ImplicitBackward &B) const {
+  const auto *VD = cast<VarDecl>(cast<DeclRefExpr>(B.Loss)->getDecl());
+  auto Inside = [&](const Stmt *X) {
+    unsigned O = offsetOf(X->getBeginLoc());
+    return O >= S.Begin && O <= S.End;
+  };
+  if (VD->getInit() && Inside(VD->getInit()))
+    return true;
+  for (const CallExpr *CE : AllCalls) {
+    const auto *OC = dyn_cast<CXXOperatorCallExpr>(CE);
+    if (!OC || OC->getOperator() != OO_Equal || OC->getNumArgs() != 2 || !Inside(OC))
+      continue;
+    if (const auto *L = dyn_cast<DeclRefExpr>(strip(OC->getArg(0))); L && L->getDecl() == VD)
+      return true;
+  }
+  return false;
+}
+
+void FunctionAnalyser::groupUnscaledSteps() {
+  if (!FA.ScalerCalls.empty())
+    return;
+  std::vector<const ImplicitBackward *> Plain;
+  for (const ImplicitBackward &B : FA.PlainBackwards)
+    Plain.push_back(&B);
+  llvm::sort(Plain, [&](const ImplicitBackward *A, const ImplicitBackward *B) {
+    return offsetOf(A->Backward->getBeginLoc()) < offsetOf(B->Backward->getBeginLoc());
+  });
+  for (size_t I = 0; I < Plain.size(); ++I) {
+    const ImplicitBackward *B = Plain[I];
+    unsigned At = offsetOf(B->Backward->getBeginLoc());
+    unsigned Next = I + 1 < Plain.size() ? offsetOf(Plain[I + 1]->Backward->getBeginLoc()) : ~0u;
+    TrainingStep T;
+    T.Unscaled = true;
+    for (const AutocastScope &S : FA.Scopes)
+      if (!S.DisablesAutocast && S.Begin < At)
+        T.Scope = &S;
+    if (!T.Scope || !computedIn(*T.Scope, *B))
+      continue;
+    for (const ScalerCall &C : FA.OptimizerSteps) {
+      unsigned O = offsetOf(C.Call->getBeginLoc());
+      if (O > At && O < Next)
+        T.Steps.push_back(&C);
+    }
+    if (T.Steps.empty())
+      continue;
+    T.Backwards.push_back(B);
+    T.Begin = std::min(T.Scope->Begin, At);
+    for (const ForwardCall &F : FA.Forwards) {
+      unsigned O = offsetOf(F.Call->getBeginLoc());
+      if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, At))
+        T.Forwards.push_back(&F);
+    }
+    addMembers(T);
+    FA.Steps.push_back(std::move(T));
+  }
+  llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
+}
+
+const Stmt *FunctionAnalyser::branchOf(const IfStmt *If, const Stmt *S) const {
+  for (const Stmt *Cur = S; Cur; Cur = PM.getParent(Cur))
+    if (PM.getParent(Cur) == If)
+      return Cur == If->getThen() || Cur == If->getElse() ? Cur : nullptr;
+  return nullptr;
+}
+
+void FunctionAnalyser::findPlainBranch(TrainingStep &T) {
+  const ImplicitBackward *First = nullptr;
+  for (const ImplicitBackward *B : T.Backwards)
+    if (!First || offsetOf(B->Backward->getBeginLoc()) < offsetOf(First->Backward->getBeginLoc()))
+      First = B;
+  if (!First || T.Steps.empty())
+    return;
+  PlainBranch P;
+  for (const Stmt *Cur = First->Backward, *Par = PM.getParent(Cur); Par && !P.Condition;
+       Cur = Par, Par = PM.getParent(Par)) {
+    if (isa<LambdaExpr>(Par))
+      return;
+    const auto *If = dyn_cast<IfStmt>(Par);
+    if (!If || (Cur != If->getThen() && Cur != If->getElse()))
+      continue;
+    const Stmt *Other = Cur == If->getThen() ? If->getElse() : If->getThen();
+    if (!Other)
+      continue;
+    for (const ImplicitBackward &PB : FA.PlainBackwards)
+      if (encloses(Other, PB.Backward)) {
+        P.Condition = If->getCond();
+        P.ScaledWhenTrue = Cur == If->getThen();
+        P.Ifs.push_back(If);
+        P.PlainSides.push_back(Other);
+        P.Backwards.push_back(&PB);
+        break;
+      }
+  }
+  if (!P.Condition)
+    return;
+  // The later ifs of the same block that hold a scaler call of the step.
+  std::vector<const ScalerCall *> Calls;
+  for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates, &T.Others})
+    Calls.insert(Calls.end(), List->begin(), List->end());
+  std::vector<const Stmt *> Later;
+  if (const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(P.Ifs.front())))
+    Later.assign(Block->body_begin(), Block->body_end());
+  for (const Stmt *Child : Later) {
+    const auto *If = dyn_cast<IfStmt>(Child);
+    if (!If || If == P.Ifs.front() || offsetOf(If->getBeginLoc()) < offsetOf(P.Ifs.front()->getBeginLoc()))
+      continue;
+    const Stmt *Scaled = nullptr;
+    for (const ScalerCall *C : Calls)
+      if (!Scaled)
+        Scaled = branchOf(If, C->Call);
+    if (!Scaled)
+      continue;
+    P.Ifs.push_back(If);
+    P.PlainSides.push_back(Scaled == If->getThen() ? If->getElse() : If->getThen());
+  }
+  for (const Stmt *Side : P.PlainSides) {
+    if (!Side)
+      continue;
+    P.Ranges.push_back({offsetOf(Side->getBeginLoc()), offsetOf(Side->getEndLoc())});
+    for (const ScalerCall &C : FA.OptimizerSteps)
+      if (T.stepsOptimizer(C.Optimizer) && encloses(Side, C.Call))
+        P.Steps.push_back(&C);
+  }
+  T.Plain = std::move(P);
+}
+
+void FunctionAnalyser::addMembers(TrainingStep &T) {
+  for (const ImplicitBackward *B : T.Backwards)
+    T.GradientBegin = std::min(T.GradientBegin, offsetOf(B->Backward->getBeginLoc()));
+  for (const ScalerCall *C : T.Unscales)
+    T.GradientBegin = std::min(T.GradientBegin, offsetOf(C->Call->getBeginLoc()));
+  for (const ScalerCall *C : T.Steps)
+    T.GradientEnd = std::max(T.GradientEnd, offsetOf(C->Call->getBeginLoc()));
+  for (const ImplicitBackward *B : T.Plain.Backwards)
+    T.GradientBegin = std::min(T.GradientBegin, offsetOf(B->Backward->getBeginLoc()));
+  for (const ScalerCall *C : T.Plain.Steps)
+    T.GradientEnd = std::max(T.GradientEnd, offsetOf(C->Call->getBeginLoc()));
+  for (const ClipCall &C : FA.Clips)
+    if (T.inGradientWindow(offsetOf(C.Call->getBeginLoc())))
+      T.Clips.push_back(&C);
+  for (const ZeroGradCall &Z : FA.ZeroGrads)
+    if (T.stepsOptimizer(Z.Owner) || T.forwardsModel(Z.Owner))
+      T.ZeroGrads.push_back(&Z);
+  addGradAccesses(T);
+}
+
+bool FunctionAnalyser::namesStepParameters(const TrainingStep &T, const Expr *E) const {
+  if (parametersCall(E))
+    return true;
+  ObjectRef O = resolveObject(E);
+  if (O && (T.stepsOptimizer(O) || T.forwardsModel(O)))
+    return true;
+  // A local holding a parameter list: `auto params = model->parameters(); f(params);`
+  if (const auto *VD = dyn_cast_or_null<VarDecl>(O.Decl))
+    return VD->getInit() && parametersCall(VD->getInit());
+  return false;
+}
+
+bool FunctionAnalyser::isStepElement(const TrainingStep &T, const CallExpr *CE) const {
+  auto Is = [&](const auto &List) {
+    return llvm::any_of(List, [&](const auto *X) { return X->Call == CE; });
+  };
+  if (Is(T.Unscales) || Is(T.Steps) || Is(T.Updates) || Is(T.Others) || Is(T.Clips) ||
+      Is(T.ZeroGrads) || Is(T.Forwards) || Is(T.Plain.Steps))
+    return true;
+  auto IsBackward = [&](const ImplicitBackward *B) {
+    return B->Backward == CE || (B->Scale && B->Scale->Call == CE);
+  };
+  return llvm::any_of(T.Backwards, IsBackward) || llvm::any_of(T.Plain.Backwards, IsBackward);
+}
+
+const Stmt *FunctionAnalyser::stepStatementOf(const TrainingStep &T, const Stmt *S) const {
+  llvm::SmallVector<const Stmt *, 2> Blocks;
+  if (!T.Backwards.empty() && T.Backwards.front()->BackwardStmt)
+    Blocks.push_back(PM.getParent(T.Backwards.front()->BackwardStmt));
+  if (!T.Steps.empty())
+    if (const Stmt *StepStmt = statementOf(T.Steps.front()->Call))
+      Blocks.push_back(PM.getParent(StepStmt));
+  // A mixed step: the plain path's blocks, and the block of the ifs choosing the path.
+  for (const Stmt *Side : T.Plain.PlainSides)
+    if (isa_and_nonnull<CompoundStmt>(Side))
+      Blocks.push_back(Side);
+  if (!T.Plain.Ifs.empty())
+    Blocks.push_back(PM.getParent(T.Plain.Ifs.front()));
+  for (const Stmt *Block : Blocks)
+    for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
+      if (PM.getParent(Cur) == Block)
+        return Cur;
+  return statementOf(S);
+}
+
+bool FunctionAnalyser::isOwnStepOf(const TrainingStep &T, const CallExpr *CE) const {
+  return llvm::any_of(FA.OptimizerSteps, [&](const ScalerCall &C) {
+    return C.Call == CE && T.stepsOptimizer(C.Optimizer);
+  });
+}
+
+bool FunctionAnalyser::bodyTouchesGrad(const FunctionDecl *F, int Depth) {
+  const FunctionDecl *Def = nullptr;
+  if (Depth > 3 || !F->hasBody(Def) || !Def->getBody())
+    return false;
+  const SourceManager &SM = Ctx.getSourceManager();
+  if (SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())))
+    return false;
+  auto [It, New] = TouchesGrad.try_emplace(Def->getCanonicalDecl(), false);
+  if (!New)
+    return It->second; // known, or being computed (a recursion: no by this path)
+  struct Finder : RecursiveASTVisitor<Finder> {
+    std::vector<const CallExpr *> Calls;
+    bool VisitCallExpr(CallExpr *CE) {
+      Calls.push_back(CE);
+      return true;
+    }
+  } Fd;
+  Fd.TraverseStmt(Def->getBody());
+  bool Touches = llvm::any_of(Fd.Calls, [](const CallExpr *CE) { return isGradAccessor(CE); });
+  for (const CallExpr *CE : Fd.Calls)
+    if (!Touches && CE->getDirectCallee() && CE->getDirectCallee() != Def)
+      Touches = bodyTouchesGrad(CE->getDirectCallee(), Depth + 1);
+  TouchesGrad[Def->getCanonicalDecl()] = Touches;
+  return Touches;
+}
+
+void FunctionAnalyser::addGradAccesses(TrainingStep &T) {
+  if (T.GradientBegin > T.GradientEnd)
+    return;
+  for (const CallExpr *CE : AllCalls) {
+    if (!T.inGradientWindow(offsetOf(CE->getBeginLoc())) || isStepElement(T, CE))
+      continue;
+    GradAccess A;
+    A.Access = CE;
+    if (isGradAccessor(CE) || isOwnStepOf(T, CE)) {
+      A.How = GradAccess::Kind::GradAccessor;
+    } else if (!isa<CXXOperatorCallExpr>(CE) && // `model->`, `*opt`: access, not a hand-over
+               llvm::any_of(CE->arguments(), [&](const Expr *Arg) { return namesStepParameters(T, Arg); })) {
+      A.How = GradAccess::Kind::ParametersPassed;
+    } else if (CE->getDirectCallee() && bodyTouchesGrad(CE->getDirectCallee(), 0)) {
+      // A function of this file that reaches .grad by itself (a member using the trainer's
+      // model, a helper using a global model): given nothing, it still acts on .grad.
+      A.How = GradAccess::Kind::GradAccessor;
+    } else {
+      continue;
+    }
+    A.Statement = stepStatementOf(T, CE);
+    if (!A.Statement || llvm::any_of(T.GradAccesses, [&](const GradAccess &O) { return O.Statement == A.Statement; }))
+      continue;
+    T.GradAccesses.push_back(A);
+  }
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,132 @@
+// Gradient accumulation: micro-step grads summed into a list that lives as long as .grad did.
+#include "StepPlanner.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+bool StepPlanner::planSplitAfterAccumulation() {
+  const ScalerCall *First = nullptr;
+  for (const auto *List : {&T.Unscales, &T.Steps})
+    for (const ScalerCall *SC : *List)
+      if (!First || off(SC->Call->getBeginLoc()) < off(First->Call->getBeginLoc()))
+        First = SC;
+  const Stmt *St = First ? First->Call : nullptr;
+  while (St && PM.getParent(St) && !isa<CompoundStmt>(PM.getParent(St)))
+    St = PM.getParent(St);
+  const auto *Block = St ? dyn_cast_or_null<CompoundStmt>(PM.getParent(St)) : nullptr;
+  bool AllInside = Block && llvm::all_of(T.Steps, [&](const ScalerCall *SC) { return within(SC->Call, Block); }) &&
+                   llvm::all_of(T.Unscales, [&](const ScalerCall *SC) { return within(SC->Call, Block); });
+  unsigned At = St ? off(St->getBeginLoc()) : 0;
+  if (!AllInside || St->getBeginLoc().isMacroID() || !onlySpace(lineStart(At), At)) {
+    block(T.Steps[1]->Call->getBeginLoc(), "several optimizers step after a gradient accumulation, "
+                                            "not all in one block; not rewritten automatically");
+    return false;
+  }
+  std::string Names;
+  for (const auto &[O, Name] : Desc.PerOptimizer)
+    Names += (Names.empty() ? "" : ", ") + Name;
+  insertAt(lineStart(At), indentAt(At) + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" +
+                              Desc.GradsName + ", " + Desc.OptimizerArgs + ");\n");
+  return true;
+}
+
+bool StepPlanner::planAccumulation(const ImplicitBackward &B, const CompoundStmt *C) {
+  std::vector<const ScalerCall *> Calls;
+  for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates})
+    Calls.insert(Calls.end(), List->begin(), List->end());
+  auto HoldsAll = [&](const Stmt *X) {
+    return llvm::all_of(Calls, [&](const ScalerCall *SC) { return within(SC->Call, X); });
+  };
+  // The innermost block holding the backward and every unscale_/step/update.
+  const Stmt *CA = C;
+  while (CA && !HoldsAll(CA)) {
+    CA = PM.getParent(CA);
+    while (CA && !isa<CompoundStmt>(CA))
+      CA = PM.getParent(CA);
+  }
+  if (!CA) {
+    block(B.Backward->getBeginLoc(), "the scaled backward and the scaler's step() are not in "
+                                     "one block of this function");
+    return false;
+  }
+  unsigned BackOff = off(B.Backward->getBeginLoc());
+  for (const ScalerCall *SC : Calls)
+    if (off(SC->Call->getBeginLoc()) < BackOff && within(SC->Call, CA) && CA != C) {
+      block(SC->Call->getBeginLoc(), canonicalMethod(SC->Kind) + "() comes before the scaled "
+                                     "backward of its step");
+      return false;
+    }
+  bool Nested = CA != C;
+  // Between that block and the backward only loops and plain blocks: a backward under a
+  // condition would make the number of summed micro-steps differ from what .grad held.
+  for (const Stmt *P = C; Nested && P && P != CA; P = PM.getParent(P))
+    if (!isa<CompoundStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P)) {
+      block(B.Backward->getBeginLoc(),
+            "the scaled backward is in a nested block under a condition and " +
+                canonicalMethod(T.Steps.front()->Kind) +
+                "() is outside it; the grads of a varying number of micro-steps would be "
+                "summed, not rewritten automatically");
+      return false;
+    }
+  bool InLoop = false;
+  for (const Stmt *P = PM.getParent(CA); P && !isa<LambdaExpr>(P); P = PM.getParent(P))
+    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+      InLoop = true;
+  bool ConditionalStep = false;
+  for (const ScalerCall *SC : T.Steps) {
+    const Stmt *Child = childOf(SC->Call, cast<CompoundStmt>(CA));
+    if (Child && isa<IfStmt, SwitchStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(Child))
+      ConditionalStep = true;
+  }
+  // A step() under a condition with the backward on every call and no loop of this body around
+  // them: .grad keeps the gradients of each call that skips step() for the next one, unless a
+  // zero_grad() of the step on every call clears them.
+  bool ClearedEveryCall = llvm::any_of(T.ZeroGrads, [&](const ZeroGradCall *Z) {
+    return Z->Statement && PM.getParent(Z->Statement) == CA;
+  });
+  if (ConditionalStep && !Nested && !InLoop && !ClearedEveryCall) {
+    block(T.Steps.front()->Call->getBeginLoc(),
+          canonicalMethod(T.Steps.front()->Kind) + "() runs under a condition but the scaled "
+          "backward on every call of this " + std::string(enclosingLambda(CA, PM) ? "lambda" : "function") +
+          ", and no zero_grad() of the step runs on every call: .grad sums the gradients of the "
+          "calls that skip it (a gradient accumulation across calls), which the explicit grads "
+          "of one call cannot carry; clear the gradients on every call or migrate by hand");
+    return false;
+  }
+  Accumulate = Nested || (InLoop && ConditionalStep);
+  if (!Accumulate)
+    return true;
+  if (!Desc.PerOptimizer.empty() && !planSplitAfterAccumulation())
+    return false;
+  if (Tgt.Accumulate.empty()) {
+    block(B.Backward->getBeginLoc(), "gradient accumulation needs target.accumulate in the rules");
+    return false;
+  }
+  // The list lives as long as `.grad` did: before the outermost loop around the step that the
+  // optimizer's declaration precedes; without one, before the statement holding the backward.
+  unsigned OptDecl = 0;
+  if (const auto *OV = dyn_cast_or_null<VarDecl>(T.Steps.front()->Optimizer.Decl);
+      OV && OV->isLocalVarDecl() && !isa<ParmVarDecl>(OV))
+    OptDecl = off(OV->getLocation());
+  const Stmt *Anchor = outermostLoop(CA, OptDecl);
+  if (!Anchor) {
+    if (!Nested) {
+      block(T.Steps.front()->Call->getBeginLoc(),
+            "step() runs conditionally in a loop (gradient accumulation across iterations) but "
+            "the optimizer is declared inside the loop; the summed grads have no place to live");
+      return false;
+    }
+    Anchor = childOf(B.BackwardStmt, cast<CompoundStmt>(CA));
+  }
+  unsigned A = off(Anchor->getBeginLoc());
+  if (Anchor->getBeginLoc().isMacroID() || !onlySpace(lineStart(A), A)) {
+    block(Anchor->getBeginLoc(), "the loop of the accumulation does not start its line");
+    return false;
+  }
+  GradsDeclAt = lineStart(A);
+  GradsDecl = indentAt(A) + "std::vector<torch::Tensor> " + Desc.GradsName + ";\n";
+  return true;
+}
+
+} // namespace ampmigrate

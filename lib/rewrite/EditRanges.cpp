@@ -1,0 +1,162 @@
+// Source ranges and text of the step's file: statement extents, line bounds, removals, where a location is.
+#include "StepPlanner.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+CharSourceRange StepPlanner::stmtRange(const Stmt *S) const {
+  SourceLocation B = S->getBeginLoc(), E = S->getEndLoc();
+  if (B.isMacroID() || E.isMacroID()) {
+    // The whole statement must be one macro use (`AMP_ON();`): take the use.
+    CharSourceRange R = Lexer::makeFileCharRange(CharSourceRange::getTokenRange(B, E), SM, LO);
+    if (R.isInvalid())
+      return R;
+    B = R.getBegin();
+    E = R.getEnd();
+  } else {
+    E = Lexer::getLocForEndOfToken(E, 0, SM, LO);
+  }
+  // Swallow the `;` that ends an expression statement (not part of the Stmt's range).
+  // An `if`/loop ends with its last sub-statement: `if (c) f();` needs the `;` too, and so
+  // does a macro use whose expansion is a block (`AMP_ON();`).
+  const Stmt *Tail = S;
+  for (int I = 0; I < 16 && Tail; ++I) {
+    if (const auto *If = dyn_cast<IfStmt>(Tail))
+      Tail = If->getElse() ? If->getElse() : If->getThen();
+    else if (const auto *F = dyn_cast<ForStmt>(Tail))
+      Tail = F->getBody();
+    else if (const auto *W = dyn_cast<WhileStmt>(Tail))
+      Tail = W->getBody();
+    else if (const auto *FR = dyn_cast<CXXForRangeStmt>(Tail))
+      Tail = FR->getBody();
+    else
+      break;
+  }
+  bool EndsWithBlock = Tail && isa<CompoundStmt>(Tail) && !Tail->getEndLoc().isMacroID();
+  if (!EndsWithBlock) {
+    Token Tok;
+    SourceLocation After = E;
+    if (!Lexer::getRawToken(After, Tok, SM, LO, /*IgnoreWhiteSpace=*/true) && Tok.is(tok::semi))
+      E = Tok.getEndLoc();
+  }
+  return CharSourceRange::getCharRange(B, E);
+}
+
+unsigned StepPlanner::lineStart(unsigned O) const {
+  while (O > 0 && Buffer[O - 1] != '\n')
+    --O;
+  return O;
+}
+
+unsigned StepPlanner::lineEnd(unsigned O) const { // offset just past the '\n'
+  while (O < Buffer.size() && Buffer[O] != '\n')
+    ++O;
+  return O < Buffer.size() ? O + 1 : O;
+}
+
+std::string StepPlanner::indentAt(unsigned O) const {
+  unsigned S = lineStart(O), E = S;
+  while (E < Buffer.size() && (Buffer[E] == ' ' || Buffer[E] == '\t'))
+    ++E;
+  return Buffer.substr(S, E - S).str();
+}
+
+bool StepPlanner::onlySpace(unsigned B, unsigned E) const {
+  for (unsigned I = B; I < E; ++I)
+    if (Buffer[I] != ' ' && Buffer[I] != '\t' && Buffer[I] != '\r')
+      return false;
+  return true;
+}
+
+bool StepPlanner::removal(const Stmt *S, Edit &Out) const {
+  CharSourceRange R = stmtRange(S);
+  if (R.isInvalid() || SM.getFileID(R.getBegin()) != File)
+    return false;
+  unsigned B = SM.getFileOffset(R.getBegin()), E = SM.getFileOffset(R.getEnd());
+  unsigned LS = lineStart(B), LE = lineEnd(E);
+  unsigned EOL = LE > 0 && LE <= Buffer.size() && Buffer[LE - 1] == '\n' ? LE - 1 : LE;
+  if (onlySpace(LS, B) && onlySpace(E, EOL)) {
+    Out = {LS, LE - LS, ""};
+    return true;
+  }
+  // A comment after the statement keeps its line, at the statement's indentation.
+  unsigned C = E;
+  while (C < EOL && (Buffer[C] == ' ' || Buffer[C] == '\t'))
+    ++C;
+  if (onlySpace(LS, B) && StringRef(Buffer).substr(C).starts_with("//"))
+    E = C;
+  Out = {B, E - B, ""};
+  return true;
+}
+
+bool StepPlanner::fileRange(SourceRange R, unsigned &B, unsigned &E) const {
+  CharSourceRange CR = CharSourceRange::getTokenRange(R);
+  if (R.getBegin().isMacroID() || R.getEnd().isMacroID()) {
+    // Only macro arguments can be edited, at their spelling in the file.
+    if (!SM.isMacroArgExpansion(R.getBegin()) || !SM.isMacroArgExpansion(R.getEnd()))
+      return false;
+    CR = CharSourceRange::getTokenRange(SM.getSpellingLoc(R.getBegin()), SM.getSpellingLoc(R.getEnd()));
+  }
+  CR = Lexer::makeFileCharRange(CR, SM, LO);
+  if (CR.isInvalid() || SM.getFileID(CR.getBegin()) != File)
+    return false;
+  B = SM.getFileOffset(CR.getBegin());
+  E = SM.getFileOffset(CR.getEnd());
+  return true;
+}
+
+const Stmt *StepPlanner::childOf(const Stmt *S, const CompoundStmt *C) const {
+  for (const Stmt *Cur = S; Cur; Cur = PM.getParent(Cur))
+    if (PM.getParent(Cur) == C)
+      return Cur;
+  return nullptr;
+}
+
+bool StepPlanner::within(const Stmt *S, const Stmt *Ancestor) const {
+  for (const Stmt *Cur = S; Cur; Cur = PM.getParent(Cur))
+    if (Cur == Ancestor)
+      return true;
+  return false;
+}
+
+std::string StepPlanner::where(SourceLocation L) const {
+  PresumedLoc P = SM.getPresumedLoc(SM.getExpansionLoc(L));
+  if (P.isInvalid())
+    return "?";
+  return llvm::sys::path::filename(P.getFilename()).str() + ":" + std::to_string(P.getLine());
+}
+
+std::string StepPlanner::whyNotEditable(SourceLocation L) const {
+  L = SM.getExpansionLoc(L);
+  if (SM.isInSystemHeader(L))
+    return "it is in a system header";
+  FileID F = SM.getFileID(L);
+  if (F == File || F == SM.getMainFileID() || (TU.Editable && TU.Editable(L)))
+    return "";
+  return "this run may not edit " + llvm::sys::path::filename(SM.getFilename(L)).str() +
+         " (not matched by --header-filter)";
+}
+
+bool StepPlanner::editAnywhere(SourceRange R, const std::string &Text) {
+  CharSourceRange CR = CharSourceRange::getTokenRange(R);
+  if (R.getBegin().isMacroID() || R.getEnd().isMacroID()) {
+    if (!SM.isMacroArgExpansion(R.getBegin()) || !SM.isMacroArgExpansion(R.getEnd()))
+      return false;
+    CR = CharSourceRange::getTokenRange(SM.getSpellingLoc(R.getBegin()), SM.getSpellingLoc(R.getEnd()));
+  }
+  CR = Lexer::makeFileCharRange(CR, SM, LO);
+  if (CR.isInvalid() || !whyNotEditable(CR.getBegin()).empty())
+    return false;
+  FileID F = SM.getFileID(CR.getBegin());
+  unsigned B = SM.getFileOffset(CR.getBegin()), E = SM.getFileOffset(CR.getEnd());
+  if (F == File) {
+    Edits.push_back({B, E - B, Text});
+    return true;
+  }
+  OtherFileEdits.emplace_back(SM, CR, Text, LO);
+  OtherFilesEdited.insert(F);
+  return true;
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,315 @@
+// Statements touching .grad between the backward and step(): rewritten (loops, all-reduce) or blocking.
+#include "StepPlanner.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+struct StepPlanner::GradLoop {
+  const CXXForRangeStmt *Loop = nullptr;
+  std::vector<const CXXMemberCallExpr *> Accessors;
+  std::string Grads;
+};
+
+class StepPlanner::GradAccessors : public AnalysedBodyVisitor<GradAccessors> {
+public:
+  explicit GradAccessors(const VarDecl *P) : P(P) {}
+  const VarDecl *P;
+  std::vector<const CXXMemberCallExpr *> OnP;
+  bool Others = false; ///< a grad accessor on something else, or `P` used another way
+  bool VisitCXXMemberCallExpr(CXXMemberCallExpr *MC) {
+    if (isGradAccessor(MC)) {
+      if (isGradOf(MC, P))
+        OnP.push_back(MC);
+      else
+        Others = true;
+    }
+    return true;
+  }
+  bool VisitDeclRefExpr(DeclRefExpr *E) {
+    if (E->getDecl() != P)
+      return true;
+    ++Uses;
+    return true;
+  }
+  unsigned Uses = 0;
+};
+
+struct StepPlanner::GradAllReduce {
+  std::string Group;
+  bool Average = false;
+};
+
+class StepPlanner::GradOnly : public AnalysedBodyVisitor<GradOnly> {
+public:
+  const VarDecl *P;
+  int Grads = 0, Other = 0;
+  explicit GradOnly(const VarDecl *P) : P(P) {}
+  bool TraverseCXXMemberCallExpr(CXXMemberCallExpr *MC) {
+    if (isGradOf(MC, P)) {
+      ++Grads;
+      return true;
+    }
+    ++Other;
+    return true;
+  }
+  bool VisitCallExpr(CallExpr *CE) {
+    if (!isa<CXXMemberCallExpr>(CE))
+      ++Other;
+    return true;
+  }
+};
+
+void StepPlanner::planGradAccesses() {
+  for (const GradAccess &A : T.GradAccesses) {
+    std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
+    std::string Why;
+    std::optional<GradAllReduce> AR = matchGradAllReduce(A.Statement);
+    if (AR && (!Desc.PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty())) {
+      // Not one bucketed collective here; the loop itself may still carry over.
+      if (std::optional<GradLoop> L = matchGradLoop(A.Statement, Why)) {
+        rewriteGradLoop(*L);
+        continue;
+      }
+    }
+    if (AR) {
+      if (!Desc.PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty()) {
+        block(A.Access->getBeginLoc(),
+              "`" + Stmt + "` all-reduces .grad across ranks; with " +
+                  (Tgt.AllReduceGrads.empty() ? std::string("no target.all-reduce-grads in the rules")
+                                              : std::string("several optimizers or a gradient accumulation")) +
+                  " it is not rewritten yet: migrate this step by hand");
+        continue;
+      }
+      CharSourceRange R = stmtRange(A.Statement);
+      unsigned B, E;
+      if (R.isInvalid() || !fileRange(SourceRange(R.getBegin(), R.getBegin()), B, E)) {
+        block(A.Access->getBeginLoc(), "the gradient all-reduce is inside a macro");
+        continue;
+      }
+      B = SM.getFileOffset(R.getBegin());
+      E = SM.getFileOffset(R.getEnd());
+      Edits.push_back({B, E - B, Tgt.AllReduceGrads + "(" + Desc.GradsName + ", " + AR->Group +
+                                     (AR->Average ? "" : ", /*average=*/false") + ");"});
+      continue;
+    }
+    if (std::optional<GradLoop> L = matchGradLoop(A.Statement, Why)) {
+      rewriteGradLoop(*L);
+      continue;
+    }
+    if (!Why.empty()) {
+      block(A.Access->getBeginLoc(), "`" + Stmt + "` " + Why);
+      continue;
+    }
+    bool Plain = T.Unscaled || T.Plain.contains(off(A.Statement->getBeginLoc()));
+    std::string Backward = Plain ? "backward()" : "the scaled backward";
+    if (A.How == GradAccess::Kind::GradAccessor)
+      block(A.Access->getBeginLoc(),
+            "`" + Stmt + "` reads or writes .grad between " + Backward + " and step(); the "
+            "explicit grads of " + Tgt.ValueAndGrad + " never reach .grad, so after the rewrite "
+            "it would act on nothing: rewrite it onto the grads or migrate this step by hand");
+    else
+      block(A.Access->getBeginLoc(),
+            "`" + Stmt + "` hands the parameters (or the model or optimizer) to code that may "
+            "read or write .grad between " + Backward + " and step(); the explicit grads of " +
+            Tgt.ValueAndGrad + " never reach .grad: rewrite it onto the grads or migrate this "
+            "step by hand");
+  }
+}
+
+std::optional<StepPlanner::GradLoop> StepPlanner::matchGradLoop(const Stmt *S, std::string &Why) const {
+  const auto *FR = dyn_cast<CXXForRangeStmt>(S);
+  if (!FR || !FR->getLoopVariable())
+    return std::nullopt;
+  const CXXMemberCallExpr *Params = parametersCall(FR->getRangeInit());
+  ObjectRef Owner = parametersOwner(FR->getRangeInit());
+  if (!Params || !Owner || !(T.forwardsModel(Owner) || T.stepsOptimizer(Owner)))
+    return std::nullopt;
+  const CXXMethodDecl *MD = Params->getMethodDecl();
+  if (!MD || MD->getName() != "parameters")
+    return std::nullopt;
+  const VarDecl *P = FR->getLoopVariable();
+  GradAccessors G(P);
+  G.TraverseStmt(const_cast<Stmt *>(FR->getBody()));
+  if (G.Others || G.OnP.empty())
+    return std::nullopt;
+  if (G.Uses != G.OnP.size()) {
+    Why = "uses the parameter '" + P->getNameAsString() + "' itself, not only its .grad, "
+          "between the backward and step(); the explicit grads of " + Tgt.ValueAndGrad +
+          " never reach .grad: rewrite it onto the grads or migrate this step by hand";
+    return std::nullopt;
+  }
+  // After unscale_(), amp::GradScaler::step takes only the grads unscale_() unscaled (changed
+  // in place) or clips of them: a loop that puts new tensors in their place would be refused
+  // by step() at run time (docs/runtime.md, "Which grads step() takes").
+  unsigned LoopOff = off(FR->getBeginLoc());
+  bool AfterUnscale = llvm::any_of(T.Unscales, [&](const ScalerCall *U) {
+    return off(U->Call->getBeginLoc()) < LoopOff;
+  });
+  for (const CXXMemberCallExpr *A : G.OnP) {
+    const Stmt *Parent = PM.getParent(A);
+    while (Parent && isa<ImplicitCastExpr, MaterializeTemporaryExpr, ParenExpr>(Parent))
+      Parent = PM.getParent(Parent);
+    const auto *OC = dyn_cast_or_null<CXXOperatorCallExpr>(Parent);
+    if (AfterUnscale && OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2 &&
+        within(A, OC->getArg(0))) {
+      Why = "puts a new tensor in place of each grad after unscale_(); " + Tgt.ScalerClass +
+            "::step takes only the grads unscale_() unscaled, changed in place, or their clip: "
+            "change them in place (copy_, mul_, clamp_) or migrate this step by hand";
+      return std::nullopt;
+    }
+  }
+  GradLoop L;
+  L.Loop = FR;
+  L.Accessors = G.OnP;
+  if (T.stepsOptimizer(Owner)) {
+    L.Grads = gradsFor(Owner);
+  } else if (!Desc.PerOptimizer.empty()) {
+    Why = "loops over the model's parameters while several optimizers step with one loss; "
+          "which optimizer's grads it means is not known: migrate this step by hand";
+    return std::nullopt;
+  } else {
+    L.Grads = Desc.GradsName;
+  }
+  return L;
+}
+
+void StepPlanner::rewriteGradLoop(const GradLoop &L) {
+  const VarDecl *P = L.Loop->getLoopVariable();
+  unsigned HB, HE, RB, RE;
+  if (!fileRange(SourceRange(P->getBeginLoc(), P->getLocation()), HB, HE) ||
+      !fileRange(L.Loop->getRangeInit()->getSourceRange(), RB, RE)) {
+    block(L.Loop->getBeginLoc(), "the loop over the parameters' .grad is inside a macro");
+    return;
+  }
+  std::string Name = freshName(P->getName().str() + "_grad");
+  Edits.push_back({HB, RE - HB, "auto &" + Name + " : " + L.Grads});
+  for (const CXXMemberCallExpr *MC : L.Accessors) {
+    unsigned B, E;
+    if (!fileRange(MC->getSourceRange(), B, E)) {
+      block(MC->getBeginLoc(), "a .grad access of the loop is inside a macro");
+      return;
+    }
+    Edits.push_back({B, E - B, Name});
+  }
+}
+
+const CXXMemberCallExpr *StepPlanner::memberCall(const Expr *E, StringRef Name) {
+  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E ? E->IgnoreImplicit()->IgnoreParenImpCasts() : nullptr);
+  const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+  return MD && MD->getIdentifier() && MD->getName() == Name ? MC : nullptr;
+}
+
+bool StepPlanner::isGradOf(const Expr *E, const VarDecl *P) {
+  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E ? E->IgnoreImplicit()->IgnoreParenImpCasts() : nullptr);
+  if (!MC || !isGradAccessor(MC))
+    return false;
+  const auto *DRE = dyn_cast<DeclRefExpr>(MC->getImplicitObjectArgument()->IgnoreParenImpCasts());
+  return DRE && DRE->getDecl() == P;
+}
+
+std::string StepPlanner::groupOf(const CXXMemberCallExpr *Call) const {
+  const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Call->getImplicitObjectArgument()->IgnoreParenImpCasts());
+  if (!Arrow || Arrow->getOperator() != OO_Arrow || Arrow->getNumArgs() != 1)
+    return "";
+  const Expr *G = Arrow->getArg(0)->IgnoreParenImpCasts();
+  const CXXRecordDecl *RD = G->getType().getNonReferenceType()->getAsCXXRecordDecl();
+  if (!RD || qualifiedName(RD) != "c10::intrusive_ptr" || !isa<DeclRefExpr, MemberExpr>(G))
+    return "";
+  return text(G->getSourceRange());
+}
+
+bool StepPlanner::isGroupSize(const Expr *X, StringRef Group) const {
+  // Through implicit conversions, a converting constructor included (int -> c10::Scalar).
+  for (int I = 0; I < 4; ++I) {
+    X = X->IgnoreImplicit()->IgnoreParenImpCasts();
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(X); CE && CE->getNumArgs() == 1)
+      X = CE->getArg(0);
+    else
+      break;
+  }
+  if (const auto *DRE = dyn_cast<DeclRefExpr>(X))
+    if (const auto *V = dyn_cast<VarDecl>(DRE->getDecl()); V && V->getInit())
+      X = V->getInit()->IgnoreImplicit()->IgnoreParenImpCasts();
+  const CXXMemberCallExpr *Size = memberCall(X, "getSize");
+  return Size && groupOf(Size) == Group;
+}
+
+std::optional<StepPlanner::GradAllReduce> StepPlanner::matchGradAllReduce(const Stmt *S) const {
+  const auto *FR = dyn_cast<CXXForRangeStmt>(S);
+  if (!FR)
+    return std::nullopt;
+  // Over the parameters of the step's model or of one of its optimizers.
+  ObjectRef Owner = parametersOwner(FR->getRangeInit());
+  if (!Owner || !(T.forwardsModel(Owner) || T.stepsOptimizer(Owner)))
+    return std::nullopt;
+  const VarDecl *P = FR->getLoopVariable();
+  std::vector<const Stmt *> Body;
+  if (const auto *CS = dyn_cast<CompoundStmt>(FR->getBody()))
+    Body.assign(CS->body_begin(), CS->body_end());
+  else
+    Body.push_back(FR->getBody());
+  const VarDecl *Buffer = nullptr;
+  GradAllReduce Out;
+  bool Reduced = false;
+  for (const Stmt *St : Body) {
+    if (const auto *DS = dyn_cast<DeclStmt>(St)) { // std::vector<torch::Tensor> bufs{p.grad()};
+      const auto *V = DS->isSingleDecl() ? dyn_cast<VarDecl>(DS->getSingleDecl()) : nullptr;
+      if (Buffer || Reduced || !V || !V->getInit())
+        return std::nullopt;
+      GradOnly G(P);
+      G.TraverseStmt(const_cast<Expr *>(V->getInit()));
+      if (G.Grads != 1 || G.Other != 0)
+        return std::nullopt;
+      Buffer = V;
+      continue;
+    }
+    const auto *E = dyn_cast<Expr>(St);
+    if (!E)
+      return std::nullopt;
+    E = E->IgnoreImplicit();
+    // pg->allreduce(bufs)->wait();  or  pg->allreduce(bufs);
+    const CXXMemberCallExpr *Reduce = memberCall(E, "allreduce");
+    if (const CXXMemberCallExpr *Wait = memberCall(E, "wait")) {
+      const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Wait->getImplicitObjectArgument()->IgnoreParenImpCasts());
+      if (Arrow && Arrow->getOperator() == OO_Arrow && Arrow->getNumArgs() == 1)
+        Reduce = memberCall(Arrow->getArg(0), "allreduce");
+    }
+    if (Reduce) {
+      if (Reduced || Reduce->getNumArgs() < 1)
+        return std::nullopt;
+      for (unsigned I = 1; I < Reduce->getNumArgs(); ++I)
+        if (!isa<CXXDefaultArgExpr>(Reduce->getArg(I)))
+          return std::nullopt; // explicit options: maybe not a SUM
+      const Expr *Arg = Reduce->getArg(0)->IgnoreImplicit()->IgnoreParenImpCasts();
+      const auto *ArgRef = dyn_cast<DeclRefExpr>(Arg);
+      if (!(Buffer && ArgRef && ArgRef->getDecl() == Buffer)) {
+        GradOnly G(P);
+        G.TraverseStmt(const_cast<Expr *>(Arg));
+        if (G.Grads != 1 || G.Other != 0)
+          return std::nullopt;
+      }
+      Out.Group = groupOf(Reduce);
+      if (Out.Group.empty())
+        return std::nullopt;
+      Reduced = true;
+      continue;
+    }
+    // p.grad().div_(world);  or  p.grad() /= world;
+    const Expr *Divisor = nullptr;
+    if (const CXXMemberCallExpr *Div = memberCall(E, "div_");
+        Div && Div->getNumArgs() == 1 && isGradOf(Div->getImplicitObjectArgument(), P))
+      Divisor = Div->getArg(0);
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E);
+        OC && OC->getOperator() == OO_SlashEqual && OC->getNumArgs() == 2 && isGradOf(OC->getArg(0), P))
+      Divisor = OC->getArg(1);
+    if (!Divisor || !Reduced || Out.Average || !isGroupSize(Divisor, Out.Group))
+      return std::nullopt;
+    Out.Average = true;
+  }
+  if (!Reduced)
+    return std::nullopt;
+  return Out;
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,220 @@
+// Where and how the model is converted: the level (with a run-time flag), the dtype, the place.
+#include "StepPlanner.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+namespace {
+
+/// Every variable an expression reads.
+class VariablesRead : public AnalysedBodyVisitor<VariablesRead> {
+public:
+  std::vector<const ValueDecl *> Found;
+  bool VisitDeclRefExpr(DeclRefExpr *E) {
+    Found.push_back(E->getDecl());
+    return true;
+  }
+};
+
+} // namespace
+
+class StepPlanner::GuardCalls : public RecursiveASTVisitor<GuardCalls> {
+public:
+  explicit GuardCalls(const RuleSet &Rules) : Rules(Rules) {}
+  const RuleSet &Rules;
+  std::vector<std::pair<const CallExpr *, const AutocastFunctionRule *>> Found;
+  bool VisitCallExpr(CallExpr *CE) {
+    if (const FunctionDecl *FD = CE->getDirectCallee())
+      if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
+        Found.push_back({CE, R});
+    return true;
+  }
+};
+
+const Expr *StepPlanner::runTimeFlag(const AutocastScope &S) const {
+  if (S.Enable && S.Enable->GuardCondition)
+    return S.Enable->GuardCondition;
+  // `set_cpu_enabled(use_amp)`: the enable's own argument is the switch.
+  if (S.Enable && S.Enable->Turns == AutocastCall::State::Unknown && S.Enable->Rule &&
+      S.Enable->Rule->EnabledArg >= 0 &&
+      (unsigned)S.Enable->Rule->EnabledArg < S.Enable->Call->getNumArgs())
+    return S.Enable->Call->getArg(S.Enable->Rule->EnabledArg);
+  const auto *VD = S.GuardVar ? dyn_cast<VarDecl>(S.GuardVar) : nullptr;
+  const auto *CE = VD && VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
+  if (!CE || !CE->getConstructor())
+    return nullptr;
+  for (unsigned I = 0; I < CE->getNumArgs() && I < CE->getConstructor()->getNumParams(); ++I) {
+    const Expr *A = CE->getArg(I);
+    if (isa<CXXDefaultArgExpr>(A) || !CE->getConstructor()->getParamDecl(I)->getType()->isBooleanType())
+      continue;
+    bool Value;
+    if (!A->isValueDependent() && A->EvaluateAsBooleanCondition(Value, Ctx))
+      continue; // a constant: no run-time switch
+    return A;
+  }
+  return nullptr;
+}
+
+bool StepPlanner::levelExpr(const AutocastScope &S, unsigned At, std::string &Out) {
+  std::string Level = Tgt.LevelEnum + "::" + levelName(Opts.Level).str();
+  const Expr *Flag = runTimeFlag(S);
+  if (!Flag) {
+    Out = Level;
+    return true;
+  }
+  // Every local the flag reads must exist where the model is converted.
+  VariablesRead Refs;
+  Refs.TraverseStmt(const_cast<Expr *>(Flag));
+  for (const ValueDecl *D : Refs.Found) {
+    const auto *V = dyn_cast<VarDecl>(D);
+    // A parameter of a lambda of the step is declared where that lambda starts.
+    bool LambdaParam = isa_and_nonnull<ParmVarDecl>(V) && V->getDeclContext() != FA.Function;
+    if (!V || !(V->isLocalVarDecl() || LambdaParam) || off(V->getLocation()) < At)
+      continue;
+    block(Flag->getBeginLoc(), "autocast is switched by the run-time flag `" +
+                                   text(Flag->getSourceRange()) + "`, which is declared after "
+                                   "where the model is converted once (before the loop); "
+                                   "declare it earlier or migrate by hand");
+    return false;
+  }
+  std::string F = text(Flag->getSourceRange());
+  const Expr *Bare = Flag->IgnoreParenImpCasts();
+  if (!isa<DeclRefExpr, MemberExpr, CXXMemberCallExpr, CallExpr>(Bare) &&
+      !(isa<UnaryOperator>(Bare) && cast<UnaryOperator>(Bare)->getOpcode() == UO_LNot))
+    F = "(" + F + ")";
+  Out = F + " ? " + Level + " : " + Tgt.LevelEnum + "::O0";
+  return true;
+}
+
+std::string StepPlanner::deviceOf(const CallExpr *CE, const AutocastFunctionRule &R) const {
+  if (R.DeviceArg < 0 || (unsigned)R.DeviceArg >= CE->getNumArgs())
+    return R.Device;
+  Expr::EvalResult Res;
+  const Expr *Dev = CE->getArg(R.DeviceArg);
+  if (Dev->isValueDependent() || !Dev->EvaluateAsRValue(Res, Ctx) || !Res.Val.isInt())
+    return "";
+  int64_t V = Res.Val.getInt().getExtValue();
+  return V == 0 ? "cpu" : V == 1 ? "cuda" : "device-type-" + std::to_string(V);
+}
+
+bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out) {
+  Out.clear();
+  struct DtypeCall {
+    const CallExpr *Call;
+    std::string Device;
+  };
+  std::vector<DtypeCall> Dtypes;
+  std::string EnableDevice;
+  const CXXConstructorDecl *GuardCtor = nullptr;
+  if (S.Enable) {
+    EnableDevice = S.Enable->Device;
+    for (const AutocastCall *A : S.Auxiliary)
+      if (A->Rule->Role == AutocastRole::Dtype)
+        Dtypes.push_back({A->Call, A->Device});
+  } else if (const auto *VD = S.GuardVar ? dyn_cast<VarDecl>(S.GuardVar) : nullptr) {
+    const auto *CE = VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
+    GuardCtor = CE ? CE->getConstructor() : nullptr;
+    if (!GuardCtor || !GuardCtor->hasBody())
+      return true;
+    GuardCalls G(Rules);
+    G.TraverseStmt(GuardCtor->getBody());
+    for (const auto &[Call, R] : G.Found) {
+      if (R->Role == AutocastRole::Enable && EnableDevice.empty())
+        EnableDevice = deviceOf(Call, *R);
+      else if (R->Role == AutocastRole::Dtype)
+        Dtypes.push_back({Call, deviceOf(Call, *R)});
+    }
+  }
+  std::vector<const CallExpr *> Applies;
+  for (const DtypeCall &D : Dtypes)
+    if (EnableDevice.empty() || D.Device.empty() || D.Device == EnableDevice)
+      Applies.push_back(D.Call);
+  if (Applies.empty())
+    return true;
+  auto DtypeOf = [](const CallExpr *CE) { return CE->getArg(CE->getNumArgs() - 1); };
+  for (const CallExpr *CE : Applies)
+    if (!CE->getNumArgs()) {
+      block(CE->getBeginLoc(), "the autocast dtype call has no argument");
+      return false;
+    }
+  std::string Text = text(DtypeOf(Applies.front())->getSourceRange());
+  for (const CallExpr *CE : Applies)
+    if (text(DtypeOf(CE)->getSourceRange()) != Text) {
+      block(CE->getBeginLoc(), "the scope sets different autocast dtypes (`" + Text + "`, `" +
+                                   text(DtypeOf(CE)->getSourceRange()) + "`) and which one "
+                                   "applies to the model's device is not known; convert the "
+                                   "model with the one it computes in by hand");
+      return false;
+    }
+  // The dtype must exist where the model is converted: a constant, or a variable declared
+  // before that point (not a parameter or local of a guard's constructor).
+  const Expr *D = DtypeOf(Applies.front());
+  const FunctionDecl *ScopeFn = Desc.CalleeScope == &S ? Desc.CalleeFA->Function : FA.Function;
+  VariablesRead Refs;
+  Refs.TraverseStmt(const_cast<Expr *>(D));
+  for (const ValueDecl *V : Refs.Found) {
+    const auto *VD = dyn_cast<VarDecl>(V);
+    if (!VD || !(VD->isLocalVarDecl() || isa<ParmVarDecl>(VD)))
+      continue;
+    bool InGuard = GuardCtor && VD->getDeclContext() == GuardCtor;
+    if (!InGuard && off(VD->getLocation()) < At && VD->getDeclContext() == ScopeFn)
+      continue;
+    if (!InGuard && isa<ParmVarDecl>(VD) && VD->getDeclContext() == ScopeFn)
+      continue;
+    block(D->getBeginLoc(), "autocast computes in the dtype `" + Text + "`, which " +
+                                (InGuard ? std::string("the guard's constructor computes")
+                                         : std::string("is declared after where the model is "
+                                                       "converted once (before the loop)")) +
+                                "; convert the model with that dtype by hand (" + Tgt.Convert +
+                                "(model, level, dtype)) or migrate by hand");
+    return false;
+  }
+  Out = ", " + Text;
+  return true;
+}
+
+bool StepPlanner::conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
+  // A parameter or a data member exists before any loop of the body; a local must be
+  // declared before the loop.
+  const auto *VD = dyn_cast_or_null<VarDecl>(M.Decl);
+  bool Outlives = isa_and_nonnull<ParmVarDecl>(M.Decl) || isa_and_nonnull<FieldDecl>(M.Decl);
+  if (!Outlives && (!VD || !VD->isLocalVarDecl()))
+    return false;
+  unsigned DeclOff = Outlives ? 0 : off(VD->getLocation());
+  const Stmt *Best = outermostLoop(Anchor, DeclOff);
+  if (!Best)
+    return false;
+  InsertAt = lineStart(off(Best->getBeginLoc()));
+  return onlySpace(InsertAt, off(Best->getBeginLoc()));
+}
+
+bool StepPlanner::conversionBefore(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
+  const auto *VD = dyn_cast_or_null<VarDecl>(M.Decl);
+  unsigned DeclOff = VD && VD->isLocalVarDecl() ? off(VD->getLocation()) : 0;
+  const Stmt *Best = outermostLoop(Anchor, DeclOff);
+  if (!Best)
+    Best = Anchor;
+  if (Best->getBeginLoc().isMacroID())
+    return false;
+  InsertAt = lineStart(off(Best->getBeginLoc()));
+  return onlySpace(InsertAt, off(Best->getBeginLoc()));
+}
+
+const Stmt *StepPlanner::outermostLoop(const Stmt *S, unsigned After) const {
+  const Stmt *Best = nullptr;
+  for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P)) {
+    if (isa<LambdaExpr>(P))
+      break;
+    if (!isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+      continue;
+    if (!isa_and_nonnull<CompoundStmt>(PM.getParent(P)) || P->getBeginLoc().isMacroID())
+      break;
+    if (After >= off(P->getBeginLoc()))
+      break; // declared inside this loop
+    Best = P;
+  }
+  return Best;
+}
+
+} // namespace ampmigrate

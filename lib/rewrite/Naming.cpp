@@ -1,0 +1,74 @@
+// Fresh names for what the rewrite declares (grads, grad_fn, converted models, members).
+#include "StepPlanner.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+namespace {
+
+class NameCollector : public AnalysedBodyVisitor<NameCollector> {
+public:
+  llvm::StringSet<> Names;
+  bool VisitNamedDecl(NamedDecl *D) {
+    if (D->getIdentifier())
+      Names.insert(D->getName());
+    return true;
+  }
+  bool VisitDeclRefExpr(DeclRefExpr *E) {
+    if (E->getDecl()->getIdentifier())
+      Names.insert(E->getDecl()->getName());
+    return true;
+  }
+};
+
+} // namespace
+
+llvm::StringSet<> namesIn(const FunctionDecl *FD) {
+  NameCollector NC;
+  NC.TraverseDecl(const_cast<FunctionDecl *>(FD));
+  return std::move(NC.Names);
+}
+
+std::string freshName(llvm::StringSet<> &Used, StringRef Base) {
+  std::string N = Base.str();
+  for (int I = 2; Used.contains(N); ++I)
+    N = (Base + std::to_string(I)).str();
+  Used.insert(N);
+  return N;
+}
+
+std::string convertedModelBase(const ObjectRef &M) {
+  std::string Base = M.IsThis ? "amp_self" : ("amp_" + M.Decl->getName().str());
+  // Drop a trailing underscore of member names (net_ -> amp_net).
+  if (StringRef(Base).ends_with("_") && Base.size() > 5)
+    Base.pop_back();
+  return Base;
+}
+
+std::string StepPlanner::freshName(StringRef Base) { return ampmigrate::freshName(UsedNames, Base); }
+
+std::string StepPlanner::memberName(const CXXRecordDecl *Class) {
+  auto Taken = [&](StringRef N) {
+    for (const Decl *D : Class->decls())
+      if (const auto *ND = dyn_cast<NamedDecl>(D); ND && ND->getIdentifier() && ND->getName() == N)
+        return true;
+    return false;
+  };
+  std::string N = "grads_";
+  for (int I = 2; Taken(N); ++I)
+    N = "grads" + std::to_string(I) + "_";
+  return N;
+}
+
+std::string StepPlanner::convertedName(const ObjectRef &M) {
+  const ValueDecl *Key = M.Decl;
+  auto It = ModelNames.find(Key);
+  if (It != ModelNames.end())
+    return It->second;
+  std::string N = freshName(convertedModelBase(M));
+  ModelNames[Key] = N;
+  return N;
+}
+
+} // namespace ampmigrate

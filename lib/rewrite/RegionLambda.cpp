@@ -1,0 +1,532 @@
+// The forward region becomes the function handed to value_and_grad; the scope goes.
+#include "StepPlanner.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+namespace {
+
+class ControlFlowCollector : public RecursiveASTVisitor<ControlFlowCollector> {
+public:
+  const Stmt *Escape = nullptr; ///< return/break/continue/goto/co_return leaving the region
+  int LoopDepth = 0;
+  bool TraverseLambdaExpr(LambdaExpr *) { return true; } // a nested function: its returns are its own
+  bool TraverseForStmt(ForStmt *S) { return loop(S); }
+  bool TraverseWhileStmt(WhileStmt *S) { return loop(S); }
+  bool TraverseDoStmt(DoStmt *S) { return loop(S); }
+  bool TraverseCXXForRangeStmt(CXXForRangeStmt *S) { return loop(S); }
+  bool TraverseSwitchStmt(SwitchStmt *S) { return loop(S); }
+  template <typename T> bool loop(T *S) {
+    ++LoopDepth;
+    RecursiveASTVisitor::TraverseStmt(S->getBody());
+    --LoopDepth;
+    return true;
+  }
+  bool VisitReturnStmt(ReturnStmt *S) { return found(S); }
+  bool VisitGotoStmt(GotoStmt *S) { return found(S); }
+  bool VisitCoreturnStmt(CoreturnStmt *S) { return found(S); }
+  bool VisitCoawaitExpr(CoawaitExpr *E) { return found(E); }
+  bool VisitCoyieldExpr(CoyieldExpr *E) { return found(E); }
+  bool VisitBreakStmt(BreakStmt *S) { return LoopDepth ? true : found(S); }
+  bool VisitContinueStmt(ContinueStmt *S) { return LoopDepth ? true : found(S); }
+  bool found(const Stmt *S) {
+    if (!Escape)
+      Escape = S;
+    return true;
+  }
+};
+
+} // namespace
+
+const Stmt *StepPlanner::removalUnit(const AutocastScope &S, const Stmt *St) const {
+  const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(St));
+  const auto *If = Block ? dyn_cast_or_null<IfStmt>(PM.getParent(Block)) : nullptr;
+  // A condition that only reads (`use_amp`, an optional scaler's truth) goes with the block.
+  if (!If || If->getThen() != Block || If->getElse() || If->getInit() || If->getConditionVariable() ||
+      (If->getCond()->HasSideEffects(Ctx) && !onlyReads(If->getCond())))
+    return St;
+  auto OfScope = [&](const Stmt *Child) {
+    auto Is = [&](const AutocastCall *A) { return A && A->Removable == Child; };
+    return Is(S.Enable) || Is(S.Disable) || llvm::any_of(S.Auxiliary, Is);
+  };
+  return llvm::all_of(Block->body(), OfScope) ? If : St;
+}
+
+bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *ScopeStart, const CompoundStmt *C,
+                                       const Stmt *EndStmt, const Stmt *&R0) {
+  auto Different = [&] {
+    block(S.ReportLoc, "the autocast scope and the scaled backward are in different blocks");
+    return false;
+  };
+  const CompoundStmt *Outer = parentCompound(ScopeStart);
+  const Stmt *Holder = Outer ? childOf(C, Outer) : nullptr;
+  if (!Holder || (S.Enable && S.Enable->InLambda) ||
+      off(ScopeStart->getBeginLoc()) >= off(Holder->getBeginLoc()))
+    return Different();
+  // Only loops and plain blocks between the step's block and the scope's: every iteration
+  // that reaches the backward ran its forward under the scope.
+  for (const Stmt *P = C; P && P != Outer; P = PM.getParent(P))
+    if (!isa<CompoundStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+      return Different();
+  if (S.Shape == AutocastScope::Kind::Unclosed) {
+    block(S.ReportLoc, "backward() runs inside the autocast scope (the scope is not closed "
+                       "before it, nor after the loop that holds the step)");
+    return false;
+  }
+  unsigned HolderEnd = off(Holder->getEndLoc());
+  bool ClosedAfter = S.GuardDeclStmt
+                         ? llvm::all_of(S.GuardEnds,
+                                        [&](const CXXMemberCallExpr *E) {
+                                          return off(E->getBeginLoc()) > HolderEnd;
+                                        })
+                         : S.Disable && childOf(S.Disable->Call, Outer) &&
+                               off(S.Disable->Call->getBeginLoc()) > HolderEnd;
+  if (!ClosedAfter) {
+    const Stmt *Closer = S.GuardDeclStmt ? (S.GuardEnds.empty() ? nullptr : S.GuardEnds.front())
+                                         : (S.Disable ? S.Disable->Call : nullptr);
+    if (!Closer || !within(Closer, Holder))
+      return Different();
+    block(S.ReportLoc, "the autocast scope opens before the loop of the step but closes inside "
+                       "it (line " + std::to_string(SM.getExpansionLineNumber(Closer->getBeginLoc())) +
+                       "): later iterations run their forward without autocast; migrate this "
+                       "step by hand");
+    return false;
+  }
+  for (const Stmt *Child : C->body()) {
+    if (Child == EndStmt)
+      break;
+    if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return within(F->Call, Child); })) {
+      R0 = Child;
+      return true;
+    }
+  }
+  block(S.ReportLoc, "the autocast scope encloses the loop of the step, but no forward of the "
+                     "model precedes the scaled backward in the step's block");
+  return false;
+}
+
+void StepPlanner::planRegion(const ImplicitBackward &B) {
+  std::set<const Stmt *> RemovedUnits;   // scope statements removed (one `if` may hold several)
+  std::set<std::string> ConvertedModels; // models converted by this region
+  const Stmt *EndStmt = B.ScaleStmt ? B.ScaleStmt : B.BackwardStmt;
+  // A mixed step: the region ends at the if that chooses the path (planMixedBackwards removes
+  // the backwards in its branches).
+  if (T.mixed())
+    EndStmt = T.Plain.Ifs.front();
+  if (!B.BackwardStmt || !EndStmt) {
+    block(B.Backward->getBeginLoc(), "backward() is part of a larger expression");
+    return;
+  }
+  const CompoundStmt *C = parentCompound(EndStmt);
+  if (!C || (B.ScaleStmt && parentCompound(B.BackwardStmt) != C)) {
+    block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
+    return;
+  }
+  if (!T.mixed() && !Desc.Split && !planAccumulation(B, C))
+    return;
+  // The scope in this function; or, with the scope in a called function, the statement that
+  // calls it starts the region.
+  const AutocastScope &S = Desc.CalleeScope ? *Desc.CalleeScope : *T.Scope;
+  const Stmt *R0 = Desc.CalleeCallStmt;
+  bool Enclosing = false; // the scope encloses the loop that holds the step
+  if (!Desc.CalleeScope) {
+    const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
+                                             : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
+    R0 = childOf(ScopeStart, C);
+    unsigned BackOff = off(B.Backward->getBeginLoc());
+    if (!R0) {
+      if (!enclosingScopeRegion(S, ScopeStart, C, EndStmt, R0))
+        return;
+      Enclosing = true;
+    } else if (S.Shape == AutocastScope::Kind::Unclosed || (S.Disable && off(S.Disable->Call->getBeginLoc()) > BackOff) ||
+        (S.GuardDeclStmt && parentCompound(S.GuardDeclStmt) == C && S.GuardEnds.empty())) {
+      block(B.Backward->getBeginLoc(), "backward() runs inside the autocast scope (the scope is "
+                                       "not closed before it)");
+      return;
+    }
+  }
+  // Region statements: [R0, EndStmt) in C.
+  std::vector<const Stmt *> Region;
+  bool In = false;
+  for (const Stmt *Child : C->body()) {
+    if (Child == R0)
+      In = true;
+    if (Child == EndStmt)
+      break;
+    if (In)
+      Region.push_back(Child);
+  }
+  if (Region.empty()) {
+    block(S.ReportLoc, "the autocast scope does not precede the backward in its block");
+    return;
+  }
+  for (const Stmt *St : Region) {
+    ControlFlowCollector CF;
+    CF.TraverseStmt(const_cast<Stmt *>(St));
+    if (CF.Escape) {
+      if (isa<CoawaitExpr>(CF.Escape) || isa<CoyieldExpr>(CF.Escape))
+        block(CF.Escape->getBeginLoc(), "the forward region suspends the coroutine (co_await or "
+                                        "co_yield), which cannot move into the function given "
+                                        "to amp::value_and_grad");
+      else
+        block(CF.Escape->getBeginLoc(), "the forward region contains a statement that leaves it "
+                                        "(return, break, continue or goto), which cannot move "
+                                        "into the function given to amp::value_and_grad");
+      return;
+    }
+  }
+  unsigned RB, RE;
+  if (!fileRange(SourceRange(R0->getBeginLoc(), R0->getBeginLoc()), RB, RE) && !R0->getBeginLoc().isMacroID()) {
+    block(R0->getBeginLoc(), "the forward region starts inside a macro");
+    return;
+  }
+  RB = off(R0->getBeginLoc());
+  const ImplicitBackward &LastB = *Desc.AllBackwards.back();
+  CharSourceRange EndR = stmtRange(LastB.BackwardStmt);
+  if (EndR.isInvalid() || LastB.BackwardStmt->getBeginLoc().isMacroID() ||
+      B.BackwardStmt->getBeginLoc().isMacroID()) {
+    block(B.Backward->getBeginLoc(), "backward() is inside a macro");
+    return;
+  }
+  RegionBegin = lineStart(RB);
+  if (!onlySpace(RegionBegin, RB)) {
+    block(R0->getBeginLoc(), "the forward region does not start its line");
+    return;
+  }
+  unsigned BE = SM.getFileOffset(EndR.getEnd());
+  RegionEnd = lineEnd(BE);
+  if (T.mixed()) // the region's text ends where the if starts; the if stays
+    RegionEnd = lineStart(off(EndStmt->getBeginLoc()));
+  unsigned BodyEnd = RegionEnd; // text up to (not including) the scale/backward statements
+  unsigned EndStmtOff = lineStart(off(EndStmt->getBeginLoc()));
+  BodyEnd = EndStmtOff;
+  if (!onlySpace(EndStmtOff, off(EndStmt->getBeginLoc()))) {
+    block(EndStmt->getBeginLoc(), "the scaled backward does not start its line");
+    return;
+  }
+  std::string Indent = indentAt(RB);
+
+  // Edits inside the region, relative to the file.
+  std::vector<Edit> Inner;
+  auto RemoveStmt = [&](const Stmt *St, SourceLocation Why) { removeInto(St, Why, Inner); };
+  // The scope's own statements: inside the region they leave with it; outside it (a scope
+  // around the loop, a cache call after the region) they are removed where they are.
+  auto RemoveScopeStmt = [&](const Stmt *St, SourceLocation Why) {
+    unsigned O = off(St->getBeginLoc());
+    if (O >= RB && O < BodyEnd)
+      RemoveStmt(St, Why);
+    else
+      removeInto(St, Why, Edits);
+  };
+  auto RemoveCall = [&](const AutocastCall *A) {
+    if (!A)
+      return;
+    if (!A->Removable) {
+      if (A->MacroUse.isValid())
+        block(A->MacroUse, "an autocast call sits inside a macro body with other code; edit "
+                           "the macro by hand (macro bodies are never edited)");
+      else
+        block(A->Call->getBeginLoc(), "the autocast call is part of a larger expression");
+      return;
+    }
+    const Stmt *Unit = removalUnit(S, A->Removable);
+    if (RemovedUnits.insert(Unit).second)
+      RemoveScopeStmt(Unit, A->Call->getBeginLoc());
+  };
+  if (Desc.CalleeScope) {
+    planCalleeScope();
+  } else {
+    RemoveCall(S.Enable);
+    RemoveCall(S.Disable);
+    for (const AutocastCall *A : S.Auxiliary) {
+      unsigned O = off(A->Call->getBeginLoc());
+      if (O >= RB && O < BodyEnd)
+        RemoveCall(A);
+      else if (A->Removable && Enclosing)
+        RemoveCall(A); // with its `if (use_amp) { ... }` when that holds only the scope's calls
+      else if (A->Removable) {
+        Edit E;
+        if (removal(A->Removable, E))
+          Edits.push_back(E);
+      }
+    }
+    if (S.GuardDeclStmt)
+      RemoveScopeStmt(S.GuardDeclStmt, S.ReportLoc);
+    for (const CXXMemberCallExpr *End : S.GuardEnds) {
+      const Stmt *St = End;
+      while (PM.getParent(St) && !isa<CompoundStmt>(PM.getParent(St)))
+        St = PM.getParent(St);
+      RemoveScopeStmt(St, End->getBeginLoc());
+    }
+  }
+  // A scope around the loop covers every forward of the model in it: one outside this step's
+  // region would keep running under no autocast on the unconverted model.
+  if (Enclosing)
+    for (const ForwardCall *F : T.Forwards) {
+      unsigned O = off(F->Call->getBeginLoc());
+      if (O < RB || O >= BodyEnd) {
+        block(F->Call->getBeginLoc(),
+              "`" + text(F->Call->getSourceRange()) + "` runs in the autocast scope around the "
+              "loop but outside the step's forward region; after the rewrite it would run in "
+              "fp32 on the unconverted model: migrate this step by hand");
+        return;
+      }
+    }
+  // Forward calls go through the converted model; outputs back to ordinary tensors.
+  std::vector<std::string> Conversions;
+  for (const ForwardCall *F : T.Forwards) {
+    unsigned O = off(F->Call->getBeginLoc());
+    if (O < RB || O >= BodyEnd)
+      continue;
+    std::string Conv = convertedName(F->Model);
+    if (const CallExpr *Q = autocastQueryInForward(F->Call, Rules)) {
+      block(F->Call->getBeginLoc(),
+            "the model's forward asks whether autocast is on (`" +
+                firstLine(text(Q->getSourceRange())) + "` at " + where(Q->getBeginLoc()) +
+                "); after the conversion autocast is never enabled, so that code would take "
+                "its other path: migrate this step by hand");
+      return;
+    }
+    if (ConvertedModels.insert(Conv).second) {
+      unsigned At = 0;
+      bool BeforeLoop = false;
+      if (auto LP = conversionOutsideLambdas(R0, F->Model, FA.Function, PM, SM)) {
+        // The step runs in a lambda that captures the model: converted once, outside it.
+        if (!conversionBefore(F->Model, LP->Anchor, At)) {
+          block(LP->Anchor->getBeginLoc(), "the statement holding the lambda of the step does "
+                                           "not start its line; the model cannot be converted "
+                                           "before it");
+          return;
+        }
+        BeforeLoop = true;
+        for (const LambdaExpr *L : LP->Crossed) {
+          std::optional<Edit> Capture = captureByCopy(L, Conv, SM);
+          if (!Capture) {
+            block(L->getBeginLoc(), "the capture list of the lambda holding the step is inside "
+                                    "a macro; it cannot be given the converted model");
+            return;
+          }
+          if (!Capture->Text.empty())
+            Edits.push_back(*Capture);
+        }
+      } else {
+        BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
+      }
+      std::string Level, Dtype;
+      if (!levelExpr(S, BeforeLoop ? At : RB, Level) || !dtypeArg(S, BeforeLoop ? At : RB, Dtype))
+        return;
+      std::string Line = "auto " + Conv + " = " + Tgt.Convert + "(" + modelText(F->Model) +
+                         ", " + Level + Dtype + ");\n";
+      if (BeforeLoop)
+        insertAt(At, indentAt(At) + Line);
+      else
+        Conversions.push_back(Indent + Line);
+    }
+    rewriteForward(*F, Conv, Inner);
+  }
+  // zero_grad inside the region goes.
+  for (const ZeroGradCall *Z : stepZeroGrads()) {
+    unsigned O = off(Z->Call->getBeginLoc());
+    if (O >= RB && O < BodyEnd && Z->Statement) {
+      if (!Accumulate) {
+        RemoveStmt(Z->Statement, Z->Call->getBeginLoc());
+        continue;
+      }
+      CharSourceRange ZR = stmtRange(Z->Statement);
+      if (ZR.isInvalid() || Z->Statement->getBeginLoc().isMacroID()) {
+        block(Z->Call->getBeginLoc(), "zero_grad() is inside a macro");
+        continue;
+      }
+      unsigned ZB = SM.getFileOffset(ZR.getBegin()), ZE = SM.getFileOffset(ZR.getEnd());
+      Inner.push_back({ZB, ZE - ZB, Desc.GradsName + ".clear();"});
+    }
+  }
+  // Declarations of the region that the code after it still names are declared before the
+  // lambda (or the step is blocked). What stays outside: everything after the scale statement
+  // except the scaled backward(s), whose scale() argument becomes the lambda's return.
+  auto UsedOutside = [&](const Expr *E) {
+    if (off(E->getBeginLoc()) < BodyEnd)
+      return false;
+    for (const ImplicitBackward *Bi : Desc.AllBackwards)
+      if ((Bi->BackwardStmt && within(E, Bi->BackwardStmt)) ||
+          (Bi->ScaleStmt && within(E, Bi->ScaleStmt)))
+        return false;
+    return !inMixedBackward(E); // a mixed step's backwards leave their branches too
+  };
+  RegionDeclarations Decls;
+  if (auto Why = planRegionDeclarations(Ctx, Rules, Region, FA.Function->getBody(), UsedOutside,
+                                        Decls)) {
+    block(Why->Loc, Why->Reason);
+    return;
+  }
+  std::string Hoisted;
+  for (const std::string &D : Decls.Hoisted)
+    Hoisted += Indent + D + "\n";
+  Inner.insert(Inner.end(), Decls.Inner.begin(), Decls.Inner.end());
+  if (!Blockers.empty())
+    return;
+
+  // Build the new region text: prelude, lambda with the re-indented body, the call.
+  llvm::sort(Inner, [](const Edit &A, const Edit &B) {
+    return A.Offset < B.Offset || (A.Offset == B.Offset && A.Length < B.Length);
+  });
+  // Several calls of one macro use (`AMP_OFF()` expanding to a disable and clear_cache) remove
+  // the same text: one edit.
+  Inner.erase(std::unique(Inner.begin(), Inner.end(),
+                          [](const Edit &A, const Edit &B) {
+                            return A.Offset == B.Offset && A.Length == B.Length && A.Text == B.Text;
+                          }),
+              Inner.end());
+  for (size_t I = 1; I < Inner.size(); ++I)
+    if (Inner[I].Offset < Inner[I - 1].Offset + Inner[I - 1].Length) {
+      block(SM.getLocForStartOfFile(File).getLocWithOffset(Inner[I].Offset),
+            "overlapping edits in the forward region");
+      return;
+    }
+  std::string Body;
+  unsigned Cur = RegionBegin;
+  for (const Edit &E : Inner) {
+    if (E.Offset < RegionBegin || E.Offset + E.Length > BodyEnd) {
+      block(SM.getLocForStartOfFile(File).getLocWithOffset(E.Offset), "edit outside the forward region");
+      return;
+    }
+    Body += Buffer.substr(Cur, E.Offset - Cur).str();
+    Body += E.Text;
+    Cur = E.Offset + E.Length;
+  }
+  Body += Buffer.substr(Cur, BodyEnd - Cur).str();
+  // Re-indent the body by one level (two spaces), line by line, leaving blank lines blank.
+  // A region that is one block `{ ... }` gives its contents: the lambda is the block now.
+  std::string Indented;
+  bool Unwrap = false;
+  if (Region.size() == 1 && isa<CompoundStmt>(Region.front()) && !Region.front()->getBeginLoc().isMacroID()) {
+    StringRef BodyRef(Body);
+    StringRef Trimmed = BodyRef.trim();
+    size_t Open = BodyRef.find('{'), Close = BodyRef.rfind('}');
+    if (Trimmed.starts_with("{") && Trimmed.ends_with("}") && Open != StringRef::npos &&
+        onlySpace(0, 0)) {
+      StringRef Inside = BodyRef.slice(Open + 1, Close);
+      // Keep whole lines: drop the rest of the `{` line and the indentation before `}`.
+      size_t FirstNL = Inside.find('\n');
+      size_t LastNL = Inside.rfind('\n');
+      if (FirstNL != StringRef::npos && Inside.take_front(FirstNL).trim().empty() &&
+          Inside.drop_front(LastNL + 1).trim().empty()) {
+        Indented = Inside.slice(FirstNL + 1, LastNL + 1).str();
+        Unwrap = true;
+      }
+    }
+  }
+  StringRef Rest(Unwrap ? StringRef() : StringRef(Body));
+  while (!Rest.empty()) {
+    auto [Line, Tail] = Rest.split('\n');
+    if (!Line.trim().empty())
+      Indented += "  ";
+    Indented += Line.str();
+    if (Rest.size() > Line.size())
+      Indented += "\n";
+    Rest = Tail;
+  }
+  // The function returns the scaled loss (the sum of them, with several backwards).
+  std::string ScaleCall;
+  for (const ImplicitBackward *Bi : Desc.AllBackwards) {
+    if (!Bi->Scale) { // no scaler: the function returns the loss itself
+      ScaleCall += (ScaleCall.empty() ? "" : " + ") + text(Bi->Loss->getSourceRange());
+      continue;
+    }
+    const CXXMemberCallExpr *SCall = Bi->Scale->Call;
+    std::string ScaleArg = SCall->getNumArgs() ? text(SCall->getArg(0)->getSourceRange()) : "";
+    // The receiver as written, with its `.` or `->` (`scaler.`, `scaler->` on a smart pointer,
+    // `(*scaler).`): the text from the call's start up to the method name.
+    std::string ScalerRecv;
+    if (const auto *ME = dyn_cast<MemberExpr>(SCall->getCallee());
+        ME && !ME->getMemberLoc().isMacroID() && !SCall->getBeginLoc().isMacroID()) {
+      unsigned RB0 = off(SCall->getBeginLoc()), RE0 = off(ME->getMemberLoc());
+      if (RE0 > RB0)
+        ScalerRecv = StringRef(Buffer).substr(RB0, RE0 - RB0).rtrim().str();
+    }
+    if (ScalerRecv.empty()) {
+      block(SCall->getBeginLoc(), "the scale() call is inside a macro body");
+      return;
+    }
+    ScaleCall += (ScaleCall.empty() ? "" : " + ") + ScalerRecv +
+                 canonicalMethod(ScalerCall::Method::Scale) + "(" + ScaleArg + ")";
+  }
+
+  if (T.mixed())
+    ScaleCall = mixedReturn(ScaleCall);
+  std::string ValueName = "scaled_loss";
+  bool AssignBack = false;
+  if (T.Unscaled || T.mixed())
+    ValueName = freshName("loss_value");
+  else if (B.SplitVar && !B.SplitAssignsArgument && isa<DeclStmt>(B.ScaleStmt))
+    ValueName = B.SplitVar->getNameAsString();
+  else {
+    ValueName = freshName("scaled_loss");
+    AssignBack = B.SplitVar != nullptr;
+  }
+  std::string Out;
+  for (const std::string &C : Conversions)
+    Out += C;
+  Out += Hoisted;
+  Out += Indent + "auto " + Desc.GradFnName + " = " + Tgt.ValueAndGrad + "([&] {\n";
+  Out += Indented;
+  Out += Indent + "  return " + ScaleCall + ";\n";
+  Out += Indent + "}, " + Desc.OptParams + ");\n";
+  // Comments after the statements the call replaces (the scale and backward lines) stay on
+  // the line of the call.
+  std::string Trailing;
+  auto KeepTrailing = [&](const Stmt *St) {
+    if (!St)
+      return;
+    CharSourceRange R = stmtRange(St);
+    if (R.isInvalid())
+      return;
+    unsigned E = SM.getFileOffset(R.getEnd());
+    StringRef Rest = StringRef(Buffer).slice(E, lineEnd(E)).rtrim("\r\n");
+    if (!Rest.trim().empty())
+      Trailing += " " + Rest.trim().str();
+  };
+  // (A mixed step's if stays, and its backwards' comments stay in their branches.)
+  if (!T.mixed()) {
+    KeepTrailing(EndStmt);
+    for (const ImplicitBackward *Bi : Desc.AllBackwards)
+      if (Bi->BackwardStmt != EndStmt)
+        KeepTrailing(Bi->BackwardStmt);
+  }
+  if (Accumulate) {
+    std::string Micro = freshName("micro_grads");
+    Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + Desc.GradFnName + "();" +
+           Trailing + "\n";
+    Out += Indent + Tgt.Accumulate + "(" + Desc.GradsName + ", " + Micro + ");\n";
+  } else {
+    Out += Indent + "auto [" + ValueName + ", " + Desc.GradsName + "] = " + Desc.GradFnName + "();" +
+           Trailing + "\n";
+  }
+  if (!Desc.PerOptimizer.empty() && !Accumulate) {
+    std::string Names;
+    for (const auto &[O, Name] : Desc.PerOptimizer)
+      Names += (Names.empty() ? "" : ", ") + Name;
+    Out += Indent + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" + Desc.GradsName + ", " +
+           Desc.OptimizerArgs + ");\n";
+  }
+  if (AssignBack)
+    Out += Indent + B.SplitVar->getNameAsString() + " = " + ValueName + ";\n";
+  // Statements between the scale statement and backward (split form) stay after the call.
+  if (B.ScaleStmt) {
+    unsigned SB = lineEnd(SM.getFileOffset(stmtRange(B.ScaleStmt).getEnd()));
+    unsigned BB = lineStart(off(B.BackwardStmt->getBeginLoc()));
+    if (SB < BB)
+      Out += Buffer.substr(SB, BB - SB).str();
+  }
+  // Comments between several backwards stay, after the call.
+  for (size_t I = 1; I < Desc.AllBackwards.size(); ++I) {
+    unsigned SB = lineEnd(SM.getFileOffset(stmtRange(Desc.AllBackwards[I - 1]->BackwardStmt).getEnd()));
+    unsigned BB = lineStart(off(Desc.AllBackwards[I]->BackwardStmt->getBeginLoc()));
+    if (SB < BB)
+      Out += Buffer.substr(SB, BB - SB).str();
+  }
+  Edits.push_back({RegionBegin, RegionEnd - RegionBegin, Out});
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,287 @@
+// The unscale_/step/update calls, the checked unscale, the optimizer steps and the clips on the grads.
+#include "StepPlanner.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+std::string StepPlanner::canonicalMethod(ScalerCall::Method M) const {
+  switch (M) {
+  case ScalerCall::Method::Scale: return "scale";
+  case ScalerCall::Method::Unscale: return "unscale_";
+  case ScalerCall::Method::Step: return "step";
+  case ScalerCall::Method::Update: return "update";
+  case ScalerCall::Method::GetScale: return "get_scale";
+  case ScalerCall::Method::IsEnabled: return "is_enabled";
+  }
+  return "";
+}
+
+void StepPlanner::renameMethod(const ScalerCall *C) {
+  const auto *ME = dyn_cast<MemberExpr>(C->Call->getCallee());
+  if (!ME)
+    return;
+  std::string Want = canonicalMethod(C->Kind);
+  if (ME->getMemberDecl()->getName() == Want)
+    return;
+  unsigned B, E;
+  if (!fileRange(ME->getMemberLoc(), B, E)) {
+    block(C->Call->getBeginLoc(), "the scaler call is inside a macro body");
+    return;
+  }
+  Edits.push_back({B, E - B, Want});
+}
+
+void StepPlanner::addGradsArgument(const ScalerCall *C) {
+  // The implicit form takes the optimizer alone; anything else a project scaler is given (the
+  // module whose .grad it reads) has no place in the explicit form.
+  for (unsigned I = 1; I < C->Call->getNumArgs(); ++I) {
+    const Expr *A = C->Call->getArg(I);
+    if (isa<CXXDefaultArgExpr>(A))
+      continue;
+    block(A->getBeginLoc(), "`" + firstLine(text(C->Call->getSourceRange())) + "` passes `" +
+                                text(A->getSourceRange()) + "` besides the optimizer; the "
+                                "explicit-grad form takes the optimizer and the grads only, "
+                                "and what this argument is for is not known (a module whose "
+                                ".grad the scaler reads?): migrate this step by hand");
+    return;
+  }
+  SourceLocation RP = C->Call->getRParenLoc();
+  if (RP.isMacroID()) {
+    block(C->Call->getBeginLoc(), "the scaler call is inside a macro body");
+    return;
+  }
+  Edits.push_back({off(RP), 0, ", " + gradsFor(C->Optimizer)});
+}
+
+bool StepPlanner::resultUsed(const Expr *Call) const {
+  const Stmt *Cur = Call;
+  for (const Stmt *P = PM.getParent(Cur); P; Cur = P, P = PM.getParent(P)) {
+    if (isa<CompoundStmt>(P))
+      return false;
+    if (const auto *E = dyn_cast<Expr>(P); E && E->IgnoreImplicit() == Call->IgnoreImplicit())
+      continue; // implicit wrappers around the call itself
+    if (isa<ExprWithCleanups, ImplicitCastExpr>(P))
+      continue;
+    if (const auto *If = dyn_cast<IfStmt>(P); If && If->getCond() != Cur)
+      return false; // `if (c) scaler.unscale_(opt);`
+    return true;
+  }
+  return false;
+}
+
+void StepPlanner::planScalerCalls() {
+  for (const ScalerCall *U : T.Unscales) {
+    if (U->HasExplicitGrads)
+      continue;
+    if (U->ResultUsed) {
+      planCheckedUnscale(U);
+      continue;
+    }
+    renameMethod(U);
+    addGradsArgument(U);
+  }
+  for (const ScalerCall *S : T.Steps) {
+    renameMethod(S);
+    addGradsArgument(S);
+  }
+  for (const ScalerCall *U : T.Updates)
+    renameMethod(U);
+  for (const ScalerCall *G : T.Others)
+    renameMethod(G);
+}
+
+void StepPlanner::planCheckedUnscale(const ScalerCall *U) {
+  std::string Call = "`" + firstLine(text(U->Call->getSourceRange())) + "`";
+  const CXXMethodDecl *MD = U->Call->getMethodDecl();
+  std::string Name = MD->getNameAsString();
+  const ScalerMethodNames &N = Rules.ScalerMethods;
+  bool Finite = llvm::is_contained(N.CheckedFinite, Name);
+  bool FoundInf = llvm::is_contained(N.CheckedFoundInf, Name);
+  if (!U->Call->getType()->isBooleanType()) {
+    block(U->Call->getBeginLoc(),
+          "the result of " + Call + " is used, and its type is '" +
+              U->Call->getType().getAsString() + "', not bool; the checked unscale " +
+              Tgt.CheckedUnscale + "(optimizer, grads) answers whether every grad is finite: "
+              "migrate this step by hand");
+    return;
+  }
+  if (!Finite && !FoundInf) {
+    block(U->Call->getBeginLoc(),
+          "the result of " + Call + " is used (a checked unscale), and the rules do not say "
+          "what its answer means: name '" + Name + "' in scaler.methods.checked-unscale-finite "
+          "(true when every grad is finite) or checked-unscale-found-inf (true when an inf or "
+          "NaN was found) of a rule file, or migrate this step by hand");
+    return;
+  }
+  const auto *ME = dyn_cast<MemberExpr>(U->Call->getCallee());
+  unsigned MB, MEnd, CB, CEnd;
+  if (!ME || !fileRange(ME->getMemberLoc(), MB, MEnd) ||
+      !fileRange(U->Call->getSourceRange(), CB, CEnd)) {
+    block(U->Call->getBeginLoc(), "the scaler call is inside a macro body");
+    return;
+  }
+  if (FoundInf)
+    Edits.push_back({CB, 0, "!"});
+  if (Name != Tgt.CheckedUnscale)
+    Edits.push_back({MB, MEnd - MB, Tgt.CheckedUnscale});
+  addGradsArgument(U);
+}
+
+void StepPlanner::planOptimizerSteps(llvm::ArrayRef<const ScalerCall *> Steps) {
+  if (Steps.empty())
+    return;
+  if (Tgt.Step.empty()) {
+    block(Steps.front()->Call->getBeginLoc(), "a step without a scaler needs target.step in the rules");
+    return;
+  }
+  for (const ScalerCall *S : Steps) {
+    if (resultUsed(S->Call) || S->Call->getBeginLoc().isMacroID()) {
+      block(S->Call->getBeginLoc(), "`" + firstLine(text(S->Call->getSourceRange())) +
+                                        "` is not a statement of its own (its result is used, "
+                                        "or it is inside a macro); migrate this step by hand");
+      continue;
+    }
+    unsigned B, E;
+    if (!fileRange(S->Call->getSourceRange(), B, E)) {
+      block(S->Call->getBeginLoc(), "the optimizer's step() is inside a macro");
+      continue;
+    }
+    Edits.push_back({B, E - B, Tgt.Step + "(" + text(S->OptimizerArg->getSourceRange()) + ", " +
+                                   gradsFor(S->Optimizer) + ")"});
+  }
+}
+
+bool StepPlanner::paramsOfStep(const Expr *Params, const ScalerCall **OfOptimizer) const {
+  // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's,
+  // through temporaries, copies and a local list initialised from it (parametersCall).
+  const CXXMemberCallExpr *MC = parametersCall(Params);
+  if (!MC || MC->getMethodDecl()->getName() != "parameters")
+    return false;
+  const Expr *Obj = MC->getImplicitObjectArgument()->IgnoreParenImpCasts();
+  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj); OC && OC->getNumArgs())
+    Obj = OC->getArg(0)->IgnoreParenImpCasts();
+  const ValueDecl *D = nullptr;
+  if (const auto *DRE = dyn_cast<DeclRefExpr>(Obj))
+    D = DRE->getDecl();
+  else if (const auto *ME = dyn_cast<MemberExpr>(Obj))
+    D = ME->getMemberDecl();
+  else if (isa<CXXThisExpr>(Obj))
+    return llvm::any_of(T.Forwards, [](const ForwardCall *F) { return F->Model.IsThis; });
+  if (!D)
+    return false;
+  if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
+    return true;
+  if (Desc.CalleeFA && llvm::any_of(Desc.CalleeFA->Forwards, [&](const ForwardCall &F) { return callerModel(F.Model) == D; }))
+    return true;
+  // A step split over two methods: the model the scaling half runs (a member of the class).
+  if (Desc.Split && llvm::any_of(Desc.Split->ScalingHalf->Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
+    return true;
+  for (const ScalerCall *S : T.Steps)
+    if (S->Optimizer.Decl == D) {
+      if (OfOptimizer)
+        *OfOptimizer = S;
+      return true;
+    }
+  return false;
+}
+
+void StepPlanner::planClips() {
+  for (const ClipCall *C : T.Clips) {
+    unsigned O = off(C->Call->getBeginLoc());
+    ObjectRef Of = T.stepsOptimizer(C->ParamsOwner) ? C->ParamsOwner : ObjectRef();
+    if (!T.Unscaled && !T.Plain.contains(O) && !T.unscaledBefore(O, Of, SM)) {
+      block(C->Call->getBeginLoc(), "clipping still-scaled gradients (no unscale_ before it); "
+                                    "fix the order first (amp-clip-before-unscale)");
+      continue;
+    }
+    if (!C->NormIsL2) {
+      block(C->Call->getBeginLoc(), "clip norm type " + C->NormText +
+                                        " is not L2; clip_by_global_norm only does the L2 norm");
+      continue;
+    }
+    if (!C->ErrorIfNonfinite.empty()) {
+      block(C->Call->getBeginLoc(),
+            "the clip is called with error_if_nonfinite = `" + C->ErrorIfNonfinite +
+                "`: it throws when the total norm is not finite, and " + Tgt.Clip +
+                " does not; drop the check or migrate this step by hand");
+      continue;
+    }
+    // A user rule may name an argument this call does not have (a rule for another overload).
+    unsigned Arity = C->Call->getNumArgs();
+    if ((unsigned)C->Rule->ParamsArg >= Arity || (unsigned)C->Rule->MaxNormArg >= Arity) {
+      block(C->Call->getBeginLoc(),
+            "the clip rule for '" + C->Rule->Function + "' names argument " +
+                std::to_string(std::max(C->Rule->ParamsArg, C->Rule->MaxNormArg)) +
+                " but this call has " + std::to_string(Arity) + " argument(s); fix the rule");
+      continue;
+    }
+    const Expr *Params = C->Call->getArg(C->Rule->ParamsArg);
+    const ScalerCall *OfOptimizer = nullptr;
+    if (!paramsOfStep(Params, &OfOptimizer)) {
+      block(Params->getBeginLoc(), "clipping a parameter set other than the model's or the "
+                                   "optimizer's; the explicit grads cover the optimizer's parameters");
+      continue;
+    }
+    std::string G = Desc.GradsName;
+    if (!Desc.PerOptimizer.empty()) {
+      if (!OfOptimizer) {
+        block(Params->getBeginLoc(), "with several optimizers, clipping a model's parameters: "
+                                     "which optimizer's grads to clip is unknown; clip "
+                                     "optimizer.parameters() or migrate by hand");
+        continue;
+      }
+      G = gradsFor(OfOptimizer->Optimizer);
+    }
+    if (!C->Statement || C->Call->getBeginLoc().isMacroID()) {
+      block(C->Call->getBeginLoc(), "the clip call is not a statement of its own");
+      continue;
+    }
+    std::string MaxNorm = text(C->Call->getArg(C->Rule->MaxNormArg)->getSourceRange());
+    std::string Indent = indentAt(off(C->Statement->getBeginLoc()));
+    // In place, as clip_grad_norm_ acted on `.grad`: the grads keep their memory, and the norm
+    // it returns is the one the clip computed (the rule's out-of-place form otherwise).
+    const bool InPlace = !Tgt.ClipInPlace.empty();
+    std::string Clip = InPlace ? Tgt.ClipInPlace + "(" + G + ", " + MaxNorm + ");"
+                               : G + " = " + Tgt.Clip + "(" + G + ", " + MaxNorm + ");";
+    std::string Norm = Tgt.GlobalNorm + "(" + G + ").item<double>()";
+    std::string NormAndClip = Tgt.ClipInPlace + "(" + G + ", " + MaxNorm + ").item<double>()";
+    CharSourceRange SR = stmtRange(C->Statement);
+    unsigned SB = SM.getFileOffset(SR.getBegin()), SE = SM.getFileOffset(SR.getEnd());
+    if (!C->ResultUsed) {
+      Edits.push_back({SB, SE - SB, Clip});
+      continue;
+    }
+    // The returned norm is used: the norm of the unscaled grads before clipping (the in-place
+    // clip returns it; otherwise it is computed before the clip).
+    const auto *DS = dyn_cast<DeclStmt>(C->Statement);
+    const VarDecl *VD = DS && DS->isSingleDecl() ? dyn_cast<VarDecl>(DS->getSingleDecl()) : nullptr;
+    if (VD && VD->getInit() && VD->getInit()->IgnoreImplicit() == C->Call) {
+      unsigned CB, CE;
+      if (!fileRange(C->Call->getSourceRange(), CB, CE)) {
+        block(C->Call->getBeginLoc(), "the clip call is inside a macro body");
+        continue;
+      }
+      if (InPlace) {
+        Edits.push_back({CB, CE - CB, NormAndClip});
+        continue;
+      }
+      Edits.push_back({CB, CE - CB, Norm});
+      Edits.push_back({SE, 0, "\n" + Indent + Clip});
+      continue;
+    }
+    std::string NormVar = freshName("grad_norm");
+    unsigned CB, CE;
+    if (!fileRange(C->Call->getSourceRange(), CB, CE)) {
+      block(C->Call->getBeginLoc(), "the clip call is inside a macro body");
+      continue;
+    }
+    std::string Before = InPlace ? "const double " + NormVar + " = " + NormAndClip + ";\n" + Indent
+                                 : "const double " + NormVar + " = " + Norm + ";\n" + Indent +
+                                       Clip + "\n" + Indent;
+    Edits.push_back({SB, 0, Before});
+    Edits.push_back({CB, CE - CB, NormVar});
+  }
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,463 @@
+// The scaler held outside the step function: every declaration it flows through changes type.
+#include "StepPlanner.h"
+#include "ScalerSpellings.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+class StepPlanner::ScalerUseIndex : public AnalysedBodyVisitor<ScalerUseIndex> {
+public:
+  const CXXRecordDecl *Class;
+  const SourceManager &SM;
+  std::map<const Decl *, std::vector<const Expr *>> Refs;          ///< by canonical declaration
+  std::map<const Decl *, std::vector<const Expr *>> Calls;         ///< CallExpr / CXXConstructExpr
+  std::map<const Decl *, const Expr *> NamedOtherwise;             ///< a function's address taken
+  llvm::SmallPtrSet<const Expr *, 16> Callees;
+  ScalerUseIndex(const CXXRecordDecl *C, const SourceManager &SM) : Class(C), SM(SM) {}
+  bool TraverseDecl(Decl *D) {
+    if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
+        SM.isInSystemHeader(SM.getExpansionLoc(D->getLocation())))
+      return true;
+    return RecursiveASTVisitor::TraverseDecl(D);
+  }
+  bool VisitCallExpr(CallExpr *E) {
+    Callees.insert(E->getCallee()->IgnoreParenImpCasts());
+    if (const FunctionDecl *FD = E->getDirectCallee(); FD && takesClass(FD, Class))
+      Calls[FD->getCanonicalDecl()].push_back(E);
+    return true;
+  }
+  bool VisitCXXConstructExpr(CXXConstructExpr *E) {
+    if (takesClass(E->getConstructor(), Class) && !E->getConstructor()->isCopyOrMoveConstructor())
+      Calls[E->getConstructor()->getCanonicalDecl()].push_back(E);
+    return true;
+  }
+  bool VisitDeclRefExpr(DeclRefExpr *E) {
+    if (const auto *FD = dyn_cast<FunctionDecl>(E->getDecl())) {
+      if (takesClass(FD, Class) && !Callees.count(E))
+        NamedOtherwise.try_emplace(FD->getCanonicalDecl(), E);
+      return true;
+    }
+    if (holdsClass(E->getDecl()->getType(), Class))
+      Refs[E->getDecl()->getCanonicalDecl()].push_back(E);
+    return true;
+  }
+  bool VisitMemberExpr(MemberExpr *E) {
+    if (isa<FieldDecl>(E->getMemberDecl()) && holdsClass(E->getMemberDecl()->getType(), Class))
+      Refs[E->getMemberDecl()->getCanonicalDecl()].push_back(E);
+    else if (const auto *MD = dyn_cast<CXXMethodDecl>(E->getMemberDecl());
+             MD && takesClass(MD, Class) && !Callees.count(E))
+      NamedOtherwise.try_emplace(MD->getCanonicalDecl(), E);
+    return true;
+  }
+};
+
+bool StepPlanner::holdsClass(QualType QT, const CXXRecordDecl *Class) {
+  for (int I = 0; I < 8 && !QT.isNull(); ++I) {
+    QT = QT.getNonReferenceType();
+    if (QT->isPointerType()) {
+      QT = QT->getPointeeType();
+      continue;
+    }
+    const CXXRecordDecl *RD = QT->getAsCXXRecordDecl();
+    if (!RD)
+      return false;
+    if (RD->getCanonicalDecl() == Class)
+      return true;
+    const auto *TS = dyn_cast<ClassTemplateSpecializationDecl>(RD);
+    if (!TS || TS->getTemplateArgs().size() == 0 ||
+        TS->getTemplateArgs()[0].getKind() != TemplateArgument::Type)
+      return false;
+    QT = TS->getTemplateArgs()[0].getAsType();
+  }
+  return false;
+}
+
+bool StepPlanner::collectSpellings(const Stmt *S, const CXXRecordDecl *Class) {
+  TypeLocFinder TF(Class);
+  ConstructFinder CF(Class);
+  TF.TraverseStmt(const_cast<Stmt *>(S));
+  CF.TraverseStmt(const_cast<Stmt *>(S));
+  llvm::append_range(FlowTypeRanges, TF.Ranges);
+  llvm::append_range(FlowConstructs, CF.Constructs);
+  llvm::append_range(FlowMakeCalls, CF.MakeCalls);
+  return !TF.Ranges.empty() || !CF.Constructs.empty() || !CF.MakeCalls.empty();
+}
+
+const Expr *StepPlanner::throughSameObject(const Expr *E, const CXXRecordDecl *Class) {
+  for (int I = 0; I < 16; ++I) {
+    E = E->IgnoreParenImpCasts();
+    if (const auto *EW = dyn_cast<ExprWithCleanups>(E))
+      E = EW->getSubExpr();
+    else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
+      E = MT->getSubExpr();
+    else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
+      E = BT->getSubExpr();
+    else if (const auto *U = dyn_cast<UnaryOperator>(E);
+             U && (U->getOpcode() == UO_Deref || U->getOpcode() == UO_AddrOf))
+      E = U->getSubExpr();
+    else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E);
+             OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
+      E = OC->getArg(0);
+    else if (const auto *CE = dyn_cast<CXXConstructExpr>(E);
+             CE && CE->getConstructor()->isCopyOrMoveConstructor() && CE->getNumArgs() >= 1 &&
+             holdsClass(CE->getType(), Class))
+      E = CE->getArg(0);
+    else if (const auto *C = dyn_cast<CallExpr>(E); C && C->getNumArgs() == 1 && C->getDirectCallee() &&
+             C->getDirectCallee()->isInStdNamespace() && C->getDirectCallee()->getIdentifier() &&
+             (C->getDirectCallee()->getName() == "move" || C->getDirectCallee()->getName() == "forward"))
+      E = C->getArg(0);
+    else if (const auto *MC = dyn_cast<CXXMemberCallExpr>(E);
+             MC && MC->getNumArgs() == 0 && MC->getMethodDecl() && MC->getMethodDecl()->getIdentifier() &&
+             (MC->getMethodDecl()->getName() == "get" || MC->getMethodDecl()->getName() == "value") &&
+             MC->getMethodDecl()->getParent()->getCanonicalDecl() != Class)
+      E = MC->getImplicitObjectArgument();
+    else
+      return E;
+  }
+  return E;
+}
+
+const ValueDecl *StepPlanner::holderOf(const Expr *E, const CXXRecordDecl *Class) {
+  E = throughSameObject(E, Class);
+  const ValueDecl *D = nullptr;
+  if (const auto *DR = dyn_cast<DeclRefExpr>(E))
+    D = DR->getDecl();
+  else if (const auto *ME = dyn_cast<MemberExpr>(E))
+    D = ME->getMemberDecl();
+  if (!D || !isa<VarDecl, FieldDecl>(D) || !holdsClass(D->getType(), Class))
+    return nullptr;
+  return D;
+}
+
+std::vector<const DeclaratorDecl *> StepPlanner::declarationsOf(const ValueDecl *H) {
+  std::vector<const DeclaratorDecl *> Out;
+  if (const auto *PV = dyn_cast<ParmVarDecl>(H)) {
+    if (const auto *FD = dyn_cast<FunctionDecl>(PV->getDeclContext())) {
+      unsigned I = PV->getFunctionScopeIndex();
+      for (const FunctionDecl *R : FD->redecls())
+        if (I < R->getNumParams())
+          Out.push_back(R->getParamDecl(I));
+      return Out;
+    }
+  }
+  if (const auto *VD = dyn_cast<VarDecl>(H)) {
+    for (const VarDecl *R : VD->redecls())
+      Out.push_back(R);
+    return Out;
+  }
+  if (const auto *FD = dyn_cast<FieldDecl>(H))
+    Out.push_back(FD);
+  return Out;
+}
+
+bool StepPlanner::isScalerCallOn(const Expr *R, const ValueDecl *H) const {
+  for (const FunctionAnalysis &F : TU.Functions)
+    for (const ScalerCall &C : F.ScalerCalls) {
+      if (!C.Scaler.Decl || C.Scaler.Decl->getCanonicalDecl() != H->getCanonicalDecl())
+        continue;
+      SourceRange CR = C.Call->getSourceRange();
+      if (!SM.isPointWithin(R->getBeginLoc(), CR.getBegin(), CR.getEnd()))
+        continue;
+      if (C.Kind != ScalerCall::Method::Unscale && C.Kind != ScalerCall::Method::Step)
+        return true;
+      for (const TrainingStep &S : F.Steps)
+        if (llvm::is_contained(S.Steps, &C) || llvm::is_contained(S.Unscales, &C))
+          return true;
+      return false;
+    }
+  return false;
+}
+
+template <class AddFn>
+bool StepPlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDecl *Class, AddFn Add) {
+  SourceLocation At = stepLoc();
+  auto Fail = [&](const std::string &Why) {
+    block(At, "the scaler '" + H->getNameAsString() + "' is used at " + where(R->getBeginLoc()) +
+                  " " + Why + "; changing its type to " + Tgt.ScalerClass + " would break this use");
+    return false;
+  };
+  const Expr *E = R;
+  DynTypedNode Parent;
+  for (int I = 0; I < 32; ++I) {
+    DynTypedNodeList Ps = Ctx.getParents(*E);
+    if (Ps.empty())
+      return Fail("in a way not followed");
+    Parent = Ps[0];
+    const Expr *PE = Parent.get<Expr>();
+    if (!PE || throughSameObject(PE, Class) != throughSameObject(E, Class))
+      break;
+    E = PE;
+  }
+  // A lambda's capture (`[&scaler]`): the lambda's own uses of it are followed one by one.
+  if (Parent.get<LambdaExpr>())
+    return true;
+  // A pointer's truth (`if (s)`, `!s`, `s != nullptr`): any pointer type has it.
+  if (const auto *IC = dyn_cast<ImplicitCastExpr>(E); IC && IC->getCastKind() == CK_PointerToBoolean)
+    return true;
+  if (const auto *BO = Parent.get<BinaryOperator>(); BO && BO->isEqualityOp() &&
+      E->getType()->isPointerType()) {
+    const Expr *Other = BO->getLHS() == E ? BO->getRHS() : BO->getLHS();
+    if (Other->isNullPointerConstant(Ctx, Expr::NPC_ValueDependentIsNotNull) != Expr::NPCK_NotNull)
+      return true;
+  }
+  // `s.f()` / `s->f()` / `if (s)`: the call's callee is a MemberExpr on the object.
+  if (const auto *ME = Parent.get<MemberExpr>(); ME && ME->getBase() == E)
+    if (DynTypedNodeList Ps = Ctx.getParents(*ME); !Ps.empty() && Ps[0].get<CXXMemberCallExpr>())
+      Parent = Ps[0];
+  if (const auto *MC = Parent.get<CXXMemberCallExpr>(); MC && MC->getImplicitObjectArgument() &&
+      throughSameObject(MC->getImplicitObjectArgument(), Class) == throughSameObject(E, Class)) {
+    // A wrapper's own member (optional / smart pointer): `if (s)`, has_value(), reset(new X(..)).
+    const CXXMethodDecl *M = MC->getMethodDecl();
+    if (!M || M->getParent()->getCanonicalDecl() == Class)
+      return Fail("other than through scale/unscale_/step/update/get_scale");
+    if (M->getIdentifier() && M->getName() == "emplace" && MC->getNumArgs() > 0)
+      return Fail("in emplace() with constructor arguments, which are not mapped");
+    for (const Expr *A : MC->arguments())
+      collectSpellings(A, Class);
+    return true;
+  }
+  if (const auto *OC = Parent.get<CXXOperatorCallExpr>(); OC && OC->getOperator() == OO_Equal) {
+    const ValueDecl *Other = holderOf(OC->getArg(OC->getArg(0) == E ? 1 : 0), Class);
+    if (Other)
+      Add(Other);
+    else if (OC->getArg(0) != E || !collectSpellings(OC->getArg(1), Class))
+      return Fail("in an assignment not followed");
+    return true;
+  }
+  if (const auto *BO = Parent.get<BinaryOperator>(); BO && BO->getOpcode() == BO_Assign) {
+    const ValueDecl *Other = holderOf(BO->getLHS() == E ? BO->getRHS() : BO->getLHS(), Class);
+    if (Other)
+      Add(Other);
+    else if (BO->getLHS() != E || !collectSpellings(BO->getRHS(), Class))
+      return Fail("in an assignment not followed");
+    return true;
+  }
+  if (const auto *VD = Parent.get<VarDecl>()) {
+    Add(VD);
+    return true;
+  }
+  if (const auto *CI = Parent.get<CXXCtorInitializer>(); CI && CI->getMember()) {
+    Add(CI->getMember());
+    return true;
+  }
+  const FunctionDecl *Callee = nullptr;
+  llvm::ArrayRef<const Expr *> Args;
+  if (const auto *C = Parent.get<CallExpr>(); C && !isa<CXXOperatorCallExpr>(C)) {
+    Callee = C->getDirectCallee();
+    Args = llvm::ArrayRef(C->getArgs(), C->getNumArgs());
+  } else if (const auto *CE = Parent.get<CXXConstructExpr>()) {
+    Callee = CE->getConstructor();
+    Args = llvm::ArrayRef(CE->getArgs(), CE->getNumArgs());
+  }
+  if (!Callee)
+    return Fail("other than through scale/unscale_/step/update/get_scale");
+  auto It = llvm::find(Args, E);
+  unsigned I = It - Args.begin();
+  if (It == Args.end() || I >= Callee->getNumParams() ||
+      !holdsClass(Callee->getParamDecl(I)->getType(), Class))
+    return Fail("as an argument of '" + Callee->getNameAsString() + "' not followed");
+  const FunctionDecl *Def = Callee->getDefinition();
+  if (!Def || SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())))
+    return Fail("as an argument of '" + Callee->getNameAsString() +
+                "', whose body is not in this translation unit");
+  Add(Def->getParamDecl(I));
+  return true;
+}
+
+template <class AddFn>
+bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
+                                AddFn Add) {
+  SourceLocation At = stepLoc();
+  const auto *FD = dyn_cast<FunctionDecl>(PV->getDeclContext());
+  std::string Name = "'" + PV->getNameAsString() + "'";
+  if (!FD) {
+    block(At, "the scaler " + Name + " is a parameter of something other than a function");
+    return false;
+  }
+  std::string Fn = "'" + FD->getQualifiedNameAsString() + "'";
+  if (const auto *MD = dyn_cast<CXXMethodDecl>(FD); MD && MD->isVirtual()) {
+    block(At, "the scaler " + Name + " is a parameter of the virtual function " + Fn +
+                  ", whose overrides would keep their type; change them by hand");
+    return false;
+  }
+  if (FD->getTemplatedKind() != FunctionDecl::TK_NonTemplate) {
+    block(At, "the scaler " + Name + " is a parameter of the template " + Fn + "; change it by hand");
+    return false;
+  }
+  if (auto It = Index.NamedOtherwise.find(FD->getCanonicalDecl()); It != Index.NamedOtherwise.end()) {
+    block(At, "the scaler " + Name + " is a parameter of " + Fn + ", which is named at " +
+                  where(It->second->getBeginLoc()) + " other than in a call; its callers cannot "
+                  "all be followed");
+    return false;
+  }
+  if (FD->isExternallyVisible())
+    for (const FunctionDecl *R : FD->redecls()) {
+      SourceLocation L = SM.getExpansionLoc(R->getLocation());
+      if (SM.getFileID(L) != SM.getMainFileID()) {
+        block(At, "the scaler " + Name + " is a parameter of " + Fn + ", declared at " + where(L) +
+                      ": callers in other translation units would still pass a '" +
+                      Class->getNameAsString() + "'; migrate it by hand");
+        return false;
+      }
+    }
+  unsigned I = PV->getFunctionScopeIndex();
+  if (auto It = Index.Calls.find(FD->getCanonicalDecl()); It != Index.Calls.end())
+    for (const Expr *Call : It->second) {
+      const Expr *Arg = nullptr;
+      if (const auto *C = dyn_cast<CallExpr>(Call); C && !isa<CXXOperatorCallExpr>(C))
+        Arg = I < C->getNumArgs() ? C->getArg(I) : nullptr;
+      else if (const auto *CE = dyn_cast<CXXConstructExpr>(Call))
+        Arg = I < CE->getNumArgs() ? CE->getArg(I) : nullptr;
+      if (!Arg || isa<CXXDefaultArgExpr>(Arg)) {
+        block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) +
+                      " does not pass the scaler " + Name + " in a way that can be followed");
+        return false;
+      }
+      if (const ValueDecl *H = holderOf(Arg, Class)) {
+        Add(H);
+        continue;
+      }
+      if (!collectSpellings(Arg, Class)) {
+        block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) + " passes a scaler " +
+                      "that is neither a variable nor a construction of '" + Class->getNameAsString() + "'");
+        return false;
+      }
+    }
+  return true;
+}
+
+template <class AddFn>
+bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
+                               AddFn Add) {
+  SourceLocation At = stepLoc();
+  std::string Name = "'" + H->getNameAsString() + "'";
+  if (!isa<VarDecl, FieldDecl>(H)) {
+    block(At, "the scaler " + Name + " is not a variable or a data member");
+    return false;
+  }
+  size_t Spelled = FlowTypeRanges.size() + FlowConstructs.size() + FlowMakeCalls.size();
+  for (const DeclaratorDecl *DD : declarationsOf(H)) {
+    std::string Why = whyNotEditable(DD->getLocation());
+    if (!Why.empty()) {
+      block(At, "the declaration of the scaler " + Name + " at " + where(DD->getLocation()) +
+                    " must change to " + Tgt.ScalerClass + ", but " + Why);
+      return false;
+    }
+    if (TypeSourceInfo *TSI = DD->getTypeSourceInfo()) {
+      TypeLocFinder TF(Class);
+      TF.TraverseTypeLoc(TSI->getTypeLoc());
+      llvm::append_range(FlowTypeRanges, TF.Ranges);
+    }
+    if (const auto *VD = dyn_cast<VarDecl>(DD); VD && !isa<ParmVarDecl>(VD) && VD->getInit()) {
+      collectSpellings(VD->getInit(), Class);
+      if (const ValueDecl *From = holderOf(VD->getInit(), Class))
+        Add(From);
+    }
+  }
+  if (const auto *FDl = dyn_cast<FieldDecl>(H)) {
+    if (FDl->hasInClassInitializer())
+      collectSpellings(FDl->getInClassInitializer(), Class);
+    for (const CXXConstructorDecl *Ctor : cast<CXXRecordDecl>(FDl->getParent())->ctors()) {
+      const FunctionDecl *Def = nullptr;
+      if (!Ctor->isDefined(Def)) {
+        if (Ctor->isUserProvided()) {
+          block(At, "the constructor at " + where(Ctor->getLocation()) + " may initialize the scaler " +
+                        Name + ", but its body is not in this translation unit");
+          return false;
+        }
+        continue;
+      }
+      for (const CXXCtorInitializer *Init : cast<CXXConstructorDecl>(Def)->inits())
+        if (Init->getMember() == FDl && Init->isWritten()) {
+          collectSpellings(Init->getInit(), Class);
+          if (const ValueDecl *From = holderOf(Init->getInit(), Class))
+            Add(From);
+        }
+    }
+  }
+  if (FlowTypeRanges.size() + FlowConstructs.size() + FlowMakeCalls.size() == Spelled) {
+    block(At, "the type of the scaler " + Name + " is not spelled in its declaration at " +
+                  where(H->getLocation()) + " (auto, a template parameter); change it by hand");
+    return false;
+  }
+  if (auto It = Index.Refs.find(H->getCanonicalDecl()); It != Index.Refs.end())
+    for (const Expr *R : It->second)
+      if (!isScalerCallOn(R, H) && !followUse(R, H, Class, Add))
+        return false;
+  if (const auto *PV = dyn_cast<ParmVarDecl>(H))
+    return followCallers(PV, Class, Index, Add);
+  return true;
+}
+
+void StepPlanner::planScalerFlow(const CXXRecordDecl *Class) {
+  ScalerUseIndex Index(Class, SM);
+  Index.TraverseDecl(Ctx.getTranslationUnitDecl());
+  std::vector<const ValueDecl *> Work{T.Scaler.Decl};
+  llvm::SmallPtrSet<const Decl *, 8> Seen{T.Scaler.Decl->getCanonicalDecl()};
+  auto Add = [&](const ValueDecl *H) {
+    if (Seen.insert(H->getCanonicalDecl()).second)
+      Work.push_back(H);
+  };
+  bool Ok = true;
+  for (size_t I = 0; I < Work.size() && Ok; ++I)
+    Ok = followHolder(Work[I], Class, Index, Add);
+  FlowHolders = Work;
+  if (!Ok || !emitFlowSpellings(Class))
+    return;
+  for (FileID F : OtherFilesEdited)
+    includeIn(F);
+}
+
+bool StepPlanner::emitFlowSpellings(const CXXRecordDecl *Class) {
+  for (SourceRange R : FlowTypeRanges)
+    if (!editAnywhere(R, Tgt.ScalerClass)) {
+      block(R.getBegin(), "the scaler's type is spelled inside a macro at " + where(R.getBegin()));
+      return false;
+    }
+  for (const CXXConstructExpr *CE : FlowConstructs) {
+    unsigned Written = 0;
+    for (const Expr *A : CE->arguments())
+      if (!isa<CXXDefaultArgExpr>(A))
+        ++Written;
+    if (!Written)
+      continue;
+    std::string Opts;
+    llvm::SmallVector<const Expr *, 6> Args(CE->arguments());
+    if (!mapOptions(CE->getConstructor(), Args, CE->getBeginLoc(), Opts))
+      return false;
+    if (!editAnywhere(SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()), Opts)) {
+      block(CE->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
+      return false;
+    }
+  }
+  for (const CallExpr *MC : FlowMakeCalls) {
+    if (MC->getNumArgs() == 0)
+      continue;
+    const CXXConstructorDecl *Ctor = nullptr;
+    for (const CXXConstructorDecl *C : Class->getDefinition()->ctors())
+      if (!C->isCopyOrMoveConstructor() && C->getNumParams() >= MC->getNumArgs() &&
+          C->getMinRequiredArguments() <= MC->getNumArgs()) {
+        if (Ctor) {
+          block(MC->getBeginLoc(), "several scaler constructors fit these arguments");
+          return false;
+        }
+        Ctor = C;
+      }
+    if (!Ctor) {
+      block(MC->getBeginLoc(), "no scaler constructor fits these arguments");
+      return false;
+    }
+    std::string Opts;
+    llvm::SmallVector<const Expr *, 6> Args(MC->arguments());
+    if (!mapOptions(Ctor, Args, MC->getBeginLoc(), Opts))
+      return false;
+    if (!editAnywhere(SourceRange(MC->getArg(0)->getBeginLoc(), MC->getArg(MC->getNumArgs() - 1)->getEndLoc()), Opts)) {
+      block(MC->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,64 @@
+// The scaler class as spelled in declarations and constructions (type locations, make_shared/make_unique).
+#pragma once
+
+#include "StepPlanner.h"
+
+namespace ampmigrate {
+
+class StepPlanner::TypeLocFinder : public clang::RecursiveASTVisitor<TypeLocFinder> {
+public:
+  const clang::CXXRecordDecl *Target;
+  std::vector<clang::SourceRange> Ranges;
+  explicit TypeLocFinder(const clang::CXXRecordDecl *T) : Target(T) {}
+  bool TraverseElaboratedTypeLoc(clang::ElaboratedTypeLoc TL) {
+    if (matches(TL.getType())) {
+      Ranges.push_back(TL.getSourceRange());
+      return true; // don't descend: the qualifier is part of the range
+    }
+    return RecursiveASTVisitor::TraverseElaboratedTypeLoc(TL);
+  }
+  bool VisitRecordTypeLoc(clang::RecordTypeLoc TL) {
+    if (matches(TL.getType()))
+      Ranges.push_back(TL.getSourceRange());
+    return true;
+  }
+  bool VisitTypedefTypeLoc(clang::TypedefTypeLoc TL) {
+    if (matches(TL.getType()))
+      Ranges.push_back(TL.getSourceRange());
+    return true;
+  }
+  bool matches(clang::QualType QT) const {
+    const clang::CXXRecordDecl *RD = QT->getAsCXXRecordDecl();
+    return RD && RD->getCanonicalDecl() == Target->getCanonicalDecl();
+  }
+};
+
+class StepPlanner::ConstructFinder : public clang::RecursiveASTVisitor<ConstructFinder> {
+public:
+  const clang::CXXRecordDecl *Target;
+  std::vector<const clang::CXXConstructExpr *> Constructs;
+  std::vector<const clang::CallExpr *> MakeCalls; ///< std::make_shared<T>(...) / make_unique / emplace
+  explicit ConstructFinder(const clang::CXXRecordDecl *T) : Target(T) {}
+  bool VisitCXXConstructExpr(clang::CXXConstructExpr *E) {
+    if (E->getConstructor()->getParent()->getCanonicalDecl() == Target->getCanonicalDecl() &&
+        !E->getConstructor()->isCopyOrMoveConstructor())
+      Constructs.push_back(E);
+    return true;
+  }
+  bool VisitCallExpr(clang::CallExpr *E) {
+    const clang::FunctionDecl *FD = E->getDirectCallee();
+    if (!FD || !FD->getIdentifier())
+      return true;
+    llvm::StringRef N = FD->getName();
+    if (N != "make_shared" && N != "make_unique")
+      return true;
+    if (const clang::TemplateArgumentList *TA = FD->getTemplateSpecializationArgs())
+      if (TA->size() >= 1 && TA->get(0).getKind() == clang::TemplateArgument::Type)
+        if (const clang::CXXRecordDecl *RD = TA->get(0).getAsType()->getAsCXXRecordDecl())
+          if (RD->getCanonicalDecl() == Target->getCanonicalDecl())
+            MakeCalls.push_back(E);
+    return true;
+  }
+};
+
+} // namespace ampmigrate

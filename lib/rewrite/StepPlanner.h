@@ -1,0 +1,533 @@
+// The planner of one training step (StepPlanner): the stages that turn a TrainingStep into a
+// MigrationPlan, one file per concern in lib/rewrite/ (docs/architecture.md, "planning").
+#pragma once
+
+#include "ampmigrate/GenericLambdas.h"
+#include "ampmigrate/IncludeInsertion.h"
+#include "ampmigrate/MigrationPlan.h"
+#include "ampmigrate/StepFinder.h"
+#include "ModelQueries.h"
+#include "RegionDeclarations.h"
+#include "SplitSteps.h"
+#include "StepLambda.h"
+
+#include "clang/AST/ParentMap.h"
+#include "clang/AST/ParentMapContext.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/Basic/SourceManager.h"
+#include "clang/Lex/Lexer.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+namespace ampmigrate {
+
+/// Every name declared or referenced in a function (its lambdas and generic lambdas' instantiations
+/// included): what a fresh name must avoid.
+llvm::StringSet<> namesIn(const clang::FunctionDecl *FD);
+
+/// `Base`, or `Base2`, `Base3`, ... : the first that `Used` does not hold (then it does).
+std::string freshName(llvm::StringSet<> &Used, llvm::StringRef Base);
+
+/// What the converted form of a model is called before it is made fresh: `amp_self` for `*this`,
+/// else `amp_<name>` without a member's trailing underscore (`net_` -> `amp_net`).
+std::string convertedModelBase(const ObjectRef &M);
+
+/// The target API as the edits in `FD` spell it: globally qualified (`::amp::X`) where another
+/// namespace of the target's first name is visible there.
+TargetApi spelledTarget(clang::ASTContext &Ctx, const TargetApi &T, const clang::FunctionDecl *FD);
+
+class StepPlanner {
+public:
+  StepPlanner(clang::ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
+              const TrainingStep &T, const PlannerOptions &Opts, llvm::StringSet<> &UsedNames,
+              const TargetApi &Tgt, const TranslationUnitAnalysis &TU);
+
+  MigrationPlan plan();
+
+private:
+  clang::ASTContext &Ctx;
+  const clang::SourceManager &SM;
+  const clang::LangOptions &LO;
+  const RuleSet &Rules;
+  const FunctionAnalysis &FA;
+  const TrainingStep &T;
+  const PlannerOptions &Opts;
+  clang::ParentMap PM;
+  llvm::StringSet<> &UsedNames;
+  /// The target names as the edits spell them (globally qualified when needed).
+  const TargetApi &Tgt;
+  const TranslationUnitAnalysis &TU;
+  /// The step's file: where its edits go (by offset) and the text they are computed from.
+  clang::FileID File;
+  std::string FilePath;
+  llvm::StringRef Buffer;
+
+  /// The plan descriptor: what the feasibility stage (feasible(), or planSplitHalf()'s checks for
+  /// a step split over two methods) decides before any edit is made, and what every emitter
+  /// reads. No emitter changes it.
+  struct StepDescriptor {
+    /// The names the rewrite declares: the grads list (a new member for a split step), the
+    /// function handed to value_and_grad; and what value_and_grad differentiates.
+    std::string GradsName, GradFnName, OptParams;
+    /// Several optimizers: each one's list of grads (split from GradsName), and the optimizers as
+    /// written, comma-separated.
+    std::vector<std::pair<ObjectRef, std::string>> PerOptimizer;
+    std::string OptimizerArgs;
+    /// The step's scaled backwards in source order (several: consecutive statements of one block,
+    /// whose scaled losses the function returns summed).
+    std::vector<const ImplicitBackward *> AllBackwards;
+    /// The scope in another function: `auto loss = forward_loss(batch);` before the scaled
+    /// backward, where forward_loss() (defined in this file) holds the autocast scope and the
+    /// forward. The loss statement becomes the function handed to value_and_grad; in
+    /// forward_loss() the scope goes and the model is converted where the scope began.
+    const FunctionAnalysis *CalleeFA = nullptr;
+    const AutocastScope *CalleeScope = nullptr;
+    const clang::Stmt *CalleeCallStmt = nullptr; ///< the statement in this function that calls it
+    const clang::CallExpr *CalleeCall = nullptr;
+    /// A step split over two methods of one class: both halves, and the zero_grad()s (in either
+    /// method) that clear the member holding the grads.
+    std::optional<SplitStep> Split;
+    std::vector<const ZeroGradCall *> SplitZeroGrads;
+  };
+  StepDescriptor Desc;
+
+  /// Gradient accumulation, decided with the forward region (planAccumulation): the grads of
+  /// several micro-steps are summed into `Desc.GradsName`, declared by GradsDecl at GradsDeclAt
+  /// (before the loop that runs the steps).
+  bool Accumulate = false;
+  unsigned GradsDeclAt = 0;
+  std::string GradsDecl;
+
+  /// What the emitters produce, merged into the MigrationPlan by plan(): the reasons the step is
+  /// not rewritten, the edits of the step's file, and insertions by offset (several at one offset
+  /// join in the order planned).
+  std::vector<Blocker> Blockers;
+  std::vector<Edit> Edits;
+  std::map<unsigned, std::string> Insertions;
+
+  /// The grads list an optimizer's unscale_/step/clip takes (its own with several optimizers).
+  const std::string &gradsFor(const ObjectRef &Optimizer) const;
+  void insertAt(unsigned At, const std::string &Text) { Insertions[At] += Text; }
+
+  void block(clang::SourceLocation L, std::string Why) { Blockers.push_back({L, std::move(Why)}); }
+  /// Where the step's reasons about the scaler go: its first step(), or its backward in the
+  /// scaling half of a step split over two methods.
+  clang::SourceLocation stepLoc() const {
+    return !T.Steps.empty() ? T.Steps.front()->Call->getBeginLoc()
+                            : T.Backwards.front()->Backward->getBeginLoc();
+  }
+
+  unsigned off(clang::SourceLocation L) const { return SM.getFileOffset(SM.getExpansionLoc(L)); }
+
+  std::string text(clang::SourceRange R) const { return StepFinder::textOf(Ctx, R); }
+
+  std::string freshName(llvm::StringRef Base);
+
+  /// File char range of a statement including its trailing semicolon; invalid if in a macro body.
+  clang::CharSourceRange stmtRange(const clang::Stmt *S) const;
+
+  unsigned lineStart(unsigned O) const;
+  unsigned lineEnd(unsigned O) const;
+  std::string indentAt(unsigned O) const;
+  bool onlySpace(unsigned B, unsigned E) const;
+
+  /// Deletion of a whole statement: the full line when nothing else is on it.
+  bool removal(const clang::Stmt *S, Edit &Out) const;
+
+  bool fileRange(clang::SourceRange R, unsigned &B, unsigned &E) const;
+
+  const clang::CompoundStmt *parentCompound(const clang::Stmt *S) const {
+    return llvm::dyn_cast_or_null<clang::CompoundStmt>(PM.getParent(S));
+  }
+
+  /// The ancestor of `S` (or S) whose parent is `C`.
+  const clang::Stmt *childOf(const clang::Stmt *S, const clang::CompoundStmt *C) const;
+
+  bool within(const clang::Stmt *S, const clang::Stmt *Ancestor) const;
+
+  std::string modelText(const ObjectRef &M) const;
+
+  /// What value_and_grad differentiates: every parameter of every group of the optimizer
+  /// (`amp::parameters_of(opt)`; Optimizer::parameters() is the first group only, and libtorch 1.x
+  /// warns on each call). Without that target in the rules: `opt.parameters()`.
+  std::string optimizerParams(const ScalerCall *C) const;
+
+  // ---- the pipeline: feasibility, then the emitters ------------------------------------------
+
+  /// Runs the stages: the split-step path, or feasible() and then emit().
+  void planAll();
+
+  /// The feasibility stage: the step's shape (backwards, steps, scope, optimizers, a mixed
+  /// step's condition) and the names and parameters in Desc. False (with the blockers) when the
+  /// step cannot be rewritten.
+  bool feasible();
+
+  /// The emitters, in order, for a step feasible() accepted; `B` is its first scaled backward.
+  void emit(const ImplicitBackward &B);
+
+
+  /// A scale() of the step's scaler that backward() runs on only through a larger expression
+  /// (`(use_amp ? scaler.scale(loss) : loss).backward()`): there is a scaled backward, just not
+  /// one of the shapes the rewrite knows. Reported at the backward with what to write instead.
+  bool blockScaleInsideBackwardReceiver();
+
+  // ---- a step split over two methods of one class ---------------------------------------------
+  // The grads travel as a new member of the class. `.grad` accumulated until a zero_grad(); the
+  // member does the same: each backward's grads are added to it (amp::accumulate_grads) and
+  // each zero_grad() of the optimizer or the model, in either method, clears it. Exact when no
+  // other method of the class clears or reads `.grad`, which is checked.
+
+  llvm::ArrayRef<const ZeroGradCall *> stepZeroGrads() const;
+
+  /// The member's name: `grads_`, or another that no member of the class has.
+  static std::string memberName(const clang::CXXRecordDecl *Class);
+
+  void planSplitHalf();
+
+  /// A statement of another method of the class that calls zero_grad() or reads or writes .grad
+  /// (described), or "".
+  std::string otherGradUse(const clang::CXXRecordDecl *Class, const SplitStep &S) const;
+
+  /// Several losses, each `scaler.scale(loss_i).backward()`, as consecutive statements of one
+  /// block (PyTorch's multi-loss pattern, the first with retain_graph): `.grad` held the sum of
+  /// their grads, which is the grad of the sum of the scaled losses. The function handed to
+  /// value_and_grad returns that sum. Sets Desc.AllBackwards.
+  bool planSeveralBackwards();
+
+
+  /// A model of the callee's scope as this function names it: a member or global is itself; a
+  /// parameter of the callee is the argument the call passes.
+  const clang::ValueDecl *callerModel(const ObjectRef &M) const;
+
+  /// Finds the scope in a called function (Desc.CalleeFA and the rest); false when there is none.
+  bool findCalleeScope();
+
+  /// Deletes a statement of a scope (its line when alone on it) into `Out`; false (and a blocker)
+  /// when it sits in a macro body with other code.
+  bool removeInto(const clang::Stmt *St, clang::SourceLocation Why, std::vector<Edit> &Out);
+
+  /// A forward call through the converted model `Conv`, its tensors back to ordinary ones
+  /// (`model->forward(x)` -> `amp::cast_to_adapter_tensor(amp_model->forward(x))`), into `Out`.
+  bool rewriteForward(const ForwardCall &F, const std::string &Conv, std::vector<Edit> &Out);
+
+  /// The edits in the callee: the scope's calls go, its forward calls use the converted model,
+  /// and the model is converted in place of the scope's first statement.
+  void planCalleeScope();
+
+  /// The converted model's name per model (convertedName), and the forward region's extent in
+  /// the file (set by planRegion; the zero_grad() calls inside it are handled with it).
+  std::map<const clang::ValueDecl *, std::string> ModelNames;
+  unsigned RegionBegin = 0, RegionEnd = 0;
+
+  std::string convertedName(const ObjectRef &M);
+
+  /// Where the model is converted: before the outermost loop around the step that the model's
+  /// declaration precedes (converted once, not per iteration); otherwise at the start of the step.
+  /// The run-time flag that switched autocast on for this scope, if any: the condition of
+  /// `if (use_amp) set_enabled(true);`, or the argument a guard constructor takes for its
+  /// `bool` parameter (`AmpGuard g(cfg.use_amp);`). Null for a scope that is always on.
+  const clang::Expr *runTimeFlag(const AutocastScope &S) const;
+
+  /// The level expression of a conversion inserted at `At`: the chosen level, or, when autocast
+  /// was switched by a run-time flag, that flag choosing between it and O0 (so the fp32 mode
+  /// stays fp32). False (and a blocker) when the flag cannot be evaluated at `At`.
+  bool levelExpr(const AutocastScope &S, unsigned At, std::string &Out);
+
+  /// The device an autocast call names ("cuda", "cpu"; "" when not known).
+  std::string deviceOf(const clang::CallExpr *CE, const AutocastFunctionRule &R) const;
+
+  /// The autocast calls a guard's constructor makes (the guard's use is the scope).
+    class GuardCalls;
+
+  /// The low-precision dtype the scope sets for the device it enables (`set_autocast_gpu_dtype(
+  /// at::kBFloat16)` beside `set_enabled(true)`, or in a guard's constructor), as the conversion's
+  /// third argument (`", at::kBFloat16"`), so that the converted model computes in the dtype the
+  /// scope chose; "" when the scope sets none (the runtime's default for the model's device).
+  /// False (and a blocker) when it cannot be carried to the conversion at `At`.
+  bool dtypeArg(const AutocastScope &S, unsigned At, std::string &Out);
+
+  /// What goes when an autocast call's statement goes: the statement, or the whole
+  /// `if (use_amp) { ... }` around it when that block holds nothing but this scope's calls (an
+  /// empty `if` would be left otherwise).
+  const clang::Stmt *removalUnit(const AutocastScope &S, const clang::Stmt *St) const;
+
+  bool conversionBeforeLoop(const ObjectRef &M, const clang::Stmt *Anchor, unsigned &InsertAt) const;
+
+  /// Before the outermost loop around `Anchor` that the model's declaration precedes, or before
+  /// `Anchor` itself (a statement holding the lambda of the step).
+  bool conversionBefore(const ObjectRef &M, const clang::Stmt *Anchor, unsigned &InsertAt) const;
+
+  /// The outermost loop around `S` that starts after offset `After` (a declaration it must not
+  /// precede), with only blocks and loops between; null if none.
+  const clang::Stmt *outermostLoop(const clang::Stmt *S, unsigned After) const;
+
+  /// Several optimizers after an accumulation: the summed grads are split per optimizer just
+  /// before the first unscale_/step, which must stand in a block holding all of them.
+  bool planSplitAfterAccumulation();
+
+  /// Gradient accumulation: the scaled backward runs several times (in a nested loop, or every
+  /// iteration of a loop whose step() runs under a condition) before one unscale_/step/update.
+  /// The explicit grads of each micro-step are then summed into a list declared before the loop
+  /// (`.grad` accumulates the same way), and each zero_grad() of the step clears that list.
+  bool planAccumulation(const ImplicitBackward &B, const clang::CompoundStmt *C);
+
+  /// A scope opened before the loop that holds the step and closed after it
+  /// (`set_enabled(true); for (...) { forward; loss; scale(loss).backward(); step; update; }
+  /// set_enabled(false);`, a guard declared before the loop, a guard ended after it): autocast is
+  /// on for every iteration's forward, so the step's forward region is its block's statements
+  /// from the first one that runs the model up to the scaled backward, and the scope's calls go
+  /// where they are. Sets R0; false (blocked, with the reason) otherwise.
+  bool enclosingScopeRegion(const AutocastScope &S, const clang::Stmt *ScopeStart, const clang::CompoundStmt *C,
+                            const clang::Stmt *EndStmt, const clang::Stmt *&R0);
+
+  void planRegion(const ImplicitBackward &B);
+
+  // ---- mixed steps: a plain path beside the scaled one ------------------------------------------
+  // `if (COND) { scaled backward, unscale_, clip, step, update } else { loss.backward(); clip;
+  // optimizer.step(); }` (or the same split over ifs on COND). The forward region before the if
+  // becomes the function handed to value_and_grad, returning `COND ? scaler.scale(loss) : loss`:
+  // the grads are those of whichever backward ran. Inside the branches the backwards go, the
+  // scaled path takes the grads as any scaled step, the plain path as a step without a scaler.
+
+  const ImplicitBackward &plainBackward() const { return *T.Plain.Backwards.front(); }
+
+  /// Whether `E` lies in one of the backward statements the branches lose (their operands move
+  /// into the function's return).
+  bool inMixedBackward(const clang::Stmt *E) const;
+
+  /// `COND ? <scaled> : <plain>` (or the other way round when the scaled path is the else).
+  std::string mixedReturn(const std::string &Scaled) const;
+
+  static const clang::Expr *bare(const clang::Expr *E);
+
+  static bool isNullPointer(const clang::Expr *E, clang::ASTContext &Ctx) {
+    return E->IgnoreParenImpCasts()->isNullPointerConstant(Ctx, clang::Expr::NPC_ValueDependentIsNotNull) !=
+           clang::Expr::NPCK_NotNull;
+  }
+
+  /// A condition that only reads: a variable, a member, `this`, `!x`, `*x`, `x && y`, `x || y`,
+  /// `x == nullptr` / `x != nullptr`, an optional's or a smart pointer's truth, `->` on one, or a
+  /// call of a const method without arguments (`scaler.is_enabled()`, `cfg.amp()`).
+  bool onlyReads(const clang::Expr *E) const;
+
+  /// The declarations a condition reads (variables and members).
+  static std::vector<const clang::ValueDecl *> declsRead(const clang::Expr *E);
+
+  /// The expression names `D` (through parentheses, casts, `*`, members of it and `->`).
+  static bool names(const clang::Expr *E, const clang::ValueDecl *D);
+
+  /// The first expression in `S` that may write `D`: an assignment to it, ++/--, its address, a
+  /// non-const reference or pointer argument, a non-const method called on it (reset(),
+  /// emplace()). Writes through calls of other functions (a member set elsewhere) are not seen.
+  const clang::Expr *writeOf(const clang::Stmt *S, const clang::ValueDecl *D) const;
+
+  /// Whether two conditions are the same expression (same declarations, same operators).
+  bool sameCondition(const clang::Expr *A, const clang::Expr *B) const;
+
+  /// The statement of branch `Side` that comes first (Side itself when it is not a block).
+  static const clang::Stmt *firstOf(const clang::Stmt *Side);
+
+  /// Whether `S` is all that branch `Side` holds.
+  static bool onlyStatement(const clang::Stmt *Side, const clang::Stmt *S);
+
+  /// Whether the path from `E` up to `Top` crosses only blocks and the ifs of the mixed step:
+  /// no loop, no other condition (each element runs once, when its path is taken).
+  bool onMixedPath(const clang::Stmt *E, const clang::Stmt *Top) const;
+
+  /// Validates a mixed step; false (with a blocker) when it cannot be rewritten with the same
+  /// meaning.
+  bool planMixed(const ImplicitBackward &B);
+
+  /// The backwards leave the branches; a branch left empty goes (the whole if when both do).
+  void planMixedBackwards(const ImplicitBackward &B);
+
+  std::string canonicalMethod(ScalerCall::Method M) const;
+
+  /// Renames CamelCase or other spellings of a scaler method to amp::GradScaler's.
+  void renameMethod(const ScalerCall *C);
+
+  void addGradsArgument(const ScalerCall *C);
+
+  /// Whether a call's value is used (it is not a statement of its own).
+  bool resultUsed(const clang::Expr *Call) const;
+
+  void planScalerCalls();
+
+  /// A checked unscale whose answer is used (`bool finite = scaler.unscale_and_check(opt);`)
+  /// becomes the target's checked unscale on the grads, which answers whether every grad is
+  /// finite (`scaler.unscale_and_check(opt, grads)`), negated for a method whose true means
+  /// "an inf or NaN was found". What the user's answer means comes from the rules, never from
+  /// its name: a method in neither list, or one that answers something other than a bool, is
+  /// reported.
+  void planCheckedUnscale(const ScalerCall *U);
+
+  /// A step without a scaler: `optimizer.step();` becomes `amp::step(optimizer, grads);`, which
+  /// puts the explicit grads where step() reads them for the duration of the call.
+  void planOptimizerSteps(llvm::ArrayRef<const ScalerCall *> Steps);
+
+  /// `OfOptimizer` is set when the parameters are named through one of the step's optimizers.
+  bool paramsOfStep(const clang::Expr *Params, const ScalerCall **OfOptimizer = nullptr) const;
+
+  void planClips();
+
+  /// Statements between the backward and step() that touch `.grad`: the explicit grads never
+  /// reach it, so such a statement would silently act on nothing after the rewrite.
+  void planGradAccesses();
+
+  /// An element-wise loop over the step's parameters that touches nothing of them but their
+  /// gradients:
+  ///   for (auto &p : model->parameters()) { if (p.grad().defined()) p.grad().div_(world); }
+  /// Each iteration works on one gradient alone, so the loop carries over to the explicit grads
+  /// one for one, whatever their order: `for (auto &p_grad : grads) { ... p_grad.div_(world); }`.
+  /// `Why` is set when the statement is such a loop that cannot be carried over (said with it).
+    struct GradLoop;
+
+  /// Every `.grad()`/`.mutable_grad()` call in a statement, and whether all are on `P`.
+    class GradAccessors;
+
+  std::optional<GradLoop> matchGradLoop(const clang::Stmt *S, std::string &Why) const;
+
+  /// `for (auto &p : X.parameters())` -> `for (auto &p_grad : grads)`, each `p.grad()` ->
+  /// `p_grad`.
+  void rewriteGradLoop(const GradLoop &L);
+
+  /// A data-parallel gradient all-reduce over the step's parameters, as libtorch projects write
+  /// it (there is no DDP in C++):
+  ///   for (auto &p : model->parameters()) {
+  ///     std::vector<torch::Tensor> bufs{p.grad()};   // or allreduce on {p.grad()} directly
+  ///     pg->allreduce(bufs)->wait();                  // default options: SUM
+  ///     p.grad().div_(world);                         // optional; world = pg->getSize()
+  ///   }
+  /// becomes `amp::all_reduce_grads(grads, pg)` (average when it divides by the group's size).
+  /// Anything else in the loop, other options, or another divisor: no match (reported).
+    struct GradAllReduce;
+
+  static const clang::CXXMemberCallExpr *memberCall(const clang::Expr *E, llvm::StringRef Name);
+
+  /// `p.grad()` / `p.mutable_grad()` of the loop variable.
+  static bool isGradOf(const clang::Expr *E, const clang::VarDecl *P);
+
+  /// Whether an expression holds exactly one `p.grad()` and nothing else that computes.
+    class GradOnly;
+
+  /// The process group an `allreduce` is called on, as written, when it is an intrusive_ptr
+  /// (what amp::ProcessGroupRef takes); "" otherwise.
+  std::string groupOf(const clang::CXXMemberCallExpr *Call) const;
+
+  /// `X` is the group's size: `<group>->getSize()`, or a variable initialised from it.
+  bool isGroupSize(const clang::Expr *X, llvm::StringRef Group) const;
+
+  std::optional<GradAllReduce> matchGradAllReduce(const clang::Stmt *S) const;
+
+  static std::string firstLine(llvm::StringRef S) {
+    llvm::StringRef L = S.split('\n').first.rtrim();
+    return L.size() < S.rtrim().size() ? (L + " ...").str() : L.str();
+  }
+
+  void planZeroGrads(const ImplicitBackward &);
+
+  // ---- the scaler's declaration -------------------------------------------------------------
+
+    class TypeLocFinder;
+
+    class ConstructFinder;
+
+  /// `amp::GradScalerOptions().init_scale(a)...` from the arguments of the user's constructor.
+  bool mapOptions(const clang::CXXConstructorDecl *Ctor, llvm::ArrayRef<const clang::Expr *> Args,
+                  clang::SourceLocation Loc, std::string &Out);
+
+  void planScalerDecl();
+
+  // ---- the scaler held outside the step's function --------------------------------------------
+  // A parameter, a member, a global, or a local handed on to another function: the object flows
+  // through declarations in several functions (and headers). Each one that holds it changes to
+  // the target class, with the constructions that make it; the class itself is never edited (it
+  // may serve other, unmigrated code).
+
+  /// The holders this plan changes (grouping) and its edits outside the step's file (headers).
+  std::vector<const clang::ValueDecl *> FlowHolders;
+  std::vector<clang::tooling::Replacement> OtherFileEdits;
+  std::set<clang::FileID> OtherFilesEdited;
+  std::vector<clang::SourceRange> FlowTypeRanges;
+  std::vector<const clang::CXXConstructExpr *> FlowConstructs;
+  std::vector<const clang::CallExpr *> FlowMakeCalls;
+
+  /// The class itself, a reference or pointer to it, or a wrapper whose first template argument
+  /// holds it (std::shared_ptr, std::unique_ptr, std::optional).
+  static bool holdsClass(clang::QualType QT, const clang::CXXRecordDecl *Class);
+
+  static bool takesClass(const clang::FunctionDecl *FD, const clang::CXXRecordDecl *Class) {
+    return llvm::any_of(FD->parameters(),
+                        [&](const clang::ParmVarDecl *P) { return holdsClass(P->getType(), Class); });
+  }
+
+  /// The uses, in the code of the translation unit outside system headers, of every declaration
+  /// holding the class, and the calls of every function taking it.
+    class ScalerUseIndex;
+
+  /// "file.h:12" for a reason text.
+  std::string where(clang::SourceLocation L) const;
+
+  /// Why a declaration at `L` cannot be edited by this run; "" when it can.
+  std::string whyNotEditable(clang::SourceLocation L) const;
+
+  /// A replacement of a token range in any editable file; false inside a macro body.
+  bool editAnywhere(clang::SourceRange R, const std::string &Text);
+
+  /// Adds the type spellings and constructions of the class inside `S` (an initializer, an
+  /// argument); false when there are none.
+  bool collectSpellings(const clang::Stmt *S, const clang::CXXRecordDecl *Class);
+
+  /// The expression as far as the object is the same: through parentheses, implicit casts,
+  /// temporaries, `*` and `&`, copies and moves of the holder, `std::move`, `.get()`, `.value()`.
+  static const clang::Expr *throughSameObject(const clang::Expr *E, const clang::CXXRecordDecl *Class);
+
+  /// The holder an expression names (after throughSameObject), or null.
+  static const clang::ValueDecl *holderOf(const clang::Expr *E, const clang::CXXRecordDecl *Class);
+
+  /// Every declaration of a holder: a variable's redeclarations, a parameter in each declaration
+  /// of its function.
+  static std::vector<const clang::DeclaratorDecl *> declarationsOf(const clang::ValueDecl *H);
+
+  /// A scaler call on the holder (scale/unscale_/step/update/get_scale) that stays valid on the
+  /// target class: one of a training step, or one that takes no optimizer.
+  bool isScalerCallOn(const clang::Expr *R, const clang::ValueDecl *H) const;
+
+  /// Where a use hands the object on: the holder it flows into is added; false (with a blocker)
+  /// when the use would not survive the type change.
+  template <class AddFn>
+  bool followUse(const clang::Expr *R, const clang::ValueDecl *H, const clang::CXXRecordDecl *Class, AddFn Add);
+
+  /// A parameter holds what its callers pass: each caller's argument is followed back.
+  template <class AddFn>
+  bool followCallers(const clang::ParmVarDecl *PV, const clang::CXXRecordDecl *Class, const ScalerUseIndex &Index,
+                     AddFn Add);
+
+  /// One holder: its declarations must be editable; its type spellings, initializers and
+  /// constructions change; its uses and (for a parameter) its callers lead to further holders.
+  template <class AddFn>
+  bool followHolder(const clang::ValueDecl *H, const clang::CXXRecordDecl *Class, const ScalerUseIndex &Index,
+                    AddFn Add);
+
+  void planScalerFlow(const clang::CXXRecordDecl *Class);
+
+  /// The edits of the spellings and constructions the flow collected (as the local path makes).
+  bool emitFlowSpellings(const clang::CXXRecordDecl *Class);
+
+  /// A header whose declarations now name the target class includes its header itself
+  /// (planIncludeInsertion decides where).
+  void includeIn(clang::FileID F);
+
+  void planInclude() {
+    if (auto Ins = planIncludeInsertion(Buffer, Tgt.Include))
+      Edits.push_back({Ins->Offset, 0, Ins->Text});
+  }
+};
+
+} // namespace ampmigrate

@@ -1,0 +1,73 @@
+// The step's zero_grad() calls: removed, or clearing the summed grads.
+#include "StepPlanner.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+void StepPlanner::planZeroGrads(const ImplicitBackward &) {
+  for (const ZeroGradCall *Z : stepZeroGrads()) {
+    unsigned O = off(Z->Call->getBeginLoc());
+    if (O >= RegionBegin && O < RegionEnd)
+      continue; // handled with the region
+    bool OfStep = llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == Z->Owner; }) ||
+                  llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; }) ||
+                  Desc.Split.has_value();
+    if (!OfStep || !Z->Statement)
+      continue; // harmless to keep: the explicit grads never read .grad
+    if (Accumulate && O > GradsDeclAt) {
+      // It ended an accumulation: it clears the summed grads now. With several optimizers the
+      // list holds all their grads: their zero_grad() calls must stand together (one clear).
+      if (!Desc.PerOptimizer.empty()) {
+        const auto *Block = parentCompound(Z->Statement);
+        std::vector<const ZeroGradCall *> Run;
+        bool Started = false;
+        if (Block)
+          for (const Stmt *Child : Block->body()) {
+            const ZeroGradCall *Here = nullptr;
+            for (const ZeroGradCall *K : T.ZeroGrads)
+              if (K->Statement == Child)
+                Here = K;
+            if (Here) {
+              Run.push_back(Here);
+              Started = Started || Here == Z;
+            } else if (Started) {
+              break;
+            } else {
+              Run.clear();
+            }
+          }
+        bool Covers = llvm::all_of(Desc.PerOptimizer, [&](const auto &PO) {
+          return llvm::any_of(Run, [&](const ZeroGradCall *K) { return K->Owner == PO.first; });
+        }) || llvm::any_of(Run, [&](const ZeroGradCall *K) {
+          return llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == K->Owner; });
+        });
+        if (!Covers) {
+          block(Z->Call->getBeginLoc(), "with several optimizers after a gradient accumulation, "
+                                        "zero_grad() of some optimizers only: the summed grads of "
+                                        "the others would be cleared too");
+          continue;
+        }
+        if (Run.front() != Z) { // the run's first statement clears; the others go
+          Edit E;
+          if (removal(Z->Statement, E))
+            Edits.push_back(E);
+          continue;
+        }
+      }
+      CharSourceRange ZR = stmtRange(Z->Statement);
+      if (ZR.isInvalid() || Z->Statement->getBeginLoc().isMacroID() || SM.getFileID(ZR.getBegin()) != File) {
+        block(Z->Call->getBeginLoc(), "zero_grad() is inside a macro");
+        continue;
+      }
+      unsigned ZB = SM.getFileOffset(ZR.getBegin()), ZE = SM.getFileOffset(ZR.getEnd());
+      Edits.push_back({ZB, ZE - ZB, Desc.GradsName + ".clear();"});
+      continue;
+    }
+    Edit E;
+    if (removal(Z->Statement, E))
+      Edits.push_back(E);
+  }
+}
+
+} // namespace ampmigrate
