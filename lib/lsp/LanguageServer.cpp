@@ -548,10 +548,15 @@ private:
       for (auto &[Uri, D] : Docs)
         if (Ready(D) && (!Next || D.*Due < Next->*Due))
           Next = &D;
-      if (!Next)
+      if (!Next) {
         StateCV.wait(L);
-      else if (Next->*Due > std::chrono::steady_clock::now())
-        StateCV.wait_until(L, Next->*Due);
+        continue;
+      }
+      // A copy: wait_until takes the time by reference and reads it again after waking, when
+      // the document may have been closed meanwhile (found by the ASan build of CI).
+      const std::chrono::steady_clock::time_point When = Next->*Due;
+      if (When > std::chrono::steady_clock::now())
+        StateCV.wait_until(L, When);
       else
         return Next;
     }

@@ -106,52 +106,67 @@ void StepPlanner::planScalerDecl() {
     if (Seen.insert(B).second)
       Edits.push_back({B, E - B, Tgt.ScalerClass});
   }
-  for (const CXXConstructExpr *CE : CF.Constructs) {
-    unsigned Written = 0;
-    for (const Expr *A : CE->arguments())
-      if (!isa<CXXDefaultArgExpr>(A))
-        ++Written;
-    if (!Written)
-      continue;
+  auto EditConstruction = [&](const Expr *Construction) {
     std::string Opts;
-    llvm::SmallVector<const Expr *, 6> Args(CE->arguments());
-    if (!mapOptions(CE->getConstructor(), Args, CE->getBeginLoc(), Opts))
-      return;
+    SourceRange Written;
+    if (!constructionOptions(Construction, Class, Opts, Written))
+      return false;
+    if (Written.isInvalid())
+      return true;
     unsigned B, E;
-    if (!fileRange(SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()), B, E)) {
-      block(CE->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
-      return;
+    if (!fileRange(Written, B, E)) {
+      block(Construction->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
+      return false;
     }
     Edits.push_back({B, E - B, Opts});
-  }
-  for (const CallExpr *MC : CF.MakeCalls) {
-    if (MC->getNumArgs() == 0)
-      continue;
-    const CXXConstructorDecl *Ctor = nullptr;
+    return true;
+  };
+  for (const CXXConstructExpr *CE : CF.Constructs)
+    if (!EditConstruction(CE))
+      return;
+  for (const CallExpr *MC : CF.MakeCalls)
+    if (!EditConstruction(MC))
+      return;
+}
+
+bool StepPlanner::constructionOptions(const Expr *Construction, const CXXRecordDecl *Class,
+                                      std::string &Opts, SourceRange &Written) {
+  Written = SourceRange();
+  llvm::SmallVector<const Expr *, 6> Args;
+  const CXXConstructorDecl *Ctor = nullptr;
+  unsigned NumWritten = 0;
+  if (const auto *CE = dyn_cast<CXXConstructExpr>(Construction)) {
+    Args.append(CE->arg_begin(), CE->arg_end());
+    for (const Expr *A : Args)
+      if (!isa<CXXDefaultArgExpr>(A))
+        ++NumWritten;
+    if (!NumWritten)
+      return true;
+    Ctor = CE->getConstructor();
+  } else {
+    const auto *MC = cast<CallExpr>(Construction);
+    Args.append(MC->arg_begin(), MC->arg_end());
+    NumWritten = Args.size();
+    if (!NumWritten)
+      return true;
     for (const CXXConstructorDecl *C : Class->getDefinition()->ctors())
-      if (!C->isCopyOrMoveConstructor() && C->getNumParams() >= MC->getNumArgs() &&
-          C->getMinRequiredArguments() <= MC->getNumArgs()) {
+      if (!C->isCopyOrMoveConstructor() && C->getNumParams() >= NumWritten &&
+          C->getMinRequiredArguments() <= NumWritten) {
         if (Ctor) {
           block(MC->getBeginLoc(), "several scaler constructors fit these arguments");
-          return;
+          return false;
         }
         Ctor = C;
       }
     if (!Ctor) {
       block(MC->getBeginLoc(), "no scaler constructor fits these arguments");
-      return;
+      return false;
     }
-    std::string Opts;
-    llvm::SmallVector<const Expr *, 6> Args(MC->arguments());
-    if (!mapOptions(Ctor, Args, MC->getBeginLoc(), Opts))
-      return;
-    unsigned B, E;
-    if (!fileRange(SourceRange(MC->getArg(0)->getBeginLoc(), MC->getArg(MC->getNumArgs() - 1)->getEndLoc()), B, E)) {
-      block(MC->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
-      return;
-    }
-    Edits.push_back({B, E - B, Opts});
   }
+  if (!mapOptions(Ctor, Args, Construction->getBeginLoc(), Opts))
+    return false;
+  Written = SourceRange(Args.front()->getBeginLoc(), Args[NumWritten - 1]->getEndLoc());
+  return true;
 }
 
 } // namespace ampmigrate

@@ -415,48 +415,23 @@ bool StepPlanner::emitFlowSpellings(const CXXRecordDecl *Class) {
       block(R.getBegin(), "the scaler's type is spelled inside a macro at " + where(R.getBegin()));
       return false;
     }
-  for (const CXXConstructExpr *CE : FlowConstructs) {
-    unsigned Written = 0;
-    for (const Expr *A : CE->arguments())
-      if (!isa<CXXDefaultArgExpr>(A))
-        ++Written;
-    if (!Written)
-      continue;
+  auto EditConstruction = [&](const Expr *Construction) {
     std::string Opts;
-    llvm::SmallVector<const Expr *, 6> Args(CE->arguments());
-    if (!mapOptions(CE->getConstructor(), Args, CE->getBeginLoc(), Opts))
+    SourceRange Written;
+    if (!constructionOptions(Construction, Class, Opts, Written))
       return false;
-    if (!editAnywhere(SourceRange(CE->getArg(0)->getBeginLoc(), CE->getArg(Written - 1)->getEndLoc()), Opts)) {
-      block(CE->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
-      return false;
-    }
-  }
-  for (const CallExpr *MC : FlowMakeCalls) {
-    if (MC->getNumArgs() == 0)
-      continue;
-    const CXXConstructorDecl *Ctor = nullptr;
-    for (const CXXConstructorDecl *C : Class->getDefinition()->ctors())
-      if (!C->isCopyOrMoveConstructor() && C->getNumParams() >= MC->getNumArgs() &&
-          C->getMinRequiredArguments() <= MC->getNumArgs()) {
-        if (Ctor) {
-          block(MC->getBeginLoc(), "several scaler constructors fit these arguments");
-          return false;
-        }
-        Ctor = C;
-      }
-    if (!Ctor) {
-      block(MC->getBeginLoc(), "no scaler constructor fits these arguments");
+    if (Written.isValid() && !editAnywhere(Written, Opts)) {
+      block(Construction->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
       return false;
     }
-    std::string Opts;
-    llvm::SmallVector<const Expr *, 6> Args(MC->arguments());
-    if (!mapOptions(Ctor, Args, MC->getBeginLoc(), Opts))
+    return true;
+  };
+  for (const CXXConstructExpr *CE : FlowConstructs)
+    if (!EditConstruction(CE))
       return false;
-    if (!editAnywhere(SourceRange(MC->getArg(0)->getBeginLoc(), MC->getArg(MC->getNumArgs() - 1)->getEndLoc()), Opts)) {
-      block(MC->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
+  for (const CallExpr *MC : FlowMakeCalls)
+    if (!EditConstruction(MC))
       return false;
-    }
-  }
   return true;
 }
 

@@ -441,6 +441,12 @@ private:
   /// `amp::GradScalerOptions().init_scale(a)...` from the arguments of the user's constructor.
   bool mapOptions(const clang::CXXConstructorDecl *Ctor, llvm::ArrayRef<const clang::Expr *> Args,
                   clang::SourceLocation Loc, std::string &Out);
+  /// The options that replace the written arguments of one construction of the scaler (a
+  /// constructor call, or a make_shared/make_unique-style call, whose constructor is picked by
+  /// arity): false with a blocker when they cannot be mapped. \p Written is the range of the
+  /// written arguments, invalid when there are none (nothing to edit).
+  bool constructionOptions(const clang::Expr *Construction, const clang::CXXRecordDecl *Class,
+                           std::string &Opts, clang::SourceRange &Written);
 
   void planScalerDecl();
 
