@@ -9,7 +9,7 @@ cmake_args=(-S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release)
 [[ ${CI:-} == true ]] && cmake_args+=(-DAMP_WERROR=ON)
 # AMP_SANITIZE_TOOL=address,undefined builds the tool (engine, CLI, plugin, unit tests) with ASan
 # and UBSan, so that every unit, lit, tidy, LSP and e2e test runs it under the sanitizers
-# (docs/reliability.md). Not on by default in CI: the suite then takes ~32 minutes on 2 cores.
+# (docs/reliability.md). CI (.ci/run) sets it; scripts/test.sh alone builds without.
 cmake_args+=("-DAMP_SANITIZE_TOOL=${AMP_SANITIZE_TOOL-}")
 [[ -d $torch2/share/cmake/Torch ]] && cmake_args+=("-DAMP_TORCH2_ROOT=$torch2")
 cmake "${cmake_args[@]}" >/dev/null

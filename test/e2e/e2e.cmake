@@ -56,7 +56,7 @@ function(amp_e2e_programs before_dir migrated_dir programs)
         endforeach()
         add_custom_command(OUTPUT ${after_src}
           COMMAND ${CMAKE_COMMAND} -E copy ${before_dir}/${program}.cpp ${after_src}
-          COMMAND ${AMP_E2E_TOOL} --fix --level=${level} ${after_src} --
+          COMMAND ${AMP_E2E_TOOL_ENV} ${AMP_E2E_TOOL} --fix --level=${level} ${after_src} --
                   -std=c++17 ${include_flags} ${AMP_E2E_TOOL_FLAGS_${program}}
           DEPENDS ${AMP_E2E_TOOL_DEPENDS} ${before_dir}/${program}.cpp
           COMMENT "amp-migrate --level=${level} ${program}.cpp" VERBATIM)
