@@ -36,14 +36,6 @@ if(AMP_SANITIZE_TOOL AND NOT DEFINED AMP_TOOL_SANITIZER_FLAGS)
       message(FATAL_ERROR "AMP_SANITIZE_TOOL: ${CMAKE_CXX_COMPILER} has no ${_amp_asan_runtime}")
     endif()
   endif()
-  # The e2e programs are migrated by this tool at build time over the real libtorch headers
-  # (a 1.2 GB heap under ASan): there the leak check at exit (seconds per run over that heap) and
-  # the 256 MB quarantine are turned off/down; the lit and unit tests keep ASan's defaults, so
-  # leaks and use-after-free are still caught on the same code paths.
-  set(AMP_TOOL_ASAN_BULK_OPTIONS "")
-  if(AMP_SANITIZE_TOOL MATCHES "address")
-    set(AMP_TOOL_ASAN_BULK_OPTIONS "detect_leaks=0:quarantine_size_mb=16")
-  endif()
   message(STATUS "the tool is built with -fsanitize=${AMP_SANITIZE_TOOL}")
 endif()
 
