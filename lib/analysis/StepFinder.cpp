@@ -8,6 +8,7 @@
 #include "clang/Basic/SourceManager.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Lex/Lexer.h"
+#include "clang/Tooling/Transformer/SourceCode.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -212,11 +213,9 @@ bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *D
 }
 
 std::string StepFinder::textOf(const ASTContext &Ctx, SourceRange R) {
-  const SourceManager &SM = Ctx.getSourceManager();
-  CharSourceRange CR = Lexer::makeFileCharRange(CharSourceRange::getTokenRange(R), SM, Ctx.getLangOpts());
-  if (CR.isInvalid())
-    return "";
-  return Lexer::getSourceText(CR, SM, Ctx.getLangOpts()).str();
+  std::optional<CharSourceRange> CR =
+      tooling::getFileRange(CharSourceRange::getTokenRange(R), Ctx, /*IncludeMacroExpansion=*/true);
+  return CR ? tooling::getText(*CR, Ctx).str() : "";
 }
 
 StepFinder::StepFinder(ASTContext &Ctx, const RuleSet &Rules,

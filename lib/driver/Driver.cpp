@@ -1,5 +1,6 @@
 // The driver: one frontend action per translation unit, run in parallel, merged into one report.
 #include "ampmigrate/Driver.h"
+#include "ampmigrate/EditMerge.h"
 #include "ampmigrate/Checks.h"
 #include "ampmigrate/FixApplier.h"
 #include "ampmigrate/ResultCache.h"
@@ -412,20 +413,19 @@ bool parseTU(const tooling::CompilationDatabase &DB, const std::string &File,
 /// the edits cannot be applied together.
 std::map<std::string, std::string> rewrittenTexts(const std::vector<const StepFix *> &Fixes,
                                                   SourceTexts &Texts, std::string &Error) {
-  std::map<std::string, tooling::Replacements> ByFile;
-  std::set<std::tuple<std::string, unsigned, unsigned, std::string>> Seen;
-  for (const StepFix *Fix : Fixes)
-    for (const tooling::Replacement &R : Fix->Edits) {
-      if (!Seen.insert({absolutePath(R.getFilePath()), R.getOffset(), R.getLength(),
-                        R.getReplacementText().str()}).second)
-        continue;
-      if (llvm::Error E = ByFile[absolutePath(R.getFilePath())].add(R)) {
-        Error = "its edits conflict: " + llvm::toString(std::move(E));
-        return {};
-      }
+  EditMerge Merge;
+  for (const StepFix *Fix : Fixes) {
+    std::vector<tooling::Replacement> Unit;
+    for (const tooling::Replacement &R : Fix->Edits)
+      Unit.emplace_back(absolutePath(R.getFilePath()), R.getOffset(), R.getLength(),
+                        R.getReplacementText());
+    if (std::optional<EditOverlap> O = Merge.add(Unit)) {
+      Error = "its edits conflict: " + overlapText(*O);
+      return {};
     }
+  }
   std::map<std::string, std::string> Out;
-  for (auto &[File, Reps] : ByFile) {
+  for (const auto &[File, Reps] : Merge.byFile()) {
     const std::string *Text = Texts.get(File);
     if (!Text) {
       Error = File + " cannot be read";

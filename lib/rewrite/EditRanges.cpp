@@ -1,22 +1,18 @@
 // Source ranges and text of the step's file: statement extents, line bounds, removals, where a location is.
 #include "StepPlanner.h"
+#include "clang/Tooling/Transformer/SourceCode.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
 CharSourceRange StepPlanner::stmtRange(const Stmt *S) const {
-  SourceLocation B = S->getBeginLoc(), E = S->getEndLoc();
-  if (B.isMacroID() || E.isMacroID()) {
-    // The whole statement must be one macro use (`AMP_ON();`): take the use.
-    CharSourceRange R = Lexer::makeFileCharRange(CharSourceRange::getTokenRange(B, E), SM, LO);
-    if (R.isInvalid())
-      return R;
-    B = R.getBegin();
-    E = R.getEnd();
-  } else {
-    E = Lexer::getLocForEndOfToken(E, 0, SM, LO);
-  }
+  // The statement as written in the file: a whole macro use when the statement is one
+  // (`AMP_ON();`); nothing when it lies in a macro body.
+  std::optional<CharSourceRange> R = tooling::getFileRangeForEdit(
+      CharSourceRange::getTokenRange(S->getSourceRange()), Ctx, /*IncludeMacroExpansion=*/true);
+  if (!R)
+    return CharSourceRange();
   // Swallow the `;` that ends an expression statement (not part of the Stmt's range).
   // An `if`/loop ends with its last sub-statement: `if (c) f();` needs the `;` too, and so
   // does a macro use whose expansion is a block (`AMP_ON();`).
@@ -34,13 +30,9 @@ CharSourceRange StepPlanner::stmtRange(const Stmt *S) const {
       break;
   }
   bool EndsWithBlock = Tail && isa<CompoundStmt>(Tail) && !Tail->getEndLoc().isMacroID();
-  if (!EndsWithBlock) {
-    Token Tok;
-    SourceLocation After = E;
-    if (!Lexer::getRawToken(After, Tok, SM, LO, /*IgnoreWhiteSpace=*/true) && Tok.is(tok::semi))
-      E = Tok.getEndLoc();
-  }
-  return CharSourceRange::getCharRange(B, E);
+  if (!EndsWithBlock)
+    R = tooling::maybeExtendRange(*R, tok::semi, Ctx);
+  return Lexer::getAsCharRange(*R, SM, LO);
 }
 
 unsigned StepPlanner::lineStart(unsigned O) const {
@@ -93,16 +85,16 @@ bool StepPlanner::removal(const Stmt *S, Edit &Out) const {
 bool StepPlanner::fileRange(SourceRange R, unsigned &B, unsigned &E) const {
   CharSourceRange CR = CharSourceRange::getTokenRange(R);
   if (R.getBegin().isMacroID() || R.getEnd().isMacroID()) {
-    // Only macro arguments can be edited, at their spelling in the file.
+    // Only macro arguments can be edited, at their spelling in the file; never a macro body.
     if (!SM.isMacroArgExpansion(R.getBegin()) || !SM.isMacroArgExpansion(R.getEnd()))
       return false;
     CR = CharSourceRange::getTokenRange(SM.getSpellingLoc(R.getBegin()), SM.getSpellingLoc(R.getEnd()));
   }
-  CR = Lexer::makeFileCharRange(CR, SM, LO);
-  if (CR.isInvalid() || SM.getFileID(CR.getBegin()) != File)
+  std::optional<CharSourceRange> FR = tooling::getFileRange(CR, Ctx, /*IncludeMacroExpansion=*/true);
+  if (!FR || SM.getFileID(FR->getBegin()) != File)
     return false;
-  B = SM.getFileOffset(CR.getBegin());
-  E = SM.getFileOffset(CR.getEnd());
+  B = SM.getFileOffset(FR->getBegin());
+  E = SM.getFileOffset(FR->getEnd());
   return true;
 }
 
@@ -145,9 +137,10 @@ bool StepPlanner::editAnywhere(SourceRange R, const std::string &Text) {
       return false;
     CR = CharSourceRange::getTokenRange(SM.getSpellingLoc(R.getBegin()), SM.getSpellingLoc(R.getEnd()));
   }
-  CR = Lexer::makeFileCharRange(CR, SM, LO);
-  if (CR.isInvalid() || !whyNotEditable(CR.getBegin()).empty())
+  std::optional<CharSourceRange> FR = tooling::getFileRangeForEdit(CR, Ctx, /*IncludeMacroExpansion=*/true);
+  if (!FR || !whyNotEditable(FR->getBegin()).empty())
     return false;
+  CR = *FR;
   FileID F = SM.getFileID(CR.getBegin());
   unsigned B = SM.getFileOffset(CR.getBegin()), E = SM.getFileOffset(CR.getEnd());
   if (F == File) {

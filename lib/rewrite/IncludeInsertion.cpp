@@ -1,5 +1,9 @@
+// Where the target's #include goes: tooling::HeaderIncludes decides, after a check that the file
+// does not already include it anywhere.
 #include "ampmigrate/IncludeInsertion.h"
+#include "clang/Tooling/Inclusions/HeaderIncludes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Regex.h"
 
 using llvm::StringRef;
 
@@ -86,67 +90,30 @@ bool includesExactly(StringRef Code, StringRef Spelled) {
 
 } // namespace
 
-std::optional<IncludeInsertion> planIncludeInsertion(StringRef Code, StringRef Spelled) {
+std::optional<IncludeInsertion> planIncludeInsertion(StringRef Code, StringRef Spelled,
+                                                     StringRef FileName) {
+  // Comment-aware and at any depth: a directive that is there already is never added twice
+  // (HeaderIncludes would also take a line inside a block comment for one).
   if (includesExactly(Code, Spelled))
     return std::nullopt;
-  unsigned Start = Code.starts_with("\xEF\xBB\xBF") ? 3 : 0;
-  unsigned LastInclude = 0, AfterGuardOrOnce = 0;
-  bool HaveInclude = false, HaveGuardOrOnce = false;
-  // The header guard: the file's first directive `#ifndef X` followed by `#define X`.
-  std::string GuardMacro;
-  bool FirstDirective = true, ExpectGuardDefine = false;
-  int Depth = 0, GuardDepth = -1;
-  bool InComment = false;
-  LineScanner Lines(Code);
-  for (Line L; Lines.next(L);) {
-    std::string Stripped = stripComments(L.Text, InComment);
-    StringRef Name, Rest;
-    if (!directive(Stripped, Name, Rest)) {
-      if (StringRef(Stripped).trim().empty())
-        continue;
-      break; // the first line of code ends the leading block
-    }
-    bool WasFirst = FirstDirective;
-    FirstDirective = false;
-    if (ExpectGuardDefine) {
-      ExpectGuardDefine = false;
-      if (Name == "define" && Rest.take_while([](char C) { return !llvm::isSpace(C); }) == GuardMacro) {
-        GuardDepth = Depth;
-        AfterGuardOrOnce = L.End;
-        HaveGuardOrOnce = true;
-        continue;
-      }
-      GuardMacro.clear(); // an #ifndef that guards something else: a condition after all
-    }
-    if (Name == "if" || Name == "ifdef" || Name == "ifndef") {
-      ++Depth;
-      if (WasFirst && Name == "ifndef") {
-        GuardMacro = Rest.str();
-        ExpectGuardDefine = true;
-      }
-      continue;
-    }
-    if (Name == "endif") {
-      if (Depth > 0)
-        --Depth;
-      if (GuardDepth >= 0 && Depth < GuardDepth)
-        break; // the guard closed: nothing after it belongs to the header
-      continue;
-    }
-    int Unconditional = GuardDepth >= 0 ? GuardDepth : 0;
-    if (Depth != Unconditional)
-      continue; // inside #if/#else: not an anchor
-    if (Name == "include") {
-      LastInclude = L.End;
-      HaveInclude = true;
-    } else if (Name == "pragma" && Rest == "once" && !HaveGuardOrOnce) {
-      AfterGuardOrOnce = L.End;
-      HaveGuardOrOnce = true;
-    }
-  }
+  // The byte-order mark is not code; the lexer behind HeaderIncludes sees what follows it.
+  const unsigned Bom = Code.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  StringRef Body = Code.drop_front(Bom);
+  const bool Angled = Spelled.starts_with("<");
+  // The style: the new include is a category of its own, after the one every other include is
+  // in, so that it goes last in the leading block and the user's order and grouping stay as they
+  // are (HeaderIncludes' default would sort it in among the others).
+  clang::tooling::IncludeStyle Style;
+  Style.IncludeCategories = {{"^" + llvm::Regex::escape(Spelled) + "$", 2, 0, false},
+                             {".*", 1, 0, false}};
+  clang::tooling::HeaderIncludes Includes(FileName.empty() ? "input.cpp" : FileName, Body, Style);
+  std::optional<clang::tooling::Replacement> R =
+      Includes.insert(Spelled.drop_front().drop_back(), Angled, clang::tooling::IncludeDirective::Include);
+  if (!R)
+    return std::nullopt;
   IncludeInsertion Ins;
-  Ins.Offset = HaveInclude ? LastInclude : HaveGuardOrOnce ? AfterGuardOrOnce : Start;
-  // The file's own line ending (a CRLF file stays CRLF).
+  Ins.Offset = Bom + R->getOffset();
+  // The directive alone on its line, in the file's own line ending (a CRLF file stays CRLF).
   size_t FirstNL = Code.find('\n');
   StringRef EOL = FirstNL != StringRef::npos && FirstNL > 0 && Code[FirstNL - 1] == '\r' ? "\r\n" : "\n";
   Ins.Text = "#include " + Spelled.str() + EOL.str();

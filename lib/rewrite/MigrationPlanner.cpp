@@ -2,6 +2,7 @@
 // then the steps that must migrate together (a shared scaler, the halves of a split step) are
 // settled across plans.
 #include "StepPlanner.h"
+#include "ampmigrate/EditMerge.h"
 
 using namespace clang;
 
@@ -66,12 +67,22 @@ std::vector<MigrationPlan> planMigrations(ASTContext &Ctx, const RuleSet &Rules,
     for (MigrationPlan &Q : Plans) {
       if (Q.Step != P.SplitOther || !Q.Blockers.empty())
         continue;
-      std::set<std::tuple<std::string, unsigned, unsigned, std::string>> Seen;
-      for (const tooling::Replacement &R : P.Edits)
-        Seen.insert({R.getFilePath().str(), R.getOffset(), R.getLength(), R.getReplacementText().str()});
-      for (const tooling::Replacement &R : Q.Edits)
-        if (Seen.insert({R.getFilePath().str(), R.getOffset(), R.getLength(), R.getReplacementText().str()}).second)
-          P.Edits.push_back(R);
+      EditMerge Joined;
+      std::optional<EditOverlap> O = Joined.add(P.Edits);
+      if (!O)
+        O = Joined.add(Q.Edits);
+      if (O) {
+        std::string Why = "the edits of the two halves of this step collide (" + overlapText(*O) +
+                          "); migrate this step by hand";
+        P.Blockers.push_back({P.Step->Backwards.front()->Backward->getBeginLoc(), Why});
+        Q.Blockers.push_back({Q.Step->Steps.empty() ? Q.Function->Function->getLocation()
+                                                    : Q.Step->Steps.front()->Call->getBeginLoc(),
+                              Why});
+        P.Edits.clear();
+        Q.Edits.clear();
+        continue;
+      }
+      P.Edits = Joined.edits();
       Q.Edits.clear();
       Q.JoinedInto = &P;
     }

@@ -1,5 +1,6 @@
 // The planner of one step: runs the stages in order and assembles the MigrationPlan from their edits.
 #include "StepPlanner.h"
+#include "ampmigrate/EditMerge.h"
 
 using namespace clang;
 
@@ -30,17 +31,16 @@ MigrationPlan StepPlanner::plan() {
   P.ScalerHolders = FlowHolders;
   if (Desc.Split)
     P.SplitOther = Desc.Split->ScalingHalf == &T ? Desc.Split->SteppingHalf : Desc.Split->ScalingHalf;
-  if (P.Blockers.empty()) {
-    std::set<std::tuple<unsigned, unsigned, std::string>> Seen;
-    for (const Edit &E : Edits)
-      if (Seen.insert({E.Offset, E.Length, E.Text}).second)
-        P.Edits.emplace_back(FilePath, E.Offset, E.Length, E.Text);
-    std::set<std::tuple<std::string, unsigned, unsigned, std::string>> SeenElsewhere;
-    for (const tooling::Replacement &R : OtherFileEdits)
-      if (SeenElsewhere.insert({R.getFilePath().str(), R.getOffset(), R.getLength(),
-                                R.getReplacementText().str()}).second)
-        P.Edits.push_back(R);
-  }
+  if (!P.Blockers.empty())
+    return P;
+  std::vector<tooling::Replacement> Unit;
+  for (const Edit &E : Edits)
+    Unit.emplace_back(FilePath, E.Offset, E.Length, E.Text);
+  Unit.insert(Unit.end(), OtherFileEdits.begin(), OtherFileEdits.end());
+  // The emitters' edits meet here, as every step's meet when they are applied (EditMerge).
+  if (std::optional<EditOverlap> O = mergeUnit(Unit, P.Edits))
+    P.Blockers.push_back({stepLoc(), "the rewrite's own edits collide (" + overlapText(*O) +
+                                         "); migrate this step by hand"});
   return P;
 }
 

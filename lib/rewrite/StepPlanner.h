@@ -531,7 +531,7 @@ private:
   void includeIn(clang::FileID F);
 
   void planInclude() {
-    if (auto Ins = planIncludeInsertion(Buffer, Tgt.Include))
+    if (auto Ins = planIncludeInsertion(Buffer, Tgt.Include, FilePath))
       Edits.push_back({Ins->Offset, 0, Ins->Text});
   }
 };

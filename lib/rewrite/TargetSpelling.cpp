@@ -1,5 +1,6 @@
 // How the edits spell the target API: the optimizer parameters, the model, the include.
 #include "StepPlanner.h"
+#include "clang/Tooling/Transformer/SourceCodeBuilders.h"
 
 using namespace clang;
 
@@ -14,27 +15,20 @@ std::string StepPlanner::modelText(const ObjectRef &M) const {
 std::string StepPlanner::optimizerParams(const ScalerCall *C) const {
   if (!Tgt.ParametersOf.empty())
     return Tgt.ParametersOf + "(" + text(C->OptimizerArg->getSourceRange()) + ")";
-  const Expr *A = C->OptimizerArg->IgnoreParenImpCasts();
-  if (const auto *U = dyn_cast<UnaryOperator>(A); U && U->getOpcode() == UO_Deref)
-    return text(U->getSubExpr()->getSourceRange()) + "->parameters()";
-  // `*opt` on a smart pointer is an operator call: `opt->parameters()`.
-  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(A);
-      OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
-    return text(OC->getArg(0)->getSourceRange()) + "->parameters()";
-  QualType QT = A->getType();
-  bool Pointer = QT->isPointerType();
-  if (const CXXRecordDecl *RD = QT.getNonReferenceType()->getAsCXXRecordDecl()) {
-    std::string N = qualifiedName(RD);
-    Pointer = Pointer || N == "std::shared_ptr" || N == "std::unique_ptr";
-  }
-  return text(A->getSourceRange()) + (Pointer ? "->parameters()" : ".parameters()");
+  // `.` or `->` as the argument's type needs: `*opt` -> `opt->`, a (smart) pointer or an
+  // optional -> `->`, `&opt` -> `opt.`.
+  const Expr *A = C->OptimizerArg;
+  if (!A->getBeginLoc().isMacroID() && !A->getEndLoc().isMacroID())
+    if (std::optional<std::string> Access = tooling::buildAccess(*A, Ctx))
+      return *Access + "parameters()";
+  return text(A->getSourceRange()) + ".parameters()";
 }
 
 void StepPlanner::includeIn(FileID F) {
   auto FE = SM.getFileEntryRefForID(F);
   if (!FE)
     return;
-  if (auto Ins = planIncludeInsertion(SM.getBufferData(F), Tgt.Include))
+  if (auto Ins = planIncludeInsertion(SM.getBufferData(F), Tgt.Include, FE->getName()))
     OtherFileEdits.emplace_back(FE->getName(), Ins->Offset, 0, Ins->Text);
 }
 

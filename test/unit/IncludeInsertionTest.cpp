@@ -1,5 +1,5 @@
-// Where the target's #include goes (planIncludeInsertion): after the last unconditional #include of
-// the leading block, never inside a #if, after the first declaration, or twice.
+// Where the target's #include goes (planIncludeInsertion, tooling::HeaderIncludes): after the last
+// #include of the leading block, never inside a #if, after the first declaration, or twice.
 #include "ampmigrate/IncludeInsertion.h"
 #include <gtest/gtest.h>
 
@@ -66,4 +66,12 @@ TEST(IncludeInsertion, CommentsBomAndMissingFinalNewline) {
   EXPECT_EQ(inserted("#include <torch/torch.h>"), "#include <torch/torch.h>\n#include <amp/torch.h>\n");
   EXPECT_EQ(inserted("#include <torch/torch.h>\r\nint x;\r\n"),
             "#include <torch/torch.h>\r\n#include <amp/torch.h>\r\nint x;\r\n");
+}
+
+TEST(IncludeInsertion, TheLeadingBlockEndsAtTheFirstLineThatIsNotAnInclude) {
+  // HeaderIncludes' rule: a #define among the includes ends the block they can be added to.
+  EXPECT_EQ(inserted("#include <a.h>\n#define N 3\n#include <b.h>\nint x;\n"),
+            "#include <a.h>\n#include <amp/torch.h>\n#define N 3\n#include <b.h>\nint x;\n");
+  // With no include, a licence comment at the top stays at the top.
+  EXPECT_EQ(inserted("// Copyright.\n\nint x;\n"), "// Copyright.\n\n#include <amp/torch.h>\nint x;\n");
 }

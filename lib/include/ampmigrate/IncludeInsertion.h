@@ -1,5 +1,6 @@
-// Where a new `#include` goes in a file, from its text alone (no AST): the planner uses it for the
-// migrated file and for every header whose declarations come to name the target API.
+// Where a new `#include` goes in a file, from its text alone (no AST; tooling::HeaderIncludes):
+// the planner uses it for the migrated file and for every header whose declarations come to name
+// the target API.
 #pragma once
 
 #include "llvm/ADT/StringRef.h"
@@ -14,14 +15,18 @@ struct IncludeInsertion {
 };
 
 /// The insertion of `#include Spelled` (`<amp/torch.h>` or `"amp.h"`, as written) into `Code`, or
-/// nothing when a directive including exactly `Spelled` is already there (at any depth).
+/// nothing when a directive including exactly `Spelled` is already there (at any depth, outside
+/// comments).
 ///
-/// It goes after the last unconditional `#include` of the file's leading preprocessor block: the
-/// lines before the first line of code, outside any `#if`/`#ifdef` (a header guard's
-/// `#ifndef X`/`#define X` pair does not count as a condition). An `#include` inside a `#if` block
-/// or after the first declaration (an X-macro table, an include at the end of the file) is not an
-/// anchor. With no such include: after the header guard's `#define` or `#pragma once`, else at the
-/// start of the file (after a UTF-8 byte-order mark).
-std::optional<IncludeInsertion> planIncludeInsertion(llvm::StringRef Code, llvm::StringRef Spelled);
+/// Where it goes is clang's `tooling::HeaderIncludes` (the include inserter of clang-tidy,
+/// clangd and clang-format) with the default style: after the last `#include` of the file's
+/// leading block of includes (which ends at the first line that is not an include: a `#if`,
+/// a `#define`, a declaration; includes after it, such as an X-macro table or an include at the
+/// end of the file, are not anchors); with no such include, after the header guard's `#define`
+/// or `#pragma once`, else after the comments that open the file. `FileName` tells a source file
+/// from a header (its main header, included first, is kept first). A UTF-8 byte-order mark,
+/// CRLF line endings and a missing final newline are kept.
+std::optional<IncludeInsertion> planIncludeInsertion(llvm::StringRef Code, llvm::StringRef Spelled,
+                                                     llvm::StringRef FileName = "");
 
 } // namespace ampmigrate
