@@ -44,7 +44,9 @@ struct ErrorCollector : clang::DiagnosticConsumer {
   llvm::raw_string_ostream OS{Text};
   llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> DiagOpts = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
   clang::TextDiagnosticPrinter Printer{OS, DiagOpts.get()};
-  void BeginSourceFile(const clang::LangOptions &LO, const clang::Preprocessor *PP) override { Printer.BeginSourceFile(LO, PP); }
+  void BeginSourceFile(const clang::LangOptions &LO, const clang::Preprocessor *PP) override {
+    Printer.BeginSourceFile(LO, PP);
+  }
   void EndSourceFile() override { Printer.EndSourceFile(); }
   void HandleDiagnostic(clang::DiagnosticsEngine::Level L, const clang::Diagnostic &Info) override {
     clang::DiagnosticConsumer::HandleDiagnostic(L, Info);
