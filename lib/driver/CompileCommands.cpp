@@ -1,5 +1,4 @@
-// The driver's compile commands: the compilation database, the adjustments made to every command,
-// the runtime's include directories for the verification, and one ClangTool parse of a file.
+// The driver's compile commands: the database, their adjustments, and one ClangTool parse.
 #include "DriverInternal.h"
 
 #include "clang/Frontend/CompilerInstance.h"

@@ -1,5 +1,4 @@
-// The driver's frontend action for one translation unit (the scope filter, inactive regions, the
-// engine run at the end of the parse, paths anchored to the parsed files) and HeaderBodySkipper.
+// The driver's frontend action for one translation unit, and the header-body skipping rule.
 #include "DriverInternal.h"
 #include "ampmigrate/Checks.h"
 #include "ampmigrate/FixApplier.h"

@@ -1,5 +1,4 @@
-// Before the driver parses a file: its encoding, and the lexical prefilter (does the file or a
-// project header it includes mention an AMP token?).
+// Before the driver parses a file: its encoding, and the lexical prefilter over its headers.
 #include "DriverInternal.h"
 
 #include "llvm/Support/FileSystem.h"

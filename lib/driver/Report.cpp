@@ -1,5 +1,4 @@
-// Report assembly: one TU's results merged into the report, sorted and de-duplicated, finished
-// (NOLINT, then each step's fixes attached to its lead).
+// Report assembly: TU results merged, sorted, de-duplicated, finished (NOLINT, fixes attached).
 #include "DriverInternal.h"
 
 #include "llvm/ADT/STLExtras.h"

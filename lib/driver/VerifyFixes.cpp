@@ -1,5 +1,4 @@
-// Fix verification: each translation unit with fixes is parsed again with its edits applied in
-// memory, and a step whose rewrite does not compile is withdrawn (verifyFixes, verifyReportFixes).
+// Fix verification: a TU re-parsed with its edits in memory; a step that fails is withdrawn.
 #include "DriverInternal.h"
 
 #include "clang/AST/ASTConsumer.h"

@@ -1,5 +1,4 @@
-// The language server's code actions: one quick fix per fixable training step in the range, its
-// WorkspaceEdit holding the step's verified edits.
+// The language server's code actions: one quick fix per fixable training step in the range.
 #include "LanguageServerInternal.h"
 
 namespace ampmigrate {

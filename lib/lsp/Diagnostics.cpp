@@ -1,5 +1,4 @@
-// The language server's diagnostics: a check's findings (and a parse failure) published as LSP
-// diagnostics, with their ranges and related notes.
+// The language server's diagnostics: a check's findings and parse failures, published.
 #include "LanguageServerInternal.h"
 
 #include "llvm/ADT/StringExtras.h"

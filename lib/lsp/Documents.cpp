@@ -1,5 +1,4 @@
-// The language server's document store: URIs, the open/change/save/close notifications and their
-// edits, the scheduling of checks, and each file's compile commands, settings and driver options.
+// The language server's document store: notifications, edits, scheduling, per-file settings.
 #include "LanguageServerInternal.h"
 
 #include "ampmigrate/Config.h"

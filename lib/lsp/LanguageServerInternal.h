@@ -1,5 +1,4 @@
-// Declarations shared by the language server's files (lib/lsp): the documents, positions, and the
-// server class whose members those files define. Not part of the public API.
+// Declarations shared by the language server's files (lib/lsp): not part of the public API.
 #pragma once
 
 #include "PreambleParser.h"

@@ -1,5 +1,4 @@
-// The language server's threads: the worker that checks documents, the verifier of their fixes,
-// and the builder of precompiled preambles.
+// The language server's threads: the checker, the verifier of fixes, the preamble builder.
 #include "LanguageServerInternal.h"
 
 #include "ampmigrate/Config.h"
