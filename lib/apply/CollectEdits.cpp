@@ -3,6 +3,7 @@
 #include "ampmigrate/EditMerge.h"
 #include "ampmigrate/Emitters.h"
 #include "ampmigrate/FixApplier.h"
+#include "ampmigrate/SourceText.h"
 #include "llvm/ADT/STLExtras.h"
 
 using clang::tooling::Replacement;
@@ -14,13 +15,13 @@ std::string where(SourceTexts &Texts, const Replacement &Rep) {
   std::string S = Rep.getFilePath().str();
   if (const std::string *Text = Texts.get(S)) {
     auto [Line, Column] = lineAndColumn(*Text, Rep.getOffset());
-    return S + ":" + std::to_string(Line) + ":" + std::to_string(Column);
+    return positionText(S, Line, Column);
   }
   return S + "@" + std::to_string(Rep.getOffset());
 }
 
 std::string where(const SourcePos &Pos) {
-  return Pos.File + ":" + std::to_string(Pos.Line) + ":" + std::to_string(Pos.Column);
+  return positionText(Pos.File, Pos.Line, Pos.Column);
 }
 
 std::string conflictReason(SourceTexts &Texts, const EditOverlap &O, const Finding *TheirStep) {

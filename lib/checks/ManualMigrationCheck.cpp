@@ -1,5 +1,6 @@
 // amp-manual-migration: what the tool will not rewrite, each with its reason.
 #include "ampmigrate/Engine.h"
+#include "ampmigrate/SourceText.h"
 #include "ampmigrate/StepFinder.h"
 #include "clang/Basic/SourceManager.h"
 
@@ -20,16 +21,15 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
     // Training without a visible backward: it runs in a function the analysis cannot see.
     for (const ScalerCall &St : In.Function.OptimizerSteps)
       if (SM.getFileOffset(SM.getExpansionLoc(St.Call->getBeginLoc())) > S.End)
-        return "no backward() is visible in this function, yet it steps the optimizer (line " +
-               std::to_string(SM.getExpansionLineNumber(St.Call->getBeginLoc())) +
+        return "no backward() is visible in this function, yet it steps the optimizer (" +
+               lineText(SM, St.Call->getBeginLoc()) +
                "): the backward runs in a function this file does not define, so the forward "
                "pass cannot be handed to amp::value_and_grad; migrate this step by hand";
     return "no training step (a backward of the loss computed here, then the optimizer's or the "
            "scaler's step) follows this autocast scope in this function; when they are in another "
            "function, move the step into one function or migrate by hand";
   }
-  std::string Line =
-      std::to_string(SM.getExpansionLineNumber(Next->getBeginLoc()));
+  std::string Line = lineText(SM, Next->getBeginLoc());
   const Expr *Recv = Next->getImplicitObjectArgument()->IgnoreImplicit()->IgnoreParenImpCasts();
   const auto *Call = dyn_cast<CallExpr>(Recv);
   const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(Call);
@@ -38,11 +38,11 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
   bool Scaled = llvm::any_of(In.Function.Backwards,
                              [&](const ImplicitBackward &B) { return B.Backward == Next; });
   if (Call && !OnTensorMethod && !Scaled && Call->getNumArgs() > 0 && !isa<CXXOperatorCallExpr>(Call))
-    return "backward() at line " + Line + " runs on `" +
+    return "backward() at " + Line + " runs on `" +
            StepFinder::textOf(In.Ctx, Recv->getSourceRange()) +
            "`, which is not the scale() of a loss scaler the tool recognises; name the scaler "
            "class in a rule file (scaler.classes, docs/rules.md) or migrate by hand";
-  return "backward() at line " + Line + " follows this autocast scope, but no optimizer or "
+  return "backward() at " + Line + " follows this autocast scope, but no optimizer or "
          "scaler step() follows it in this function; when the step is in another function, move "
          "it into this one or migrate by hand";
 }

@@ -1,6 +1,7 @@
 // Bounded reading of settings files and nesting-depth checks that run before LLVM's recursive
 // YAML and JSON parsers (which overflow the stack on ~100 KB of '[').
 #include "ampmigrate/InputLimits.h"
+#include "ampmigrate/SourceText.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
@@ -184,7 +185,7 @@ std::string checkYamlDepth(llvm::StringRef Path, llvm::StringRef Text, unsigned 
   DepthScan S = scanYaml(Text);
   if (S.Max <= Limit)
     return "";
-  return (Path + ":" + llvm::Twine(S.Line) + ": error: nesting deeper than " + llvm::Twine(Limit) +
+  return (positionText(Path, S.Line) + ": error: nesting deeper than " + llvm::Twine(Limit) +
           " levels (indentation, '- ' entries and brackets); not read")
       .str();
 }

@@ -2,6 +2,7 @@
 // into annotations on the pull request.
 #include "OutputCommon.h"
 #include "ampmigrate/Emitters.h"
+#include "ampmigrate/SourceText.h"
 
 namespace ampmigrate {
 namespace {
@@ -60,8 +61,7 @@ void emitGithub(const Report &R, llvm::raw_ostream &OS) {
     for (const Note &N : F.Notes) {
       Message += "\nnote: ";
       if (!N.Pos.File.empty())
-        Message += annotationPath(N.Pos.File) + ":" + std::to_string(N.Pos.Line) + ":" +
-                   std::to_string(N.Pos.Column) + ": ";
+        Message += positionText(annotationPath(N.Pos.File), N.Pos.Line, N.Pos.Column) + ": ";
       Message += N.Message;
     }
     OS << "::" << output::severityName(F.Level)

@@ -1,6 +1,7 @@
 // Source lines, carets, path spelling and summary wording shared by the report emitters.
 #include "OutputCommon.h"
 #include "ampmigrate/Emitters.h"
+#include "ampmigrate/SourceText.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -148,7 +149,7 @@ void printDiagnostic(llvm::raw_ostream &OS, LineTable &Lines, const SourcePos &P
   ColorScope Colors(OS, Color);
   if (!Pos.File.empty()) {
     OS.changeColor(llvm::raw_ostream::SAVEDCOLOR, /*Bold=*/true);
-    OS << Pos.File << ':' << Pos.Line << ':' << Pos.Column << ": ";
+    OS << positionText(Pos.File, Pos.Line, Pos.Column) << ": ";
   }
   OS.changeColor(levelColor(Level), /*Bold=*/true);
   OS << Level << ':';
