@@ -106,11 +106,11 @@ bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *Scope
   return false;
 }
 
-void StepPlanner::planRegion(const ImplicitBackward &B) {
+void StepPlanner::checkRegion(const ImplicitBackward &B) {
   std::set<const Stmt *> RemovedUnits;   // scope statements removed (one `if` may hold several)
   std::set<std::string> ConvertedModels; // models converted by this region
   const Stmt *EndStmt = B.ScaleStmt ? B.ScaleStmt : B.BackwardStmt;
-  // A mixed step: the region ends at the if that chooses the path (planMixedBackwards removes
+  // A mixed step: the region ends at the if that chooses the path (checkMixedBackwards removes
   // the backwards in its branches).
   if (T.mixed())
     EndStmt = T.Plain.Ifs.front();
@@ -123,7 +123,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
     return;
   }
-  if (!T.mixed() && !Desc.Split && !planAccumulation(B, C))
+  if (!T.mixed() && !Desc.Split && !checkAccumulation(B, C))
     return;
   // The scope in this function; or, with the scope in a called function, the statement that
   // calls it starts the region.
@@ -217,7 +217,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     if (O >= RB && O < BodyEnd)
       RemoveStmt(St, Why);
     else
-      removeInto(St, Why, Edits);
+      removeInto(St, Why, Desc.Region.InFile);
   };
   auto RemoveCall = [&](const AutocastCall *A) {
     if (!A)
@@ -235,7 +235,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
       RemoveScopeStmt(Unit, A->Call->getBeginLoc());
   };
   if (Desc.CalleeScope) {
-    planCalleeScope();
+    checkCalleeScope();
   } else {
     RemoveCall(S.Enable);
     RemoveCall(S.Disable);
@@ -248,7 +248,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
       else if (A->Removable) {
         Edit E;
         if (removal(A->Removable, E))
-          Edits.push_back(E);
+          Desc.Region.replace(E);
       }
     }
     if (S.GuardDeclStmt)
@@ -308,7 +308,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
             return;
           }
           if (!Capture->Text.empty())
-            Edits.push_back(*Capture);
+            Desc.Region.replace(*Capture);
         }
       } else {
         BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
@@ -319,7 +319,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
       std::string Line = "auto " + Conv + " = " + Tgt.Convert + "(" + modelText(F->Model) +
                          ", " + Level + Dtype + ");\n";
       if (BeforeLoop)
-        insertAt(At, indentAt(At) + Line);
+        Desc.Region.insertJoined(At, indentAt(At) + Line);
       else
         Conversions.push_back(Indent + Line);
     }
@@ -329,7 +329,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
   for (const ZeroGradCall *Z : stepZeroGrads()) {
     unsigned O = off(Z->Call->getBeginLoc());
     if (O >= RB && O < BodyEnd && Z->Statement) {
-      if (!Accumulate) {
+      if (!Desc.Accumulation.On) {
         RemoveStmt(Z->Statement, Z->Call->getBeginLoc());
         continue;
       }
@@ -494,7 +494,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
       if (Bi->BackwardStmt != EndStmt)
         KeepTrailing(Bi->BackwardStmt);
   }
-  if (Accumulate) {
+  if (Desc.Accumulation.On) {
     std::string Micro = freshName("micro_grads");
     Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + Desc.GradFnName + "();" +
            Trailing + "\n";
@@ -503,7 +503,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     Out += Indent + "auto [" + ValueName + ", " + Desc.GradsName + "] = " + Desc.GradFnName + "();" +
            Trailing + "\n";
   }
-  if (!Desc.PerOptimizer.empty() && !Accumulate) {
+  if (!Desc.PerOptimizer.empty() && !Desc.Accumulation.On) {
     std::string Names;
     for (const auto &[O, Name] : Desc.PerOptimizer)
       Names += (Names.empty() ? "" : ", ") + Name;
@@ -526,7 +526,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     if (SB < BB)
       Out += Buffer.substr(SB, BB - SB).str();
   }
-  Edits.push_back({RegionBegin, RegionEnd - RegionBegin, Out});
+  Desc.Region.replace({RegionBegin, RegionEnd - RegionBegin, Out});
 }
 
 } // namespace ampmigrate
