@@ -1,4 +1,5 @@
 // The forward region becomes the function handed to value_and_grad; the scope goes.
+#include "StepEmitter.h"
 #include "StepPlanner.h"
 
 using namespace clang;
@@ -465,17 +466,18 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     ValueName = freshName("scaled_loss");
     AssignBack = B.SplitVar != nullptr;
   }
-  std::string Out;
+  RegionLambda &L = Desc.Lambda.emplace();
+  L.Begin = RegionBegin;
+  L.End = RegionEnd;
+  L.Indent = Indent;
   for (const std::string &C : Conversions)
-    Out += C;
-  Out += Hoisted;
-  Out += Indent + "auto " + Desc.GradFnName + " = " + Tgt.ValueAndGrad + "([&] {\n";
-  Out += Indented;
-  Out += Indent + "  return " + ScaleCall + ";\n";
-  Out += Indent + "}, " + Desc.OptParams + ");\n";
+    L.Before += C;
+  L.Before += Hoisted;
+  L.Body = Indented;
+  L.Returns = ScaleCall;
+  L.ValueName = ValueName;
   // Comments after the statements the call replaces (the scale and backward lines) stay on
   // the line of the call.
-  std::string Trailing;
   auto KeepTrailing = [&](const Stmt *St) {
     if (!St)
       return;
@@ -485,7 +487,7 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     unsigned E = SM.getFileOffset(R.getEnd());
     StringRef Rest = StringRef(Buffer).slice(E, lineEnd(E)).rtrim("\r\n");
     if (!Rest.trim().empty())
-      Trailing += " " + Rest.trim().str();
+      L.Trailing += " " + Rest.trim().str();
   };
   // (A mixed step's if stays, and its backwards' comments stay in their branches.)
   if (!T.mixed()) {
@@ -494,39 +496,56 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
       if (Bi->BackwardStmt != EndStmt)
         KeepTrailing(Bi->BackwardStmt);
   }
-  if (Desc.Accumulation.On) {
-    std::string Micro = freshName("micro_grads");
-    Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + Desc.GradFnName + "();" +
-           Trailing + "\n";
-    Out += Indent + Tgt.Accumulate + "(" + Desc.GradsName + ", " + Micro + ");\n";
-  } else {
-    Out += Indent + "auto [" + ValueName + ", " + Desc.GradsName + "] = " + Desc.GradFnName + "();" +
-           Trailing + "\n";
-  }
-  if (!Desc.PerOptimizer.empty() && !Desc.Accumulation.On) {
-    std::string Names;
-    for (const auto &[O, Name] : Desc.PerOptimizer)
-      Names += (Names.empty() ? "" : ", ") + Name;
-    Out += Indent + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" + Desc.GradsName + ", " +
-           Desc.OptimizerArgs + ");\n";
-  }
+  if (Desc.Accumulation.On)
+    L.MicroName = freshName("micro_grads");
   if (AssignBack)
-    Out += Indent + B.SplitVar->getNameAsString() + " = " + ValueName + ";\n";
+    L.AssignBackTo = B.SplitVar->getNameAsString();
   // Statements between the scale statement and backward (split form) stay after the call.
   if (B.ScaleStmt) {
     unsigned SB = lineEnd(SM.getFileOffset(stmtRange(B.ScaleStmt).getEnd()));
     unsigned BB = lineStart(off(B.BackwardStmt->getBeginLoc()));
     if (SB < BB)
-      Out += Buffer.substr(SB, BB - SB).str();
+      L.After += Buffer.substr(SB, BB - SB).str();
   }
   // Comments between several backwards stay, after the call.
   for (size_t I = 1; I < Desc.AllBackwards.size(); ++I) {
     unsigned SB = lineEnd(SM.getFileOffset(stmtRange(Desc.AllBackwards[I - 1]->BackwardStmt).getEnd()));
     unsigned BB = lineStart(off(Desc.AllBackwards[I]->BackwardStmt->getBeginLoc()));
     if (SB < BB)
-      Out += Buffer.substr(SB, BB - SB).str();
+      L.After += Buffer.substr(SB, BB - SB).str();
   }
-  Desc.Region.replace({RegionBegin, RegionEnd - RegionBegin, Out});
+}
+
+void StepEmitter::emitRegion() const {
+  Out.write(D.Region);
+  if (!D.Lambda)
+    return; // the stepping half of a split step has no region
+  const RegionLambda &L = *D.Lambda;
+  const std::string &Indent = L.Indent;
+  std::string Text = L.Before;
+  Text += Indent + "auto " + D.GradFnName + " = " + Tgt.ValueAndGrad + "([&] {\n";
+  Text += L.Body;
+  Text += Indent + "  return " + L.Returns + ";\n";
+  Text += Indent + "}, " + D.OptParams + ");\n";
+  if (D.Accumulation.On) {
+    Text += Indent + "auto [" + L.ValueName + ", " + L.MicroName + "] = " + D.GradFnName + "();" +
+            L.Trailing + "\n";
+    Text += Indent + Tgt.Accumulate + "(" + D.GradsName + ", " + L.MicroName + ");\n";
+  } else {
+    Text += Indent + "auto [" + L.ValueName + ", " + D.GradsName + "] = " + D.GradFnName + "();" +
+            L.Trailing + "\n";
+  }
+  if (!D.PerOptimizer.empty() && !D.Accumulation.On) {
+    std::string Names;
+    for (const auto &[O, Name] : D.PerOptimizer)
+      Names += (Names.empty() ? "" : ", ") + Name;
+    Text += Indent + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" + D.GradsName + ", " +
+            D.OptimizerArgs + ");\n";
+  }
+  if (!L.AssignBackTo.empty())
+    Text += Indent + L.AssignBackTo + " = " + L.ValueName + ";\n";
+  Text += L.After;
+  Out.replace(L.Begin, L.End - L.Begin, Text);
 }
 
 } // namespace ampmigrate

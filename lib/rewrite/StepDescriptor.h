@@ -95,6 +95,22 @@ struct AccumulationPlan {
   std::string SplitIndent;
 };
 
+/// The forward region [Begin, End) as the function handed to value_and_grad (RegionLambda.cpp):
+/// the pieces checkRegion found while checking the region, which the emitter puts together with
+/// the step's names.
+struct RegionLambda {
+  unsigned Begin = 0, End = 0;
+  std::string Indent;     ///< the region's first line's
+  std::string Before;     ///< the models' conversions and the hoisted declarations, whole lines
+  std::string Body;       ///< the region's statements, edited and re-indented as the lambda's body
+  std::string Returns;    ///< what the lambda returns: the scaled loss (their sum, with several)
+  std::string ValueName;  ///< the name the call's value gets
+  std::string MicroName;  ///< an accumulation's micro-step grads
+  std::string Trailing;   ///< comments of the replaced lines, kept on the call's line
+  std::string AssignBackTo; ///< a variable of the split form assigned the value after the call
+  std::string After;      ///< what stays after the call: statements and comments between the scaled backwards
+};
+
 /// The plan descriptor: what the feasibility stage (StepPlanner::feasible(), or checkSplitHalf()
 /// for a step split over two methods) decides before any edit is made, and everything the
 /// emitters read. Only a step without blockers is emitted.
@@ -127,9 +143,11 @@ struct StepDescriptor {
   AccumulationPlan Accumulation;
   /// The scope in a called function: its calls gone, the model converted there (CalleeScope.cpp).
   PlannedEdits Callee;
-  /// The forward region turned into the function handed to value_and_grad, the scope's calls
-  /// outside it removed, the models converted (RegionLambda.cpp).
+  /// Around the forward region: the scope's calls outside it removed, the models converted
+  /// before a loop, the captures of the lambdas around the step (RegionLambda.cpp); then the
+  /// region itself, turned into the function handed to value_and_grad.
   PlannedEdits Region;
+  std::optional<RegionLambda> Lambda;
   /// unscale_/step/update/get_scale of the scaler, or a step without one (ScalerCallEdits.cpp).
   std::vector<CallEdit> Calls;
   /// A mixed step's plain path: its optimizer steps, and the backwards leaving the branches.

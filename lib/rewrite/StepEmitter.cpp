@@ -16,7 +16,7 @@ void EditSink::write(const PlannedEdits &P) {
 void StepEmitter::emit() const {
   emitAccumulationSplit();
   Out.write(D.Callee);
-  Out.write(D.Region);
+  emitRegion();
   emitCalls(D.Calls);
   emitCalls(D.PlainSteps);
   emitMixedBackwards();

@@ -47,6 +47,7 @@ private:
   EditSink &Out;
 
   void emitAccumulationSplit() const;
+  void emitRegion() const;
   void emitCalls(const std::vector<CallEdit> &Calls) const;
   void emitMixedBackwards() const;
   void emitClips() const;

@@ -133,10 +133,14 @@ TEST(StepFeasibility, FeasibleStepYieldsItsDescriptor) {
     EXPECT_EQ(C.What, CallEdit::Kind::GradsArgument);
     EXPECT_EQ(C.Grads, "grads");
   }
-  // The forward region's new text was computed while checking it.
-  ASSERT_FALSE(D.Region.InFile.empty());
-  EXPECT_NE(D.Region.InFile.back().Text.find("auto grad_fn = amp::value_and_grad([&] {"), std::string::npos)
-      << D.Region.InFile.back().Text;
+  // The forward region: the lambda's pieces (the emitter puts them together with the names).
+  ASSERT_TRUE(D.Lambda.has_value());
+  EXPECT_EQ(D.Lambda->Returns, "scaler.scale(loss)");
+  EXPECT_EQ(D.Lambda->ValueName, "scaled_loss");
+  EXPECT_EQ(D.Lambda->Indent, "  ");
+  EXPECT_EQ(D.Lambda->Body, "    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();\n");
+  EXPECT_NE(D.Lambda->Before.find("auto amp_model = amp::auto_mixed_precision(model"), std::string::npos)
+      << D.Lambda->Before;
   EXPECT_TRUE(D.Include.has_value());
 
   std::vector<MigrationPlan> Plans = A.plans();
