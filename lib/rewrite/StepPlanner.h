@@ -1,5 +1,6 @@
-// The planner of one training step (StepPlanner): the stages that turn a TrainingStep into a
-// MigrationPlan, one file per concern in lib/rewrite/ (docs/architecture.md, "planning").
+// The planner of one training step (StepPlanner): its feasibility stage, which finds the blockers
+// or fills the descriptor (StepDescriptor.h) that the emitters (StepEmitter.h) write out; one file
+// per concern in lib/rewrite/ (docs/architecture.md, "planning").
 #pragma once
 
 #include "ampmigrate/GenericLambdas.h"
@@ -130,7 +131,7 @@ private:
   /// warns on each call). Without that target in the rules: `opt.parameters()`.
   std::string optimizerParams(const ScalerCall *C) const;
 
-  // ---- the pipeline: feasibility, then the emitters ------------------------------------------
+  // ---- the pipeline: feasibility here; the emitters are StepEmitter's (StepEmitter.h) ----------
 
   /// The feasibility stage: the split-step path (checkSplitHalf), or feasible(). True when the
   /// step has no blockers, and so is emitted.
