@@ -1,11 +1,12 @@
 // Gradient accumulation: micro-step grads summed into a list that lives as long as .grad did.
+#include "StepEmitter.h"
 #include "StepPlanner.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-bool StepPlanner::planSplitAfterAccumulation() {
+bool StepPlanner::checkSplitAfterAccumulation() {
   const ScalerCall *First = nullptr;
   for (const auto *List : {&T.Unscales, &T.Steps})
     for (const ScalerCall *SC : *List)
@@ -23,15 +24,12 @@ bool StepPlanner::planSplitAfterAccumulation() {
                                             "not all in one block; not rewritten automatically");
     return false;
   }
-  std::string Names;
-  for (const auto &[O, Name] : Desc.PerOptimizer)
-    Names += (Names.empty() ? "" : ", ") + Name;
-  insertAt(lineStart(At), indentAt(At) + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" +
-                              Desc.GradsName + ", " + Desc.OptimizerArgs + ");\n");
+  Desc.Accumulation.SplitAt = lineStart(At);
+  Desc.Accumulation.SplitIndent = indentAt(At);
   return true;
 }
 
-bool StepPlanner::planAccumulation(const ImplicitBackward &B, const CompoundStmt *C) {
+bool StepPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundStmt *C) {
   std::vector<const ScalerCall *> Calls;
   for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates})
     Calls.insert(Calls.end(), List->begin(), List->end());
@@ -94,10 +92,10 @@ bool StepPlanner::planAccumulation(const ImplicitBackward &B, const CompoundStmt
           "of one call cannot carry; clear the gradients on every call or migrate by hand");
     return false;
   }
-  Accumulate = Nested || (InLoop && ConditionalStep);
-  if (!Accumulate)
+  Desc.Accumulation.On = Nested || (InLoop && ConditionalStep);
+  if (!Desc.Accumulation.On)
     return true;
-  if (!Desc.PerOptimizer.empty() && !planSplitAfterAccumulation())
+  if (!Desc.PerOptimizer.empty() && !checkSplitAfterAccumulation())
     return false;
   if (Tgt.Accumulate.empty()) {
     block(B.Backward->getBeginLoc(), "gradient accumulation needs target.accumulate in the rules");
@@ -124,9 +122,24 @@ bool StepPlanner::planAccumulation(const ImplicitBackward &B, const CompoundStmt
     block(Anchor->getBeginLoc(), "the loop of the accumulation does not start its line");
     return false;
   }
-  GradsDeclAt = lineStart(A);
-  GradsDecl = indentAt(A) + "std::vector<torch::Tensor> " + Desc.GradsName + ";\n";
+  Desc.Accumulation.GradsDeclAt = lineStart(A);
+  Desc.Accumulation.GradsDecl = indentAt(A) + "std::vector<torch::Tensor> " + Desc.GradsName + ";\n";
   return true;
+}
+
+void StepEmitter::emitAccumulationSplit() const {
+  if (!D.Accumulation.SplitAt)
+    return;
+  std::string Names;
+  for (const auto &[O, Name] : D.PerOptimizer)
+    Names += (Names.empty() ? "" : ", ") + Name;
+  Out.insertJoined(*D.Accumulation.SplitAt, D.Accumulation.SplitIndent + "auto [" + Names + "] = " +
+                                                Tgt.SplitGrads + "(" + D.GradsName + ", " + D.OptimizerArgs + ");\n");
+}
+
+void StepEmitter::emitAccumulatedGradsDecl() const {
+  if (D.Accumulation.On && !D.Accumulation.GradsDecl.empty())
+    Out.insertJoined(D.Accumulation.GradsDeclAt, D.Accumulation.GradsDecl);
 }
 
 } // namespace ampmigrate

@@ -137,7 +137,7 @@ bool StepPlanner::rewriteForward(const ForwardCall &F, const std::string &Conv, 
   return true;
 }
 
-void StepPlanner::planCalleeScope() {
+void StepPlanner::checkCalleeScope() {
   const AutocastScope &S = *Desc.CalleeScope;
   ParentMap CPM(Desc.CalleeFA->Function->getBody());
   graftLambdaBodies(CPM, Desc.CalleeFA->Function->getBody());
@@ -155,7 +155,7 @@ void StepPlanner::planCalleeScope() {
             "the autocast call is part of a larger expression or macro; edit it by hand");
       return;
     }
-    removeInto(A->Removable, A->Call->getBeginLoc(), Edits);
+    removeInto(A->Removable, A->Call->getBeginLoc(), Desc.Callee.InFile);
   };
   RemoveCall(S.Enable);
   RemoveCall(S.Disable);
@@ -165,7 +165,7 @@ void StepPlanner::planCalleeScope() {
     const Stmt *St = End;
     while (CPM.getParent(St) && !isa<CompoundStmt>(CPM.getParent(St)))
       St = CPM.getParent(St);
-    removeInto(St, End->getBeginLoc(), Edits);
+    removeInto(St, End->getBeginLoc(), Desc.Callee.InFile);
   }
   std::string Conversions;
   std::map<const ValueDecl *, std::string> Names;
@@ -184,7 +184,7 @@ void StepPlanner::planCalleeScope() {
       Conversions += "auto " + It->second + " = " + Tgt.Convert + "(" + modelText(F.Model) + ", " +
                      Level + Dtype + ");";
     }
-    if (!rewriteForward(F, It->second, Edits))
+    if (!rewriteForward(F, It->second, Desc.Callee.InFile))
       return;
   }
   if (!AnyForward) {
@@ -207,7 +207,7 @@ void StepPlanner::planCalleeScope() {
     Rest = Tail;
   }
   E.Text = Lines;
-  Edits.push_back(E);
+  Desc.Callee.replace(E);
 }
 
 } // namespace ampmigrate

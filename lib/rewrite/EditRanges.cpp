@@ -130,7 +130,7 @@ std::string StepPlanner::whyNotEditable(SourceLocation L) const {
          " (not matched by --header-filter)";
 }
 
-bool StepPlanner::editAnywhere(SourceRange R, const std::string &Text) {
+bool StepPlanner::planEditAnywhere(SourceRange R, const std::string &Text) {
   CharSourceRange CR = CharSourceRange::getTokenRange(R);
   if (R.getBegin().isMacroID() || R.getEnd().isMacroID()) {
     if (!SM.isMacroArgExpansion(R.getBegin()) || !SM.isMacroArgExpansion(R.getEnd()))
@@ -144,10 +144,10 @@ bool StepPlanner::editAnywhere(SourceRange R, const std::string &Text) {
   FileID F = SM.getFileID(CR.getBegin());
   unsigned B = SM.getFileOffset(CR.getBegin()), E = SM.getFileOffset(CR.getEnd());
   if (F == File) {
-    Edits.push_back({B, E - B, Text});
+    Desc.ScalerType.replace({B, E - B, Text});
     return true;
   }
-  OtherFileEdits.emplace_back(SM, CR, Text, LO);
+  Desc.ScalerType.Elsewhere.emplace_back(SM, CR, Text, LO);
   OtherFilesEdited.insert(F);
   return true;
 }

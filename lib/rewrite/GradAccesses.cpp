@@ -1,4 +1,5 @@
 // Statements touching .grad between the backward and step(): rewritten (loops, all-reduce) or blocking.
+#include "StepEmitter.h"
 #include "StepPlanner.h"
 
 using namespace clang;
@@ -60,20 +61,20 @@ public:
   }
 };
 
-void StepPlanner::planGradAccesses() {
+void StepPlanner::checkGradAccesses() {
   for (const GradAccess &A : T.GradAccesses) {
     std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
     std::string Why;
     std::optional<GradAllReduce> AR = matchGradAllReduce(A.Statement);
-    if (AR && (!Desc.PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty())) {
+    if (AR && (!Desc.PerOptimizer.empty() || Desc.Accumulation.On || Tgt.AllReduceGrads.empty())) {
       // Not one bucketed collective here; the loop itself may still carry over.
       if (std::optional<GradLoop> L = matchGradLoop(A.Statement, Why)) {
-        rewriteGradLoop(*L);
+        checkGradLoop(*L);
         continue;
       }
     }
     if (AR) {
-      if (!Desc.PerOptimizer.empty() || Accumulate || Tgt.AllReduceGrads.empty()) {
+      if (!Desc.PerOptimizer.empty() || Desc.Accumulation.On || Tgt.AllReduceGrads.empty()) {
         block(A.Access->getBeginLoc(),
               "`" + Stmt + "` all-reduces .grad across ranks; with " +
                   (Tgt.AllReduceGrads.empty() ? std::string("no target.all-reduce-grads in the rules")
@@ -87,14 +88,18 @@ void StepPlanner::planGradAccesses() {
         block(A.Access->getBeginLoc(), "the gradient all-reduce is inside a macro");
         continue;
       }
-      B = SM.getFileOffset(R.getBegin());
-      E = SM.getFileOffset(R.getEnd());
-      Edits.push_back({B, E - B, Tgt.AllReduceGrads + "(" + Desc.GradsName + ", " + AR->Group +
-                                     (AR->Average ? "" : ", /*average=*/false") + ");"});
+      GradAccessEdit AE;
+      AE.What = GradAccessEdit::Kind::AllReduce;
+      AE.Begin = SM.getFileOffset(R.getBegin());
+      AE.End = SM.getFileOffset(R.getEnd());
+      AE.Grads = Desc.GradsName;
+      AE.Group = AR->Group;
+      AE.Average = AR->Average;
+      Desc.GradAccesses.push_back(AE);
       continue;
     }
     if (std::optional<GradLoop> L = matchGradLoop(A.Statement, Why)) {
-      rewriteGradLoop(*L);
+      checkGradLoop(*L);
       continue;
     }
     if (!Why.empty()) {
@@ -174,7 +179,7 @@ std::optional<StepPlanner::GradLoop> StepPlanner::matchGradLoop(const Stmt *S, s
   return L;
 }
 
-void StepPlanner::rewriteGradLoop(const GradLoop &L) {
+void StepPlanner::checkGradLoop(const GradLoop &L) {
   const VarDecl *P = L.Loop->getLoopVariable();
   unsigned HB, HE, RB, RE;
   if (!fileRange(SourceRange(P->getBeginLoc(), P->getLocation()), HB, HE) ||
@@ -182,15 +187,33 @@ void StepPlanner::rewriteGradLoop(const GradLoop &L) {
     block(L.Loop->getBeginLoc(), "the loop over the parameters' .grad is inside a macro");
     return;
   }
-  std::string Name = freshName(P->getName().str() + "_grad");
-  Edits.push_back({HB, RE - HB, "auto &" + Name + " : " + L.Grads});
+  GradAccessEdit AE;
+  AE.What = GradAccessEdit::Kind::Loop;
+  AE.LoopVar = freshName(P->getName().str() + "_grad");
+  AE.Begin = HB;
+  AE.End = RE;
+  AE.Grads = L.Grads;
   for (const CXXMemberCallExpr *MC : L.Accessors) {
     unsigned B, E;
     if (!fileRange(MC->getSourceRange(), B, E)) {
       block(MC->getBeginLoc(), "a .grad access of the loop is inside a macro");
       return;
     }
-    Edits.push_back({B, E - B, Name});
+    AE.Accessors.emplace_back(B, E);
+  }
+  Desc.GradAccesses.push_back(AE);
+}
+
+void StepEmitter::emitGradAccesses() const {
+  for (const GradAccessEdit &A : D.GradAccesses) {
+    if (A.What == GradAccessEdit::Kind::AllReduce) {
+      Out.replace(A.Begin, A.End - A.Begin, Tgt.AllReduceGrads + "(" + A.Grads + ", " + A.Group +
+                                                (A.Average ? "" : ", /*average=*/false") + ");");
+      continue;
+    }
+    Out.replace(A.Begin, A.End - A.Begin, "auto &" + A.LoopVar + " : " + A.Grads);
+    for (const auto &[B, E] : A.Accessors)
+      Out.replace(B, E - B, A.LoopVar);
   }
 }
 

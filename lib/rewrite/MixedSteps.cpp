@@ -1,4 +1,5 @@
 // A mixed step: a plain (fp32) path beside the scaled one, chosen by one condition.
+#include "StepEmitter.h"
 #include "StepPlanner.h"
 
 using namespace clang;
@@ -298,7 +299,7 @@ bool StepPlanner::planMixed(const ImplicitBackward &B) {
   return true;
 }
 
-void StepPlanner::planMixedBackwards(const ImplicitBackward &B) {
+void StepPlanner::checkMixedBackwards(const ImplicitBackward &B) {
   const IfStmt *If = T.Plain.Ifs.front();
   const Stmt *ScaledSide = T.Plain.ScaledWhenTrue ? If->getThen() : If->getElse();
   const Stmt *PlainSide = T.Plain.PlainSides.front();
@@ -306,7 +307,7 @@ void StepPlanner::planMixedBackwards(const ImplicitBackward &B) {
   Edit E;
   if (onlyStatement(ScaledSide, B.BackwardStmt) && onlyStatement(PlainSide, PB.BackwardStmt)) {
     if (removal(If, E))
-      Edits.push_back(E);
+      Desc.MixedBackwards.push_back({E.Offset, E.Offset + E.Length, false});
     else
       block(If->getBeginLoc(), "the if choosing the path is inside a macro");
     return;
@@ -319,14 +320,23 @@ void StepPlanner::planMixedBackwards(const ImplicitBackward &B) {
         return;
       }
       unsigned SB = SM.getFileOffset(R.getBegin()), SE = SM.getFileOffset(R.getEnd());
-      Edits.push_back({SB, SE - SB, "{}"});
+      Desc.MixedBackwards.push_back({SB, SE, true});
       continue;
     }
     if (!removal(St, E)) {
       block(St->getBeginLoc(), "backward() is inside a macro");
       return;
     }
-    Edits.push_back(E);
+    Desc.MixedBackwards.push_back({E.Offset, E.Offset + E.Length, false});
+  }
+}
+
+void StepEmitter::emitMixedBackwards() const {
+  for (const BranchEdit &E : D.MixedBackwards) {
+    if (E.LeavesEmptyBlock)
+      Out.replace(E.Begin, E.End - E.Begin, "{}");
+    else
+      Out.remove(E.Begin, E.End);
   }
 }
 

@@ -1,4 +1,5 @@
 // The forward region becomes the function handed to value_and_grad; the scope goes.
+#include "StepEmitter.h"
 #include "StepPlanner.h"
 
 using namespace clang;
@@ -106,11 +107,11 @@ bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *Scope
   return false;
 }
 
-void StepPlanner::planRegion(const ImplicitBackward &B) {
+void StepPlanner::checkRegion(const ImplicitBackward &B) {
   std::set<const Stmt *> RemovedUnits;   // scope statements removed (one `if` may hold several)
   std::set<std::string> ConvertedModels; // models converted by this region
   const Stmt *EndStmt = B.ScaleStmt ? B.ScaleStmt : B.BackwardStmt;
-  // A mixed step: the region ends at the if that chooses the path (planMixedBackwards removes
+  // A mixed step: the region ends at the if that chooses the path (checkMixedBackwards removes
   // the backwards in its branches).
   if (T.mixed())
     EndStmt = T.Plain.Ifs.front();
@@ -123,7 +124,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
     return;
   }
-  if (!T.mixed() && !Desc.Split && !planAccumulation(B, C))
+  if (!T.mixed() && !Desc.Split && !checkAccumulation(B, C))
     return;
   // The scope in this function; or, with the scope in a called function, the statement that
   // calls it starts the region.
@@ -217,7 +218,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     if (O >= RB && O < BodyEnd)
       RemoveStmt(St, Why);
     else
-      removeInto(St, Why, Edits);
+      removeInto(St, Why, Desc.Region.InFile);
   };
   auto RemoveCall = [&](const AutocastCall *A) {
     if (!A)
@@ -235,7 +236,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
       RemoveScopeStmt(Unit, A->Call->getBeginLoc());
   };
   if (Desc.CalleeScope) {
-    planCalleeScope();
+    checkCalleeScope();
   } else {
     RemoveCall(S.Enable);
     RemoveCall(S.Disable);
@@ -248,7 +249,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
       else if (A->Removable) {
         Edit E;
         if (removal(A->Removable, E))
-          Edits.push_back(E);
+          Desc.Region.replace(E);
       }
     }
     if (S.GuardDeclStmt)
@@ -308,7 +309,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
             return;
           }
           if (!Capture->Text.empty())
-            Edits.push_back(*Capture);
+            Desc.Region.replace(*Capture);
         }
       } else {
         BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
@@ -319,7 +320,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
       std::string Line = "auto " + Conv + " = " + Tgt.Convert + "(" + modelText(F->Model) +
                          ", " + Level + Dtype + ");\n";
       if (BeforeLoop)
-        insertAt(At, indentAt(At) + Line);
+        Desc.Region.insertJoined(At, indentAt(At) + Line);
       else
         Conversions.push_back(Indent + Line);
     }
@@ -329,7 +330,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
   for (const ZeroGradCall *Z : stepZeroGrads()) {
     unsigned O = off(Z->Call->getBeginLoc());
     if (O >= RB && O < BodyEnd && Z->Statement) {
-      if (!Accumulate) {
+      if (!Desc.Accumulation.On) {
         RemoveStmt(Z->Statement, Z->Call->getBeginLoc());
         continue;
       }
@@ -465,17 +466,18 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     ValueName = freshName("scaled_loss");
     AssignBack = B.SplitVar != nullptr;
   }
-  std::string Out;
+  RegionLambda &L = Desc.Lambda.emplace();
+  L.Begin = RegionBegin;
+  L.End = RegionEnd;
+  L.Indent = Indent;
   for (const std::string &C : Conversions)
-    Out += C;
-  Out += Hoisted;
-  Out += Indent + "auto " + Desc.GradFnName + " = " + Tgt.ValueAndGrad + "([&] {\n";
-  Out += Indented;
-  Out += Indent + "  return " + ScaleCall + ";\n";
-  Out += Indent + "}, " + Desc.OptParams + ");\n";
+    L.Before += C;
+  L.Before += Hoisted;
+  L.Body = Indented;
+  L.Returns = ScaleCall;
+  L.ValueName = ValueName;
   // Comments after the statements the call replaces (the scale and backward lines) stay on
   // the line of the call.
-  std::string Trailing;
   auto KeepTrailing = [&](const Stmt *St) {
     if (!St)
       return;
@@ -485,7 +487,7 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
     unsigned E = SM.getFileOffset(R.getEnd());
     StringRef Rest = StringRef(Buffer).slice(E, lineEnd(E)).rtrim("\r\n");
     if (!Rest.trim().empty())
-      Trailing += " " + Rest.trim().str();
+      L.Trailing += " " + Rest.trim().str();
   };
   // (A mixed step's if stays, and its backwards' comments stay in their branches.)
   if (!T.mixed()) {
@@ -494,39 +496,56 @@ void StepPlanner::planRegion(const ImplicitBackward &B) {
       if (Bi->BackwardStmt != EndStmt)
         KeepTrailing(Bi->BackwardStmt);
   }
-  if (Accumulate) {
-    std::string Micro = freshName("micro_grads");
-    Out += Indent + "auto [" + ValueName + ", " + Micro + "] = " + Desc.GradFnName + "();" +
-           Trailing + "\n";
-    Out += Indent + Tgt.Accumulate + "(" + Desc.GradsName + ", " + Micro + ");\n";
-  } else {
-    Out += Indent + "auto [" + ValueName + ", " + Desc.GradsName + "] = " + Desc.GradFnName + "();" +
-           Trailing + "\n";
-  }
-  if (!Desc.PerOptimizer.empty() && !Accumulate) {
-    std::string Names;
-    for (const auto &[O, Name] : Desc.PerOptimizer)
-      Names += (Names.empty() ? "" : ", ") + Name;
-    Out += Indent + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" + Desc.GradsName + ", " +
-           Desc.OptimizerArgs + ");\n";
-  }
+  if (Desc.Accumulation.On)
+    L.MicroName = freshName("micro_grads");
   if (AssignBack)
-    Out += Indent + B.SplitVar->getNameAsString() + " = " + ValueName + ";\n";
+    L.AssignBackTo = B.SplitVar->getNameAsString();
   // Statements between the scale statement and backward (split form) stay after the call.
   if (B.ScaleStmt) {
     unsigned SB = lineEnd(SM.getFileOffset(stmtRange(B.ScaleStmt).getEnd()));
     unsigned BB = lineStart(off(B.BackwardStmt->getBeginLoc()));
     if (SB < BB)
-      Out += Buffer.substr(SB, BB - SB).str();
+      L.After += Buffer.substr(SB, BB - SB).str();
   }
   // Comments between several backwards stay, after the call.
   for (size_t I = 1; I < Desc.AllBackwards.size(); ++I) {
     unsigned SB = lineEnd(SM.getFileOffset(stmtRange(Desc.AllBackwards[I - 1]->BackwardStmt).getEnd()));
     unsigned BB = lineStart(off(Desc.AllBackwards[I]->BackwardStmt->getBeginLoc()));
     if (SB < BB)
-      Out += Buffer.substr(SB, BB - SB).str();
+      L.After += Buffer.substr(SB, BB - SB).str();
   }
-  Edits.push_back({RegionBegin, RegionEnd - RegionBegin, Out});
+}
+
+void StepEmitter::emitRegion() const {
+  Out.write(D.Region);
+  if (!D.Lambda)
+    return; // the stepping half of a split step has no region
+  const RegionLambda &L = *D.Lambda;
+  const std::string &Indent = L.Indent;
+  std::string Text = L.Before;
+  Text += Indent + "auto " + D.GradFnName + " = " + Tgt.ValueAndGrad + "([&] {\n";
+  Text += L.Body;
+  Text += Indent + "  return " + L.Returns + ";\n";
+  Text += Indent + "}, " + D.OptParams + ");\n";
+  if (D.Accumulation.On) {
+    Text += Indent + "auto [" + L.ValueName + ", " + L.MicroName + "] = " + D.GradFnName + "();" +
+            L.Trailing + "\n";
+    Text += Indent + Tgt.Accumulate + "(" + D.GradsName + ", " + L.MicroName + ");\n";
+  } else {
+    Text += Indent + "auto [" + L.ValueName + ", " + D.GradsName + "] = " + D.GradFnName + "();" +
+            L.Trailing + "\n";
+  }
+  if (!D.PerOptimizer.empty() && !D.Accumulation.On) {
+    std::string Names;
+    for (const auto &[O, Name] : D.PerOptimizer)
+      Names += (Names.empty() ? "" : ", ") + Name;
+    Text += Indent + "auto [" + Names + "] = " + Tgt.SplitGrads + "(" + D.GradsName + ", " +
+            D.OptimizerArgs + ");\n";
+  }
+  if (!L.AssignBackTo.empty())
+    Text += Indent + L.AssignBackTo + " = " + L.ValueName + ";\n";
+  Text += L.After;
+  Out.replace(L.Begin, L.End - L.Begin, Text);
 }
 
 } // namespace ampmigrate

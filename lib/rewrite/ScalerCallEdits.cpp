@@ -1,4 +1,5 @@
 // The unscale_/step/update calls, the checked unscale, the optimizer steps and the clips on the grads.
+#include "StepEmitter.h"
 #include "StepPlanner.h"
 
 using namespace clang;
@@ -17,7 +18,7 @@ std::string StepPlanner::canonicalMethod(ScalerCall::Method M) const {
   return "";
 }
 
-void StepPlanner::renameMethod(const ScalerCall *C) {
+void StepPlanner::checkRename(const ScalerCall *C) {
   const auto *ME = dyn_cast<MemberExpr>(C->Call->getCallee());
   if (!ME)
     return;
@@ -29,10 +30,10 @@ void StepPlanner::renameMethod(const ScalerCall *C) {
     block(C->Call->getBeginLoc(), "the scaler call is inside a macro body");
     return;
   }
-  Edits.push_back({B, E - B, Want});
+  Desc.Calls.push_back({CallEdit::Kind::Rename, B, E, Want, ""});
 }
 
-void StepPlanner::addGradsArgument(const ScalerCall *C) {
+void StepPlanner::checkGradsArgument(const ScalerCall *C) {
   // The implicit form takes the optimizer alone; anything else a project scaler is given (the
   // module whose .grad it reads) has no place in the explicit form.
   for (unsigned I = 1; I < C->Call->getNumArgs(); ++I) {
@@ -51,7 +52,7 @@ void StepPlanner::addGradsArgument(const ScalerCall *C) {
     block(C->Call->getBeginLoc(), "the scaler call is inside a macro body");
     return;
   }
-  Edits.push_back({off(RP), 0, ", " + gradsFor(C->Optimizer)});
+  Desc.Calls.push_back({CallEdit::Kind::GradsArgument, off(RP), off(RP), "", gradsFor(C->Optimizer)});
 }
 
 bool StepPlanner::resultUsed(const Expr *Call) const {
@@ -70,28 +71,28 @@ bool StepPlanner::resultUsed(const Expr *Call) const {
   return false;
 }
 
-void StepPlanner::planScalerCalls() {
+void StepPlanner::checkScalerCalls() {
   for (const ScalerCall *U : T.Unscales) {
     if (U->HasExplicitGrads)
       continue;
     if (U->ResultUsed) {
-      planCheckedUnscale(U);
+      checkCheckedUnscale(U);
       continue;
     }
-    renameMethod(U);
-    addGradsArgument(U);
+    checkRename(U);
+    checkGradsArgument(U);
   }
   for (const ScalerCall *S : T.Steps) {
-    renameMethod(S);
-    addGradsArgument(S);
+    checkRename(S);
+    checkGradsArgument(S);
   }
   for (const ScalerCall *U : T.Updates)
-    renameMethod(U);
+    checkRename(U);
   for (const ScalerCall *G : T.Others)
-    renameMethod(G);
+    checkRename(G);
 }
 
-void StepPlanner::planCheckedUnscale(const ScalerCall *U) {
+void StepPlanner::checkCheckedUnscale(const ScalerCall *U) {
   std::string Call = "`" + firstLine(text(U->Call->getSourceRange())) + "`";
   const CXXMethodDecl *MD = U->Call->getMethodDecl();
   std::string Name = MD->getNameAsString();
@@ -122,13 +123,13 @@ void StepPlanner::planCheckedUnscale(const ScalerCall *U) {
     return;
   }
   if (FoundInf)
-    Edits.push_back({CB, 0, "!"});
+    Desc.Calls.push_back({CallEdit::Kind::Negate, CB, CB, "", ""});
   if (Name != Tgt.CheckedUnscale)
-    Edits.push_back({MB, MEnd - MB, Tgt.CheckedUnscale});
-  addGradsArgument(U);
+    Desc.Calls.push_back({CallEdit::Kind::Rename, MB, MEnd, Tgt.CheckedUnscale, ""});
+  checkGradsArgument(U);
 }
 
-void StepPlanner::planOptimizerSteps(llvm::ArrayRef<const ScalerCall *> Steps) {
+void StepPlanner::checkOptimizerSteps(llvm::ArrayRef<const ScalerCall *> Steps, std::vector<CallEdit> &Out) {
   if (Steps.empty())
     return;
   if (Tgt.Step.empty()) {
@@ -147,8 +148,8 @@ void StepPlanner::planOptimizerSteps(llvm::ArrayRef<const ScalerCall *> Steps) {
       block(S->Call->getBeginLoc(), "the optimizer's step() is inside a macro");
       continue;
     }
-    Edits.push_back({B, E - B, Tgt.Step + "(" + text(S->OptimizerArg->getSourceRange()) + ", " +
-                                   gradsFor(S->Optimizer) + ")"});
+    Out.push_back({CallEdit::Kind::OptimizerStep, B, E, text(S->OptimizerArg->getSourceRange()),
+                   gradsFor(S->Optimizer)});
   }
 }
 
@@ -186,7 +187,7 @@ bool StepPlanner::paramsOfStep(const Expr *Params, const ScalerCall **OfOptimize
   return false;
 }
 
-void StepPlanner::planClips() {
+void StepPlanner::checkClips() {
   for (const ClipCall *C : T.Clips) {
     unsigned O = off(C->Call->getBeginLoc());
     ObjectRef Of = T.stepsOptimizer(C->ParamsOwner) ? C->ParamsOwner : ObjectRef();
@@ -237,19 +238,15 @@ void StepPlanner::planClips() {
       block(C->Call->getBeginLoc(), "the clip call is not a statement of its own");
       continue;
     }
-    std::string MaxNorm = text(C->Call->getArg(C->Rule->MaxNormArg)->getSourceRange());
-    std::string Indent = indentAt(off(C->Statement->getBeginLoc()));
-    // In place, as clip_grad_norm_ acted on `.grad`: the grads keep their memory, and the norm
-    // it returns is the one the clip computed (the rule's out-of-place form otherwise).
-    const bool InPlace = !Tgt.ClipInPlace.empty();
-    std::string Clip = InPlace ? Tgt.ClipInPlace + "(" + G + ", " + MaxNorm + ");"
-                               : G + " = " + Tgt.Clip + "(" + G + ", " + MaxNorm + ");";
-    std::string Norm = Tgt.GlobalNorm + "(" + G + ").item<double>()";
-    std::string NormAndClip = Tgt.ClipInPlace + "(" + G + ", " + MaxNorm + ").item<double>()";
+    ClipEdit Clip;
+    Clip.Grads = G;
+    Clip.MaxNorm = text(C->Call->getArg(C->Rule->MaxNormArg)->getSourceRange());
+    Clip.Indent = indentAt(off(C->Statement->getBeginLoc()));
     CharSourceRange SR = stmtRange(C->Statement);
-    unsigned SB = SM.getFileOffset(SR.getBegin()), SE = SM.getFileOffset(SR.getEnd());
+    Clip.StmtBegin = SM.getFileOffset(SR.getBegin());
+    Clip.StmtEnd = SM.getFileOffset(SR.getEnd());
     if (!C->ResultUsed) {
-      Edits.push_back({SB, SE - SB, Clip});
+      Desc.Clips.push_back(Clip);
       continue;
     }
     // The returned norm is used: the norm of the unscaled grads before clipping (the in-place
@@ -257,30 +254,67 @@ void StepPlanner::planClips() {
     const auto *DS = dyn_cast<DeclStmt>(C->Statement);
     const VarDecl *VD = DS && DS->isSingleDecl() ? dyn_cast<VarDecl>(DS->getSingleDecl()) : nullptr;
     if (VD && VD->getInit() && VD->getInit()->IgnoreImplicit() == C->Call) {
-      unsigned CB, CE;
-      if (!fileRange(C->Call->getSourceRange(), CB, CE)) {
+      if (!fileRange(C->Call->getSourceRange(), Clip.CallBegin, Clip.CallEnd)) {
         block(C->Call->getBeginLoc(), "the clip call is inside a macro body");
         continue;
       }
-      if (InPlace) {
-        Edits.push_back({CB, CE - CB, NormAndClip});
-        continue;
-      }
-      Edits.push_back({CB, CE - CB, Norm});
-      Edits.push_back({SE, 0, "\n" + Indent + Clip});
+      Clip.How = ClipEdit::Form::NormInDeclaration;
+      Desc.Clips.push_back(Clip);
       continue;
     }
-    std::string NormVar = freshName("grad_norm");
-    unsigned CB, CE;
-    if (!fileRange(C->Call->getSourceRange(), CB, CE)) {
+    Clip.NormVar = freshName("grad_norm");
+    if (!fileRange(C->Call->getSourceRange(), Clip.CallBegin, Clip.CallEnd)) {
       block(C->Call->getBeginLoc(), "the clip call is inside a macro body");
       continue;
     }
-    std::string Before = InPlace ? "const double " + NormVar + " = " + NormAndClip + ";\n" + Indent
-                                 : "const double " + NormVar + " = " + Norm + ";\n" + Indent +
-                                       Clip + "\n" + Indent;
-    Edits.push_back({SB, 0, Before});
-    Edits.push_back({CB, CE - CB, NormVar});
+    Clip.How = ClipEdit::Form::NormBefore;
+    Desc.Clips.push_back(Clip);
+  }
+}
+
+void StepEmitter::emitCalls(const std::vector<CallEdit> &Calls) const {
+  for (const CallEdit &C : Calls)
+    switch (C.What) {
+    case CallEdit::Kind::Rename: Out.replace(C.Begin, C.End - C.Begin, C.Name); break;
+    case CallEdit::Kind::GradsArgument: Out.insert(C.Begin, ", " + C.Grads); break;
+    case CallEdit::Kind::Negate: Out.insert(C.Begin, "!"); break;
+    case CallEdit::Kind::OptimizerStep:
+      Out.replace(C.Begin, C.End - C.Begin, Tgt.Step + "(" + C.Name + ", " + C.Grads + ")");
+      break;
+    }
+}
+
+void StepEmitter::emitClips() const {
+  for (const ClipEdit &C : D.Clips) {
+    const std::string &G = C.Grads;
+    // In place, as clip_grad_norm_ acted on `.grad`: the grads keep their memory, and the norm
+    // it returns is the one the clip computed (the rule's out-of-place form otherwise).
+    const bool InPlace = !Tgt.ClipInPlace.empty();
+    std::string Clip = InPlace ? Tgt.ClipInPlace + "(" + G + ", " + C.MaxNorm + ");"
+                               : G + " = " + Tgt.Clip + "(" + G + ", " + C.MaxNorm + ");";
+    std::string Norm = Tgt.GlobalNorm + "(" + G + ").item<double>()";
+    std::string NormAndClip = Tgt.ClipInPlace + "(" + G + ", " + C.MaxNorm + ").item<double>()";
+    switch (C.How) {
+    case ClipEdit::Form::Statement:
+      Out.replace(C.StmtBegin, C.StmtEnd - C.StmtBegin, Clip);
+      break;
+    case ClipEdit::Form::NormInDeclaration:
+      if (InPlace) {
+        Out.replace(C.CallBegin, C.CallEnd - C.CallBegin, NormAndClip);
+        break;
+      }
+      Out.replace(C.CallBegin, C.CallEnd - C.CallBegin, Norm);
+      Out.insert(C.StmtEnd, "\n" + C.Indent + Clip);
+      break;
+    case ClipEdit::Form::NormBefore: {
+      std::string Before = InPlace ? "const double " + C.NormVar + " = " + NormAndClip + ";\n" + C.Indent
+                                   : "const double " + C.NormVar + " = " + Norm + ";\n" + C.Indent +
+                                         Clip + "\n" + C.Indent;
+      Out.insert(C.StmtBegin, Before);
+      Out.replace(C.CallBegin, C.CallEnd - C.CallBegin, C.NormVar);
+      break;
+    }
+    }
   }
 }
 

@@ -49,7 +49,7 @@ bool StepPlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<cons
   return true;
 }
 
-void StepPlanner::planScalerDecl() {
+void StepPlanner::checkScalerDecl() {
   const ValueDecl *D = T.Scaler.Decl;
   if (!D || !T.ScalerClass) {
     block(stepLoc(), "the scaler object could not be identified");
@@ -61,7 +61,7 @@ void StepPlanner::planScalerDecl() {
   const auto *VD = dyn_cast<VarDecl>(D);
   if (!VD || isa<ParmVarDecl>(VD) || !VD->isLocalVarDecl()) {
     // A parameter, a member, a global: the object crosses function (and file) boundaries.
-    planScalerFlow(Class);
+    checkScalerFlow(Class);
     return;
   }
   // A local of the step's function from here on.
@@ -82,7 +82,7 @@ void StepPlanner::planScalerDecl() {
   }
   if (!Unknown.empty()) {
     // Passed on (to a function, into another holder): follow it through the translation unit.
-    planScalerFlow(Class);
+    checkScalerFlow(Class);
     return;
   }
   // Its type, wherever it is spelled in the declaration.
@@ -104,7 +104,7 @@ void StepPlanner::planScalerDecl() {
       return;
     }
     if (Seen.insert(B).second)
-      Edits.push_back({B, E - B, Tgt.ScalerClass});
+      Desc.ScalerType.replace({B, E - B, Tgt.ScalerClass});
   }
   auto EditConstruction = [&](const Expr *Construction) {
     std::string Opts;
@@ -118,7 +118,7 @@ void StepPlanner::planScalerDecl() {
       block(Construction->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
       return false;
     }
-    Edits.push_back({B, E - B, Opts});
+    Desc.ScalerType.replace({B, E - B, Opts});
     return true;
   };
   for (const CXXConstructExpr *CE : CF.Constructs)

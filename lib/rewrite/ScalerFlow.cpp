@@ -390,7 +390,7 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
   return true;
 }
 
-void StepPlanner::planScalerFlow(const CXXRecordDecl *Class) {
+void StepPlanner::checkScalerFlow(const CXXRecordDecl *Class) {
   ScalerUseIndex Index(Class, SM);
   Index.TraverseDecl(Ctx.getTranslationUnitDecl());
   std::vector<const ValueDecl *> Work{T.Scaler.Decl};
@@ -403,15 +403,15 @@ void StepPlanner::planScalerFlow(const CXXRecordDecl *Class) {
   for (size_t I = 0; I < Work.size() && Ok; ++I)
     Ok = followHolder(Work[I], Class, Index, Add);
   FlowHolders = Work;
-  if (!Ok || !emitFlowSpellings(Class))
+  if (!Ok || !checkFlowSpellings(Class))
     return;
   for (FileID F : OtherFilesEdited)
     includeIn(F);
 }
 
-bool StepPlanner::emitFlowSpellings(const CXXRecordDecl *Class) {
+bool StepPlanner::checkFlowSpellings(const CXXRecordDecl *Class) {
   for (SourceRange R : FlowTypeRanges)
-    if (!editAnywhere(R, Tgt.ScalerClass)) {
+    if (!planEditAnywhere(R, Tgt.ScalerClass)) {
       block(R.getBegin(), "the scaler's type is spelled inside a macro at " + where(R.getBegin()));
       return false;
     }
@@ -420,7 +420,7 @@ bool StepPlanner::emitFlowSpellings(const CXXRecordDecl *Class) {
     SourceRange Written;
     if (!constructionOptions(Construction, Class, Opts, Written))
       return false;
-    if (Written.isValid() && !editAnywhere(Written, Opts)) {
+    if (Written.isValid() && !planEditAnywhere(Written, Opts)) {
       block(Construction->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
       return false;
     }

@@ -11,7 +11,7 @@ llvm::ArrayRef<const ZeroGradCall *> StepPlanner::stepZeroGrads() const {
   return T.ZeroGrads;
 }
 
-void StepPlanner::planSplitHalf() {
+void StepPlanner::checkSplitHalf() {
   const SplitStep &S = *Desc.Split;
   bool Scaling = S.ScalingHalf == &T;
   SourceLocation Here = Scaling ? T.Backwards.front()->Backward->getBeginLoc()
@@ -52,7 +52,7 @@ void StepPlanner::planSplitHalf() {
     return;
   }
   Desc.GradsName = memberName(Class);
-  Accumulate = true;
+  Desc.Accumulation.On = true;
   if (Tgt.Accumulate.empty()) {
     Refuse("the rules name no target.accumulate to sum them");
     return;
@@ -65,12 +65,12 @@ void StepPlanner::planSplitHalf() {
       return;
     }
     Desc.AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
-    planRegion(*T.Backwards.front());
-    planClips();
-    planGradAccesses();
-    planZeroGrads(*T.Backwards.front());
-    planScalerDecl();
-    planInclude();
+    checkRegion(*T.Backwards.front());
+    checkClips();
+    checkGradAccesses();
+    checkZeroGrads(*T.Backwards.front());
+    checkScalerDecl();
+    decideInclude();
     // The member, after the scaler's declaration.
     SourceLocation FieldEnd = SM.getExpansionLoc(ScalerField->getEndLoc());
     unsigned FE = SM.getFileOffset(FieldEnd);
@@ -93,18 +93,18 @@ void StepPlanner::planSplitHalf() {
                          S.Stepping->Function->getNameAsString() + "()\n";
     SourceLocation At = SM.getLocForStartOfFile(SM.getFileID(FieldEnd)).getLocWithOffset(NL + 1);
     if (SM.getFileID(FieldEnd) == File)
-      insertAt(NL + 1, Member);
+      Desc.SplitMember.insertJoined(NL + 1, Member);
     else {
-      OtherFileEdits.emplace_back(SM, CharSourceRange::getCharRange(At, At), Member, LO);
+      Desc.SplitMember.Elsewhere.emplace_back(SM, CharSourceRange::getCharRange(At, At), Member, LO);
       OtherFilesEdited.insert(SM.getFileID(FieldEnd));
     }
     return;
   }
-  planScalerCalls();
-  planClips();
-  planGradAccesses();
-  planZeroGrads(*ScalingT.Backwards.front());
-  planScalerDecl();
+  checkScalerCalls();
+  checkClips();
+  checkGradAccesses();
+  checkZeroGrads(*ScalingT.Backwards.front());
+  checkScalerDecl();
 }
 
 std::string StepPlanner::otherGradUse(const CXXRecordDecl *Class, const SplitStep &S) const {

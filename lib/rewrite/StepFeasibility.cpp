@@ -97,7 +97,10 @@ bool StepPlanner::feasible() {
     Desc.OptParams = Tgt.ParametersOf + "(" + Args + ")";
   }
 
-  return !T.mixed() || planMixed(*T.Backwards.front());
+  if (T.mixed() && !planMixed(*T.Backwards.front()))
+    return false;
+  checkConcerns(*T.Backwards.front());
+  return Blockers.empty();
 }
 
 bool StepPlanner::planSeveralBackwards() {

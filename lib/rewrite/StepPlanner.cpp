@@ -1,5 +1,7 @@
-// The planner of one step: runs the stages in order and assembles the MigrationPlan from their edits.
+// The planner of one step: feasibility (the checks, which fill the descriptor or find blockers),
+// then, for a feasible step, the emitters; their edits assembled into the MigrationPlan.
 #include "StepPlanner.h"
+#include "StepEmitter.h"
 #include "ampmigrate/EditMerge.h"
 
 using namespace clang;
@@ -19,20 +21,23 @@ MigrationPlan StepPlanner::plan() {
   MigrationPlan P;
   P.Step = &T;
   P.Function = &FA;
-  planAll();
-  if (Accumulate && !GradsDecl.empty())
-    insertAt(GradsDeclAt, GradsDecl);
-  for (const auto &[At, Text] : Insertions)
-    Edits.push_back({At, 0, Text});
-  P.Accumulates = Accumulate;
+  bool Feasible = planAll();
+  P.Accumulates = Desc.Accumulation.On;
   P.CalleeFunction = Desc.CalleeFA;
   P.CalleeScope = Desc.CalleeScope;
   P.Blockers = std::move(Blockers);
   P.ScalerHolders = FlowHolders;
   if (Desc.Split)
     P.SplitOther = Desc.Split->ScalingHalf == &T ? Desc.Split->SteppingHalf : Desc.Split->ScalingHalf;
-  if (!P.Blockers.empty())
+  if (!Feasible)
     return P;
+  std::vector<Edit> Edits;
+  std::map<unsigned, std::string> Insertions;
+  std::vector<tooling::Replacement> OtherFileEdits;
+  EditSink Out(Edits, Insertions, OtherFileEdits);
+  StepEmitter(Desc, Tgt, Out).emit();
+  for (const auto &[At, Text] : Insertions)
+    Edits.push_back({At, 0, Text});
   std::vector<tooling::Replacement> Unit;
   for (const Edit &E : Edits)
     Unit.emplace_back(FilePath, E.Offset, E.Length, E.Text);
@@ -44,7 +49,12 @@ MigrationPlan StepPlanner::plan() {
   return P;
 }
 
-void StepPlanner::planAll() {
+StepAssessment StepPlanner::assess() {
+  planAll();
+  return {Blockers, Desc};
+}
+
+bool StepPlanner::planAll() {
   const Stmt *Body = FA.Function->getBody();
   File = SM.getFileID(SM.getExpansionLoc(Body->getBeginLoc()));
   FilePath = SM.getFileEntryRefForID(File) ? SM.getFileEntryRefForID(File)->getName().str() : "";
@@ -53,31 +63,36 @@ void StepPlanner::planAll() {
   for (const SourceRange &R : FA.InactiveAmpCode)
     block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
                         "migrate each configuration by hand or run once per configuration");
-  if ((Desc.Split = findSplitStep(TU, FA, T))) {
-    planSplitHalf();
-    return;
-  }
-  if (!feasible())
-    return;
-  emit(*T.Backwards.front());
+  if ((Desc.Split = findSplitStep(TU, FA, T)))
+    checkSplitHalf();
+  else
+    feasible();
+  return Blockers.empty();
 }
 
-void StepPlanner::emit(const ImplicitBackward &B) {
-  planRegion(B);
+void StepPlanner::checkConcerns(const ImplicitBackward &B) {
+  checkRegion(B);
   if (T.Unscaled)
-    planOptimizerSteps(T.Steps);
+    checkOptimizerSteps(T.Steps, Desc.Calls);
   else
-    planScalerCalls();
+    checkScalerCalls();
   if (T.mixed()) {
-    planOptimizerSteps(T.Plain.Steps);
-    planMixedBackwards(B);
+    checkOptimizerSteps(T.Plain.Steps, Desc.PlainSteps);
+    checkMixedBackwards(B);
   }
-  planClips();
-  planGradAccesses();
-  planZeroGrads(B);
+  checkClips();
+  checkGradAccesses();
+  checkZeroGrads(B);
   if (!T.Unscaled)
-    planScalerDecl();
-  planInclude();
+    checkScalerDecl();
+  decideInclude();
+}
+
+StepAssessment assessStep(ASTContext &Ctx, const RuleSet &Rules, const TranslationUnitAnalysis &TU,
+                          const FunctionAnalysis &FA, const TrainingStep &T, const PlannerOptions &Opts) {
+  llvm::StringSet<> Used = namesIn(FA.Function);
+  const TargetApi Tgt = spelledTarget(Ctx, Rules.Target, FA.Function);
+  return StepPlanner(Ctx, Rules, FA, T, Opts, Used, Tgt, TU).assess();
 }
 
 const std::string &StepPlanner::gradsFor(const ObjectRef &Optimizer) const {

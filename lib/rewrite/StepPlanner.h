@@ -1,5 +1,6 @@
-// The planner of one training step (StepPlanner): the stages that turn a TrainingStep into a
-// MigrationPlan, one file per concern in lib/rewrite/ (docs/architecture.md, "planning").
+// The planner of one training step (StepPlanner): its feasibility stage, which finds the blockers
+// or fills the descriptor (StepDescriptor.h) that the emitters (StepEmitter.h) write out; one file
+// per concern in lib/rewrite/ (docs/architecture.md, "planning").
 #pragma once
 
 #include "ampmigrate/GenericLambdas.h"
@@ -9,6 +10,7 @@
 #include "ModelQueries.h"
 #include "RegionDeclarations.h"
 #include "SplitSteps.h"
+#include "StepDescriptor.h"
 #include "StepLambda.h"
 
 #include "clang/AST/ParentMap.h"
@@ -42,6 +44,11 @@ std::string convertedModelBase(const ObjectRef &M);
 /// namespace of the target's first name is visible there.
 TargetApi spelledTarget(clang::ASTContext &Ctx, const TargetApi &T, const clang::FunctionDecl *FD);
 
+/// Feasibility alone for step `T` of `FA`, as planMigrations would plan it (its names fresh in its
+/// function): what a test pins without looking at edits.
+StepAssessment assessStep(clang::ASTContext &Ctx, const RuleSet &Rules, const TranslationUnitAnalysis &TU,
+                          const FunctionAnalysis &FA, const TrainingStep &T, const PlannerOptions &Opts);
+
 class StepPlanner {
 public:
   StepPlanner(clang::ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
@@ -49,6 +56,9 @@ public:
               const TargetApi &Tgt, const TranslationUnitAnalysis &TU);
 
   MigrationPlan plan();
+
+  /// Feasibility alone: the blockers, or the descriptor the emitters would read (unit tests).
+  StepAssessment assess();
 
 private:
   clang::ASTContext &Ctx;
@@ -68,52 +78,15 @@ private:
   std::string FilePath;
   llvm::StringRef Buffer;
 
-  /// The plan descriptor: what the feasibility stage (feasible(), or planSplitHalf()'s checks for
-  /// a step split over two methods) decides before any edit is made, and what every emitter
-  /// reads. No emitter changes it.
-  struct StepDescriptor {
-    /// The names the rewrite declares: the grads list (a new member for a split step), the
-    /// function handed to value_and_grad; and what value_and_grad differentiates.
-    std::string GradsName, GradFnName, OptParams;
-    /// Several optimizers: each one's list of grads (split from GradsName), and the optimizers as
-    /// written, comma-separated.
-    std::vector<std::pair<ObjectRef, std::string>> PerOptimizer;
-    std::string OptimizerArgs;
-    /// The step's scaled backwards in source order (several: consecutive statements of one block,
-    /// whose scaled losses the function returns summed).
-    std::vector<const ImplicitBackward *> AllBackwards;
-    /// The scope in another function: `auto loss = forward_loss(batch);` before the scaled
-    /// backward, where forward_loss() (defined in this file) holds the autocast scope and the
-    /// forward. The loss statement becomes the function handed to value_and_grad; in
-    /// forward_loss() the scope goes and the model is converted where the scope began.
-    const FunctionAnalysis *CalleeFA = nullptr;
-    const AutocastScope *CalleeScope = nullptr;
-    const clang::Stmt *CalleeCallStmt = nullptr; ///< the statement in this function that calls it
-    const clang::CallExpr *CalleeCall = nullptr;
-    /// A step split over two methods of one class: both halves, and the zero_grad()s (in either
-    /// method) that clear the member holding the grads.
-    std::optional<SplitStep> Split;
-    std::vector<const ZeroGradCall *> SplitZeroGrads;
-  };
+  /// The plan descriptor (StepDescriptor.h): what the feasibility stage decides, and all the
+  /// emitters read.
   StepDescriptor Desc;
 
-  /// Gradient accumulation, decided with the forward region (planAccumulation): the grads of
-  /// several micro-steps are summed into `Desc.GradsName`, declared by GradsDecl at GradsDeclAt
-  /// (before the loop that runs the steps).
-  bool Accumulate = false;
-  unsigned GradsDeclAt = 0;
-  std::string GradsDecl;
-
-  /// What the emitters produce, merged into the MigrationPlan by plan(): the reasons the step is
-  /// not rewritten, the edits of the step's file, and insertions by offset (several at one offset
-  /// join in the order planned).
+  /// The reasons the step is not rewritten, in the order the checks found them.
   std::vector<Blocker> Blockers;
-  std::vector<Edit> Edits;
-  std::map<unsigned, std::string> Insertions;
 
   /// The grads list an optimizer's unscale_/step/clip takes (its own with several optimizers).
   const std::string &gradsFor(const ObjectRef &Optimizer) const;
-  void insertAt(unsigned At, const std::string &Text) { Insertions[At] += Text; }
 
   void block(clang::SourceLocation L, std::string Why) { Blockers.push_back({L, std::move(Why)}); }
   /// Where the step's reasons about the scaler go: its first step(), or its backward in the
@@ -158,19 +131,21 @@ private:
   /// warns on each call). Without that target in the rules: `opt.parameters()`.
   std::string optimizerParams(const ScalerCall *C) const;
 
-  // ---- the pipeline: feasibility, then the emitters ------------------------------------------
+  // ---- the pipeline: feasibility here; the emitters are StepEmitter's (StepEmitter.h) ----------
 
-  /// Runs the stages: the split-step path, or feasible() and then emit().
-  void planAll();
+  /// The feasibility stage: the split-step path (checkSplitHalf), or feasible(). True when the
+  /// step has no blockers, and so is emitted.
+  bool planAll();
 
-  /// The feasibility stage: the step's shape (backwards, steps, scope, optimizers, a mixed
-  /// step's condition) and the names and parameters in Desc. False (with the blockers) when the
-  /// step cannot be rewritten.
+  /// The step's shape (backwards, steps, scope, optimizers, a mixed step's condition) and the
+  /// names and parameters in Desc, then checkConcerns(). False (with the blockers) when the step
+  /// cannot be rewritten.
   bool feasible();
 
-  /// The emitters, in order, for a step feasible() accepted; `B` is its first scaled backward.
-  void emit(const ImplicitBackward &B);
-
+  /// The checks of each concern an emitter writes, in the order the emitters run (so the first
+  /// blocker is the one the planner has always reported): each records what it decided in Desc,
+  /// or blocks. `B` is the step's first scaled backward.
+  void checkConcerns(const ImplicitBackward &B);
 
   /// A scale() of the step's scaler that backward() runs on only through a larger expression
   /// (`(use_amp ? scaler.scale(loss) : loss).backward()`): there is a scaled backward, just not
@@ -188,7 +163,9 @@ private:
   /// The member's name: `grads_`, or another that no member of the class has.
   static std::string memberName(const clang::CXXRecordDecl *Class);
 
-  void planSplitHalf();
+  /// The feasibility of one half of a split step: its checks, then the concerns of that half
+  /// (the member holding the grads into Desc.SplitMember, for the scaling half).
+  void checkSplitHalf();
 
   /// A statement of another method of the class that calls zero_grad() or reads or writes .grad
   /// (described), or "".
@@ -216,12 +193,14 @@ private:
   /// (`model->forward(x)` -> `amp::cast_to_adapter_tensor(amp_model->forward(x))`), into `Out`.
   bool rewriteForward(const ForwardCall &F, const std::string &Conv, std::vector<Edit> &Out);
 
-  /// The edits in the callee: the scope's calls go, its forward calls use the converted model,
-  /// and the model is converted in place of the scope's first statement.
-  void planCalleeScope();
+  /// The edits in the callee, computed while checking them into Desc.Callee: the scope's calls
+  /// go, its forward calls use the converted model, and the model is converted in place of the
+  /// scope's first statement.
+  void checkCalleeScope();
 
   /// The converted model's name per model (convertedName), and the forward region's extent in
-  /// the file (set by planRegion; the zero_grad() calls inside it are handled with it).
+  /// the file (set by checkRegion; the zero_grad() calls inside it are handled with it, and
+  /// checkZeroGrads skips them).
   std::map<const clang::ValueDecl *, std::string> ModelNames;
   unsigned RegionBegin = 0, RegionEnd = 0;
 
@@ -269,13 +248,13 @@ private:
 
   /// Several optimizers after an accumulation: the summed grads are split per optimizer just
   /// before the first unscale_/step, which must stand in a block holding all of them.
-  bool planSplitAfterAccumulation();
+  bool checkSplitAfterAccumulation();
 
   /// Gradient accumulation: the scaled backward runs several times (in a nested loop, or every
   /// iteration of a loop whose step() runs under a condition) before one unscale_/step/update.
   /// The explicit grads of each micro-step are then summed into a list declared before the loop
   /// (`.grad` accumulates the same way), and each zero_grad() of the step clears that list.
-  bool planAccumulation(const ImplicitBackward &B, const clang::CompoundStmt *C);
+  bool checkAccumulation(const ImplicitBackward &B, const clang::CompoundStmt *C);
 
   /// A scope opened before the loop that holds the step and closed after it
   /// (`set_enabled(true); for (...) { forward; loss; scale(loss).backward(); step; update; }
@@ -286,7 +265,9 @@ private:
   bool enclosingScopeRegion(const AutocastScope &S, const clang::Stmt *ScopeStart, const clang::CompoundStmt *C,
                             const clang::Stmt *EndStmt, const clang::Stmt *&R0);
 
-  void planRegion(const ImplicitBackward &B);
+  /// The forward region: whether it can become the function handed to value_and_grad, and, as
+  /// that is found by building it, its new text and the scope's removals (Desc.Region).
+  void checkRegion(const ImplicitBackward &B);
 
   // ---- mixed steps: a plain path beside the scaled one ------------------------------------------
   // `if (COND) { scaled backward, unscale_, clip, step, update } else { loss.backward(); clip;
@@ -345,19 +326,22 @@ private:
   bool planMixed(const ImplicitBackward &B);
 
   /// The backwards leave the branches; a branch left empty goes (the whole if when both do).
-  void planMixedBackwards(const ImplicitBackward &B);
+  void checkMixedBackwards(const ImplicitBackward &B);
+
+  // The scaler's and the optimizers' calls: each check records its CallEdits in Desc.Calls (or
+  // the list it is given) or blocks.
 
   std::string canonicalMethod(ScalerCall::Method M) const;
 
   /// Renames CamelCase or other spellings of a scaler method to amp::GradScaler's.
-  void renameMethod(const ScalerCall *C);
+  void checkRename(const ScalerCall *C);
 
-  void addGradsArgument(const ScalerCall *C);
+  void checkGradsArgument(const ScalerCall *C);
 
   /// Whether a call's value is used (it is not a statement of its own).
   bool resultUsed(const clang::Expr *Call) const;
 
-  void planScalerCalls();
+  void checkScalerCalls();
 
   /// A checked unscale whose answer is used (`bool finite = scaler.unscale_and_check(opt);`)
   /// becomes the target's checked unscale on the grads, which answers whether every grad is
@@ -365,20 +349,22 @@ private:
   /// "an inf or NaN was found". What the user's answer means comes from the rules, never from
   /// its name: a method in neither list, or one that answers something other than a bool, is
   /// reported.
-  void planCheckedUnscale(const ScalerCall *U);
+  void checkCheckedUnscale(const ScalerCall *U);
 
   /// A step without a scaler: `optimizer.step();` becomes `amp::step(optimizer, grads);`, which
   /// puts the explicit grads where step() reads them for the duration of the call.
-  void planOptimizerSteps(llvm::ArrayRef<const ScalerCall *> Steps);
+  void checkOptimizerSteps(llvm::ArrayRef<const ScalerCall *> Steps, std::vector<CallEdit> &Out);
 
   /// `OfOptimizer` is set when the parameters are named through one of the step's optimizers.
   bool paramsOfStep(const clang::Expr *Params, const ScalerCall **OfOptimizer = nullptr) const;
 
-  void planClips();
+  /// Each clip: refused, or its form and names recorded in Desc.Clips.
+  void checkClips();
 
   /// Statements between the backward and step() that touch `.grad`: the explicit grads never
-  /// reach it, so such a statement would silently act on nothing after the rewrite.
-  void planGradAccesses();
+  /// reach it, so such a statement would silently act on nothing after the rewrite. Each one is
+  /// refused, or carried over onto the grads (Desc.GradAccesses).
+  void checkGradAccesses();
 
   /// An element-wise loop over the step's parameters that touches nothing of them but their
   /// gradients:
@@ -395,7 +381,7 @@ private:
 
   /// `for (auto &p : X.parameters())` -> `for (auto &p_grad : grads)`, each `p.grad()` ->
   /// `p_grad`.
-  void rewriteGradLoop(const GradLoop &L);
+  void checkGradLoop(const GradLoop &L);
 
   /// A data-parallel gradient all-reduce over the step's parameters, as libtorch projects write
   /// it (there is no DDP in C++):
@@ -430,7 +416,11 @@ private:
     return L.size() < S.rtrim().size() ? (L + " ...").str() : L.str();
   }
 
-  void planZeroGrads(const ImplicitBackward &);
+  /// The step's zero_grad()s outside the region: removed, or clearing the summed grads
+  /// (Desc.ZeroGrads).
+  void checkZeroGrads(const ImplicitBackward &);
+  /// A zero_grad() statement of the step goes (its line when alone on it); kept inside a macro.
+  void removeZeroGrad(const ZeroGradCall *Z);
 
   // ---- the scaler's declaration -------------------------------------------------------------
 
@@ -448,7 +438,9 @@ private:
   bool constructionOptions(const clang::Expr *Construction, const clang::CXXRecordDecl *Class,
                            std::string &Opts, clang::SourceRange &Written);
 
-  void planScalerDecl();
+  /// The scaler's type where it is declared (or, held outside the function, wherever it flows):
+  /// the edits are computed while checking that each can be made (Desc.ScalerType).
+  void checkScalerDecl();
 
   // ---- the scaler held outside the step's function --------------------------------------------
   // A parameter, a member, a global, or a local handed on to another function: the object flows
@@ -456,9 +448,8 @@ private:
   // the target class, with the constructions that make it; the class itself is never edited (it
   // may serve other, unmigrated code).
 
-  /// The holders this plan changes (grouping) and its edits outside the step's file (headers).
+  /// The holders this plan changes (grouping), and the other files (headers) its edits change.
   std::vector<const clang::ValueDecl *> FlowHolders;
-  std::vector<clang::tooling::Replacement> OtherFileEdits;
   std::set<clang::FileID> OtherFilesEdited;
   std::vector<clang::SourceRange> FlowTypeRanges;
   std::vector<const clang::CXXConstructExpr *> FlowConstructs;
@@ -483,8 +474,9 @@ private:
   /// Why a declaration at `L` cannot be edited by this run; "" when it can.
   std::string whyNotEditable(clang::SourceLocation L) const;
 
-  /// A replacement of a token range in any editable file; false inside a macro body.
-  bool editAnywhere(clang::SourceRange R, const std::string &Text);
+  /// A replacement of a token range in any editable file, into the scaler type's edits; false
+  /// inside a macro body.
+  bool planEditAnywhere(clang::SourceRange R, const std::string &Text);
 
   /// Adds the type spellings and constructions of the class inside `S` (an initializer, an
   /// argument); false when there are none.
@@ -521,18 +513,20 @@ private:
   bool followHolder(const clang::ValueDecl *H, const clang::CXXRecordDecl *Class, const ScalerUseIndex &Index,
                     AddFn Add);
 
-  void planScalerFlow(const clang::CXXRecordDecl *Class);
+  void checkScalerFlow(const clang::CXXRecordDecl *Class);
 
-  /// The edits of the spellings and constructions the flow collected (as the local path makes).
-  bool emitFlowSpellings(const clang::CXXRecordDecl *Class);
+  /// The edits of the spellings and constructions the flow collected (as the local path makes),
+  /// into Desc.ScalerType.
+  bool checkFlowSpellings(const clang::CXXRecordDecl *Class);
 
   /// A header whose declarations now name the target class includes its header itself
   /// (planIncludeInsertion decides where).
   void includeIn(clang::FileID F);
 
-  void planInclude() {
+  /// Where the target's include goes in the step's file (Desc.Include).
+  void decideInclude() {
     if (auto Ins = planIncludeInsertion(Buffer, Tgt.Include, FilePath))
-      Edits.push_back({Ins->Offset, 0, Ins->Text});
+      Desc.Include = Edit{Ins->Offset, 0, Ins->Text};
   }
 };
 

@@ -29,7 +29,7 @@ void StepPlanner::includeIn(FileID F) {
   if (!FE)
     return;
   if (auto Ins = planIncludeInsertion(SM.getBufferData(F), Tgt.Include, FE->getName()))
-    OtherFileEdits.emplace_back(FE->getName(), Ins->Offset, 0, Ins->Text);
+    Desc.ScalerType.Elsewhere.emplace_back(FE->getName(), Ins->Offset, 0, Ins->Text);
 }
 
 /// Whether `DC` (a namespace) has a member namespace (or alias) named `II`.

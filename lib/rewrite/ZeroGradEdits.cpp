@@ -1,11 +1,12 @@
 // The step's zero_grad() calls: removed, or clearing the summed grads.
+#include "StepEmitter.h"
 #include "StepPlanner.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-void StepPlanner::planZeroGrads(const ImplicitBackward &) {
+void StepPlanner::checkZeroGrads(const ImplicitBackward &) {
   for (const ZeroGradCall *Z : stepZeroGrads()) {
     unsigned O = off(Z->Call->getBeginLoc());
     if (O >= RegionBegin && O < RegionEnd)
@@ -15,7 +16,7 @@ void StepPlanner::planZeroGrads(const ImplicitBackward &) {
                   Desc.Split.has_value();
     if (!OfStep || !Z->Statement)
       continue; // harmless to keep: the explicit grads never read .grad
-    if (Accumulate && O > GradsDeclAt) {
+    if (Desc.Accumulation.On && O > Desc.Accumulation.GradsDeclAt) {
       // It ended an accumulation: it clears the summed grads now. With several optimizers the
       // list holds all their grads: their zero_grad() calls must stand together (one clear).
       if (!Desc.PerOptimizer.empty()) {
@@ -49,9 +50,7 @@ void StepPlanner::planZeroGrads(const ImplicitBackward &) {
           continue;
         }
         if (Run.front() != Z) { // the run's first statement clears; the others go
-          Edit E;
-          if (removal(Z->Statement, E))
-            Edits.push_back(E);
+          removeZeroGrad(Z);
           continue;
         }
       }
@@ -61,12 +60,25 @@ void StepPlanner::planZeroGrads(const ImplicitBackward &) {
         continue;
       }
       unsigned ZB = SM.getFileOffset(ZR.getBegin()), ZE = SM.getFileOffset(ZR.getEnd());
-      Edits.push_back({ZB, ZE - ZB, Desc.GradsName + ".clear();"});
+      Desc.ZeroGrads.push_back({true, ZB, ZE});
       continue;
     }
-    Edit E;
-    if (removal(Z->Statement, E))
-      Edits.push_back(E);
+    removeZeroGrad(Z);
+  }
+}
+
+void StepPlanner::removeZeroGrad(const ZeroGradCall *Z) {
+  Edit E;
+  if (removal(Z->Statement, E))
+    Desc.ZeroGrads.push_back({false, E.Offset, E.Offset + E.Length});
+}
+
+void StepEmitter::emitZeroGrads() const {
+  for (const ZeroGradEdit &Z : D.ZeroGrads) {
+    if (Z.Clears)
+      Out.replace(Z.Begin, Z.End - Z.Begin, D.GradsName + ".clear();");
+    else
+      Out.remove(Z.Begin, Z.End);
   }
 }
 

@@ -1,0 +1,175 @@
+// The plan of one training step as a value: what the feasibility stage decided (StepDescriptor),
+// read by the emitters (StepEmitter.h), which only write it out. Decisions live here so that no
+// emitter has to, or can, decide whether the step is rewritten (docs/architecture.md, "planning").
+#pragma once
+
+#include "RegionDeclarations.h"
+#include "SplitSteps.h"
+#include "ampmigrate/MigrationPlan.h"
+#include "clang/Tooling/Core/Replacement.h"
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ampmigrate {
+
+/// Edits whose values the feasibility stage computes while checking them, because finding out
+/// whether an edit can be made is computing it (the forward region's new text, the scaler's type
+/// wherever it flows, the scope in a called function). The emitter writes them out as they are,
+/// in the order they were planned.
+struct PlannedEdits {
+  std::vector<Edit> InFile;                              ///< edits of the step's file
+  std::vector<std::pair<unsigned, std::string>> Joined;  ///< insertions joined with the others at their offset
+  std::vector<clang::tooling::Replacement> Elsewhere;    ///< edits of other files (headers)
+
+  void replace(Edit E) { InFile.push_back(std::move(E)); }
+  void insertJoined(unsigned At, std::string Text) { Joined.emplace_back(At, std::move(Text)); }
+};
+
+/// One edit of a call of the scaler or of an optimizer's step() (ScalerCallEdits.cpp), in the order
+/// the calls were checked.
+struct CallEdit {
+  enum class Kind {
+    Rename,        ///< the method's name at [Begin, End) becomes `Name`
+    GradsArgument, ///< `, <Grads>` inserted at Begin (the call's `)`)
+    Negate,        ///< `!` inserted at Begin: a checked unscale whose answer meant "inf found"
+    OptimizerStep, ///< the call at [Begin, End) becomes `<target.step>(<Name>, <Grads>)`
+  };
+  Kind What;
+  unsigned Begin = 0, End = 0;
+  std::string Name, Grads;
+};
+
+/// A clip of the grads (ScalerCallEdits.cpp): which form replaces the clip_grad_norm_ call,
+/// decided from how its result is used.
+struct ClipEdit {
+  enum class Form {
+    Statement,         ///< the result is unused: the statement becomes the clip
+    NormInDeclaration, ///< `auto n = clip(...);`: the call becomes the norm (and the clip, unless in place)
+    NormBefore,        ///< the result is used elsewhere: a `const double <NormVar>` holds it first
+  };
+  Form How = Form::Statement;
+  unsigned StmtBegin = 0, StmtEnd = 0, CallBegin = 0, CallEnd = 0;
+  std::string Grads, MaxNorm, Indent, NormVar;
+};
+
+/// A statement between the backward and step() that touches `.grad` and carries over to the
+/// explicit grads (GradAccesses.cpp).
+struct GradAccessEdit {
+  enum class Kind {
+    AllReduce, ///< the loop at [Begin, End) becomes `<target.all-reduce-grads>(<Grads>, <Group>)`
+    Loop,      ///< the loop's header [Begin, End) iterates the grads as `LoopVar`; each accessor is it
+  };
+  Kind What = Kind::Loop;
+  unsigned Begin = 0, End = 0;
+  std::string Grads, Group, LoopVar;
+  bool Average = true;
+  std::vector<std::pair<unsigned, unsigned>> Accessors; ///< `p.grad()` ranges, each replaced by LoopVar
+};
+
+/// A zero_grad() of the step (ZeroGradEdits.cpp) at [Begin, End): removed, or clearing the summed
+/// grads of an accumulation.
+struct ZeroGradEdit {
+  bool Clears = false;
+  unsigned Begin = 0, End = 0;
+};
+
+/// A backward leaving a branch of a mixed step (MixedSteps.cpp): the statement at [Begin, End) goes,
+/// or becomes `{}` when it is the branch itself (`if (c) loss.backward(); else ...`).
+struct BranchEdit {
+  unsigned Begin = 0, End = 0;
+  bool LeavesEmptyBlock = false;
+};
+
+/// Gradient accumulation (Accumulation.cpp): the grads of several micro-steps are summed into
+/// `StepDescriptor::GradsName`, declared by `GradsDecl` at GradsDeclAt (before the loop that runs
+/// the micro-steps).
+struct AccumulationPlan {
+  bool On = false;
+  unsigned GradsDeclAt = 0;
+  std::string GradsDecl;
+  /// Several optimizers: the summed grads are split per optimizer at SplitAt (the line of the
+  /// first unscale_/step), indented by SplitIndent.
+  std::optional<unsigned> SplitAt;
+  std::string SplitIndent;
+};
+
+/// The forward region [Begin, End) as the function handed to value_and_grad (RegionLambda.cpp):
+/// the pieces checkRegion found while checking the region, which the emitter puts together with
+/// the step's names.
+struct RegionLambda {
+  unsigned Begin = 0, End = 0;
+  std::string Indent;     ///< the region's first line's
+  std::string Before;     ///< the models' conversions and the hoisted declarations, whole lines
+  std::string Body;       ///< the region's statements, edited and re-indented as the lambda's body
+  std::string Returns;    ///< what the lambda returns: the scaled loss (their sum, with several)
+  std::string ValueName;  ///< the name the call's value gets
+  std::string MicroName;  ///< an accumulation's micro-step grads
+  std::string Trailing;   ///< comments of the replaced lines, kept on the call's line
+  std::string AssignBackTo; ///< a variable of the split form assigned the value after the call
+  std::string After;      ///< what stays after the call: statements and comments between the scaled backwards
+};
+
+/// The plan descriptor: what the feasibility stage (StepPlanner::feasible(), or checkSplitHalf()
+/// for a step split over two methods) decides before any edit is made, and everything the
+/// emitters read. Only a step without blockers is emitted.
+struct StepDescriptor {
+  /// The names the rewrite declares: the grads list (a new member for a split step), the
+  /// function handed to value_and_grad; and what value_and_grad differentiates.
+  std::string GradsName, GradFnName, OptParams;
+  /// Several optimizers: each one's list of grads (split from GradsName), and the optimizers as
+  /// written, comma-separated.
+  std::vector<std::pair<ObjectRef, std::string>> PerOptimizer;
+  std::string OptimizerArgs;
+  /// The step's scaled backwards in source order (several: consecutive statements of one block,
+  /// whose scaled losses the function returns summed).
+  std::vector<const ImplicitBackward *> AllBackwards;
+  /// The scope in another function: `auto loss = forward_loss(batch);` before the scaled
+  /// backward, where forward_loss() (defined in this file) holds the autocast scope and the
+  /// forward. The loss statement becomes the function handed to value_and_grad; in
+  /// forward_loss() the scope goes and the model is converted where the scope began.
+  const FunctionAnalysis *CalleeFA = nullptr;
+  const AutocastScope *CalleeScope = nullptr;
+  const clang::Stmt *CalleeCallStmt = nullptr; ///< the statement in this function that calls it
+  const clang::CallExpr *CalleeCall = nullptr;
+  /// A step split over two methods of one class: both halves, and the zero_grad()s (in either
+  /// method) that clear the member holding the grads.
+  std::optional<SplitStep> Split;
+  std::vector<const ZeroGradCall *> SplitZeroGrads;
+
+  // ---- what each emitter writes, one concern each, in the order they run -------------------
+
+  AccumulationPlan Accumulation;
+  /// The scope in a called function: its calls gone, the model converted there (CalleeScope.cpp).
+  PlannedEdits Callee;
+  /// Around the forward region: the scope's calls outside it removed, the models converted
+  /// before a loop, the captures of the lambdas around the step (RegionLambda.cpp); then the
+  /// region itself, turned into the function handed to value_and_grad.
+  PlannedEdits Region;
+  std::optional<RegionLambda> Lambda;
+  /// unscale_/step/update/get_scale of the scaler, or a step without one (ScalerCallEdits.cpp).
+  std::vector<CallEdit> Calls;
+  /// A mixed step's plain path: its optimizer steps, and the backwards leaving the branches.
+  std::vector<CallEdit> PlainSteps;
+  std::vector<BranchEdit> MixedBackwards;
+  std::vector<ClipEdit> Clips;
+  std::vector<GradAccessEdit> GradAccesses;
+  std::vector<ZeroGradEdit> ZeroGrads;
+  /// The scaler's type where it is declared and wherever it flows, with its constructions'
+  /// options and the target's include in the headers changed (ScalerDeclaration.cpp, ScalerFlow.cpp).
+  PlannedEdits ScalerType;
+  /// The target's include in the step's file.
+  std::optional<Edit> Include;
+  /// A split step's scaling half: the member holding the grads, after the scaler member.
+  PlannedEdits SplitMember;
+};
+
+/// Feasibility alone for one step: the reasons it is not rewritten (in the order the planner
+/// reports them), or, with none, the descriptor the emitters would read.
+struct StepAssessment {
+  std::vector<Blocker> Blockers;
+  StepDescriptor Descriptor;
+};
+
+} // namespace ampmigrate
