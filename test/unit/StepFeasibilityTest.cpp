@@ -2,44 +2,15 @@
 // its reason and location, before any emitter runs; a feasible step's descriptor holds what the
 // emitters will write. Small ASTs against the mock libtorch headers.
 #include "StepPlanner.h"
-#include "ampmigrate/MigrationPlan.h"
-#include "ampmigrate/StepFinder.h"
-#include "clang/Frontend/ASTUnit.h"
-#include "clang/Tooling/Tooling.h"
-#include "gtest/gtest.h"
+#include "AnalysedSnippet.h"
 
 using namespace ampmigrate;
 using namespace clang;
 
 namespace {
 
-/// A parsed snippet (after the mock torch headers and a module `Net`) and its analysis.
-struct Analysed {
-  std::unique_ptr<ASTUnit> AST;
-  RuleSet Rules;
-  TranslationUnitAnalysis TU;
-
-  explicit Analysed(const std::string &Body) {
-    std::string Code = "#include <torch/torch.h>\n#include \"scaler.h\"\n"
-                       "struct NetImpl : torch::nn::Module { torch::Tensor forward(const torch::Tensor &x); };\n"
-                       "TORCH_MODULE(Net);\n" + Body;
-    AST = tooling::buildASTFromCodeWithArgs(
-        Code, {"-std=c++17", "-I" AMP_MOCK_TORCH_DIR, "-resource-dir=" AMP_CLANG_RESOURCE_DIR}, "step.cpp");
-    if (!AST || AST->getDiagnostics().hasErrorOccurred()) {
-      ADD_FAILURE() << "the snippet does not compile";
-      return;
-    }
-    llvm::Expected<RuleSet> R = loadRules({});
-    if (!R) {
-      ADD_FAILURE() << llvm::toString(R.takeError());
-      return;
-    }
-    Rules = std::move(*R);
-    ASTContext &Ctx = AST->getASTContext();
-    const SourceManager &SM = Ctx.getSourceManager();
-    StepFinder SF(Ctx, Rules, [&SM](SourceLocation L) { return SM.isInMainFile(SM.getExpansionLoc(L)); });
-    TU = SF.run();
-  }
+struct Analysed : unittest::AnalysedSnippet {
+  using AnalysedSnippet::AnalysedSnippet;
 
   /// Feasibility of the only step of the snippet.
   std::optional<StepAssessment> assessOnlyStep() {

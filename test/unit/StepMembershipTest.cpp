@@ -1,44 +1,14 @@
 // Unit tests of the analysis' one membership rule (which statements belong to a training step)
 // and of the planner on it, over small ASTs against the mock libtorch headers.
-#include "ampmigrate/MigrationPlan.h"
-#include "ampmigrate/StepFinder.h"
-#include "clang/Frontend/ASTUnit.h"
-#include "clang/Tooling/Tooling.h"
-#include "gtest/gtest.h"
+#include "AnalysedSnippet.h"
 
 using namespace ampmigrate;
 using namespace clang;
 
 namespace {
 
-/// A parsed snippet and its analysis. The snippet is the body of a file that includes the mock
-/// torch headers and declares `Net` (a module) and `S` (a Python-style scaler class).
-struct Analysed {
-  std::unique_ptr<ASTUnit> AST;
-  RuleSet Rules;
-  TranslationUnitAnalysis TU;
-
-  explicit Analysed(const std::string &Body) {
-    std::string Code = "#include <torch/torch.h>\n#include \"scaler.h\"\n"
-                       "struct NetImpl : torch::nn::Module { torch::Tensor forward(const torch::Tensor &x); };\n"
-                       "TORCH_MODULE(Net);\n" + Body;
-    AST = tooling::buildASTFromCodeWithArgs(
-        Code, {"-std=c++17", "-I" AMP_MOCK_TORCH_DIR, "-resource-dir=" AMP_CLANG_RESOURCE_DIR}, "step.cpp");
-    if (!AST || AST->getDiagnostics().hasErrorOccurred()) {
-      ADD_FAILURE() << "the snippet does not compile";
-      return;
-    }
-    llvm::Expected<RuleSet> R = loadRules({});
-    if (!R) {
-      ADD_FAILURE() << llvm::toString(R.takeError());
-      return;
-    }
-    Rules = std::move(*R);
-    ASTContext &Ctx = AST->getASTContext();
-    const SourceManager &SM = Ctx.getSourceManager();
-    StepFinder SF(Ctx, Rules, [&SM](SourceLocation L) { return SM.isInMainFile(SM.getExpansionLoc(L)); });
-    TU = SF.run();
-  }
+struct Analysed : unittest::AnalysedSnippet {
+  using AnalysedSnippet::AnalysedSnippet;
 
   const TrainingStep *onlyStep() const {
     const TrainingStep *Found = nullptr;
