@@ -1,5 +1,6 @@
 // Source ranges and text of the step's file: statement extents, line bounds, removals, where a location is.
 #include "StepPlanner.h"
+#include "ampmigrate/SourceText.h"
 #include "clang/Tooling/Transformer/SourceCode.h"
 
 using namespace clang;
@@ -116,7 +117,7 @@ std::string StepPlanner::where(SourceLocation L) const {
   PresumedLoc P = SM.getPresumedLoc(SM.getExpansionLoc(L));
   if (P.isInvalid())
     return "?";
-  return llvm::sys::path::filename(P.getFilename()).str() + ":" + std::to_string(P.getLine());
+  return positionText(llvm::sys::path::filename(P.getFilename()), P.getLine());
 }
 
 std::string StepPlanner::whyNotEditable(SourceLocation L) const {

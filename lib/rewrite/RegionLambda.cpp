@@ -1,5 +1,6 @@
 // The forward region becomes the function handed to value_and_grad; the scope goes.
 #include "StepEmitter.h"
+#include "ampmigrate/SourceText.h"
 #include "StepPlanner.h"
 
 using namespace clang;
@@ -89,8 +90,7 @@ bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *Scope
     if (!Closer || !within(Closer, Holder))
       return Different();
     block(S.ReportLoc, "the autocast scope opens before the loop of the step but closes inside "
-                       "it (line " + std::to_string(SM.getExpansionLineNumber(Closer->getBeginLoc())) +
-                       "): later iterations run their forward without autocast; migrate this "
+                       "it (" + lineText(SM, Closer->getBeginLoc()) + "): later iterations run their forward without autocast; migrate this "
                        "step by hand");
     return false;
   }

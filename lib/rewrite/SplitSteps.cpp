@@ -1,5 +1,6 @@
 // Steps split over two methods of one class (see SplitSteps.h).
 #include "SplitSteps.h"
+#include "ampmigrate/SourceText.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/RecursiveASTVisitor.h"
@@ -75,9 +76,7 @@ std::optional<SplitStep> findSplitStep(const TranslationUnitAnalysis &TU, const 
   return Found;
 }
 
-static std::string at(const SourceManager &SM, SourceLocation L) {
-  return "line " + std::to_string(SM.getExpansionLineNumber(L));
-}
+static std::string at(const SourceManager &SM, SourceLocation L) { return lineText(SM, L); }
 
 std::string splitStepReason(const SplitStep &S, bool AtScaling, const SourceManager &SM,
                             llvm::StringRef WhyNot) {

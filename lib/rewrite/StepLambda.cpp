@@ -1,5 +1,6 @@
 // Training steps inside lambdas (see StepLambda.h).
 #include "StepLambda.h"
+#include "ampmigrate/SourceText.h"
 #include "ampmigrate/StepFinder.h"
 
 #include "clang/AST/DeclCXX.h"
@@ -16,14 +17,10 @@ const LambdaExpr *enclosingLambda(const Stmt *S, const ParentMap &PM) {
   return nullptr;
 }
 
-static unsigned lineOf(const SourceManager &SM, SourceLocation L) {
-  return SM.getExpansionLineNumber(L);
-}
-
 /// "the lambda at line N" or "'f' itself".
 static std::string bodyName(const LambdaExpr *L, const FunctionDecl *Fn, const SourceManager &SM) {
   if (L)
-    return "the lambda at line " + std::to_string(lineOf(SM, L->getBeginLoc()));
+    return "the lambda at " + lineText(SM, L->getBeginLoc());
   return "'" + Fn->getNameAsString() + "' outside its lambdas";
 }
 
@@ -42,8 +39,8 @@ std::optional<Blocker> lambdaBoundaryBlocker(const TrainingStep &T, const Functi
     if (L == Home)
       return;
     Out = Blocker{S->getBeginLoc(),
-                  "the step crosses a lambda boundary: the scaled backward (line " +
-                      std::to_string(lineOf(SM, Backward->getBeginLoc())) + ") runs in " +
+                  "the step crosses a lambda boundary: the scaled backward (" +
+                      lineText(SM, Backward->getBeginLoc()) + ") runs in " +
                       bodyName(Home, Fn, SM) + " and " + What.str() + " in " +
                       bodyName(L, Fn, SM) + "; the grads of amp::value_and_grad live in one "
                       "body: put the whole step in one lambda (or none) or migrate by hand"};

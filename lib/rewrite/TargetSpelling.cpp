@@ -18,6 +18,11 @@ std::string StepPlanner::optimizerParams(const ScalerCall *C) const {
   // `.` or `->` as the argument's type needs: `*opt` -> `opt->`, a (smart) pointer or an
   // optional -> `->`, `&opt` -> `opt.`.
   const Expr *A = C->OptimizerArg;
+  // `*opt` on a smart pointer is an operator call, which buildAccess spells `(*opt).`: give it
+  // the pointer, which it spells `opt->`.
+  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(A->IgnoreParenImpCasts());
+      OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
+    A = OC->getArg(0);
   if (!A->getBeginLoc().isMacroID() && !A->getEndLoc().isMacroID())
     if (std::optional<std::string> Access = tooling::buildAccess(*A, Ctx))
       return *Access + "parameters()";
