@@ -122,23 +122,8 @@ TEST(StepFeasibility, FeasibleStepYieldsItsDescriptor) {
 
 TEST(StepFeasibility, EveryRefusedClipIsReportedInSourceOrder) {
   // A clip refused does not stop the checks of the next one: both reasons, in order.
-  Analysed A(R"cpp(
-void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
-  torch::amp::GradScaler scaler;
-  torch::Tensor loss;
-  {
-    at::autocast::set_enabled(true);
-    loss = model->forward(x).sum();
-    at::autocast::set_enabled(false);
-  }
-  scaler.scale(loss).backward();
-  scaler.unscale_(opt);
-  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0, 1.0);
-  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0, 3.0);
-  scaler.step(opt);
-  scaler.update();
-}
-)cpp");
+  Analysed A(stepWithClip("  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0, 1.0);\n"
+                          "  torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0, 3.0);"));
   std::optional<StepAssessment> S = A.assessOnlyStep();
   ASSERT_TRUE(S);
   ASSERT_EQ(S->Blockers.size(), 2u);
