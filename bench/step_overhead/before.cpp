@@ -8,6 +8,19 @@
 #include "loss_scaler.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+namespace {
+// The CPU autocast switch of this libtorch: 2.4+ deprecates set_cpu_enabled and warns on every
+// call (a line on stderr each step would be part of the original's step time).
+void set_cpu_autocast(bool enabled) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  at::autocast::set_autocast_enabled(at::kCPU, enabled);
+#else
+  at::autocast::set_cpu_enabled(enabled);
+#endif
+}
+} // namespace
 
 namespace train {
 
@@ -67,10 +80,10 @@ template <class Scaler> int train_with(const bench::Args &args, const char *what
     auto data = d.inputs.narrow(0, (step * args.batch) % rows, args.batch);
     auto target = d.targets.narrow(0, (step * args.batch) % rows, args.batch);
     optimizer.zero_grad();
-    at::autocast::set_cpu_enabled(args.autocast);
+    set_cpu_autocast(args.autocast);
     auto output = model->forward(data);
     auto loss = torch::nll_loss(output, target);
-    at::autocast::set_cpu_enabled(false);
+    set_cpu_autocast(false);
     at::autocast::clear_cache();
     scaler.scale(loss).backward();
     scaler.unscale_(optimizer);

@@ -4,6 +4,7 @@
 #include <amp/torch.h>
 #include <torch/torch.h>
 
+#include "clip_outputs.h"
 #include "core_dispatch.h"
 
 #include <caffe2/serialize/inline_container.h>
@@ -667,6 +668,92 @@ TEST(Clip, InPlaceRefusesSharedMemory) {
   EXPECT_TRUE(torch::equal(shared, torch::ones({8})));
   amp::clip_by_global_norm_({shared.narrow(0, 0, 4), shared.narrow(0, 4, 4)}, 1.0);
   EXPECT_TRUE(torch::allclose(shared, torch::full({8}, 1.0 / std::sqrt(8.0))));
+}
+
+// The clip after an explicit unscale_ takes the norm the unscale computed in its own pass over
+// the grads (one pass fewer per step), and gets the same bits as computing it afresh.
+std::vector<Tensor> scaled_grads(double scale) {
+  torch::manual_seed(11);
+  // Sizes that span several of the CPU backend's chunks, and a few small ones.
+  std::vector<Tensor> grads;
+  for (auto n : {300000, 17, 70000, 1, 4096})
+    grads.push_back(torch::randn({n}) * scale);
+  return grads;
+}
+
+TEST(Clip, NormFromTheUnscaleIsTheNormOfTheUnscaledGrads) {
+  std::vector<Tensor> params;
+  for (const auto &g : scaled_grads(1.0))
+    params.push_back(torch::zeros_like(g).requires_grad_());
+  torch::optim::SGD opt(params, 1.0);
+  amp::GradScaler fused(amp::GradScalerOptions().init_scale(1024.0));
+  amp::GradScaler plain(amp::GradScalerOptions().init_scale(1024.0));
+  fused.scale(torch::tensor(1.0));
+  plain.scale(torch::tensor(1.0));
+  auto a = scaled_grads(1024.0), b = scaled_grads(1024.0);
+  plain.unscale_(opt, b);
+  amp::detail::forget_unscaled_norm(); // b's clip computes its norm from the grads
+  ASSERT_FALSE(amp::detail::unscaled_norm_for(b).defined());
+  fused.unscale_(opt, a); // the last unscale_ on this thread is the one remembered
+  ASSERT_TRUE(amp::detail::unscaled_norm_for(a).defined());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    ASSERT_TRUE(torch::equal(a[i], b[i])) << i;
+  // Remembered for a, not for another list (b, a subset, a reordering).
+  EXPECT_EQ(amp::global_norm(a).item<float>(), amp::global_norm(b).item<float>());
+  std::vector<Tensor> a_first{a[0]}, a_swapped{a[1], a[0], a[2], a[3], a[4]};
+  EXPECT_FALSE(amp::detail::unscaled_norm_for(a_first).defined());
+  EXPECT_FALSE(amp::detail::unscaled_norm_for(a_swapped).defined());
+  // global_norm hands out a copy: changing it does not change what the clip uses.
+  amp::global_norm(a).fill_(1e-3);
+  const auto norm_a = amp::clip_by_global_norm_(a, 0.5);
+  const auto norm_b = amp::clip_by_global_norm_(b, 0.5);
+  EXPECT_EQ(norm_a.item<float>(), norm_b.item<float>());
+  EXPECT_GT(norm_a.item<float>(), 0.5f);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
+  // The in-place clip changed the grads: the norm is forgotten.
+  EXPECT_FALSE(amp::detail::unscaled_norm_for(a).defined());
+  fused.step(opt, a);
+  plain.step(opt, b);
+}
+
+TEST(Clip, NormFromTheUnscaleIsDroppedWhenTheGradsChange) {
+  auto p = torch::zeros({6}, torch::requires_grad());
+  auto q = torch::zeros({5}, torch::requires_grad());
+  torch::optim::SGD opt({p, q}, 1.0);
+  struct Change {
+    const char *what;
+    std::function<void(std::vector<Tensor> &)> apply;
+  };
+  const std::vector<Change> changes{
+      {"in place", [](std::vector<Tensor> &g) { g[0].mul_(3.0); }},
+      {"through a view", [](std::vector<Tensor> &g) { g[1].narrow(0, 1, 2).fill_(10.0); }},
+      {"replaced", [](std::vector<Tensor> &g) { g[0] = g[0] * 3.0; }},
+      {"in place by a clip", [](std::vector<Tensor> &g) { amp::clip_by_global_norm_(g, 0.1); }},
+  };
+  for (const auto &change : changes) {
+    amp::GradScaler s(amp::GradScalerOptions().init_scale(8.0));
+    s.scale(torch::tensor(1.0));
+    std::vector<Tensor> grads{torch::full({6}, 8.0), torch::full({5}, 16.0)};
+    s.unscale_(opt, grads);
+    ASSERT_TRUE(amp::detail::unscaled_norm_for(grads).defined()) << change.what;
+    change.apply(grads);
+    EXPECT_FALSE(amp::detail::unscaled_norm_for(grads).defined()) << change.what;
+    // The clip's norm is that of the grads as they are now.
+    double sum = 0;
+    for (const auto &g : grads)
+      sum += g.to(torch::kDouble).pow(2).sum().item<double>();
+    EXPECT_NEAR(amp::clip_by_global_norm_(grads, 1e9).item<double>(), std::sqrt(sum), 1e-4)
+        << change.what;
+  }
+  // A non-contiguous grad is unscaled through a copy: no fused norm, the clip computes it.
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(2.0));
+  s.scale(torch::tensor(1.0));
+  auto base = torch::full({5, 2}, 2.0);
+  std::vector<Tensor> strided{torch::full({6}, 2.0), base.t()[0]};
+  s.unscale_(opt, strided);
+  EXPECT_FALSE(amp::detail::unscaled_norm_for(strided).defined());
+  EXPECT_NEAR(amp::clip_by_global_norm_(strided, 1e9).item<double>(), std::sqrt(11.0), 1e-5);
 }
 
 TEST(Clip, RunsInTheCore) {

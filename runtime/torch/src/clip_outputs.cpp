@@ -116,4 +116,35 @@ bool derives_from(const at::Tensor &t, const TensorMemory &unscaled, std::uint64
   return clip_outputs().derives_from(t, unscaled, since);
 }
 
+namespace {
+// Weak: the scaler owns the record (until its next unscale_); the memo keeps nothing alive.
+thread_local std::weak_ptr<const UnscaledGrads> last_unscaled;
+} // namespace
+
+void remember_unscaled_norm(const std::shared_ptr<const UnscaledGrads> &record) {
+  if (record && record->norm.defined() && record->versions.size() == record->grads.size())
+    last_unscaled = record;
+  else
+    last_unscaled.reset();
+}
+
+at::Tensor unscaled_norm_for(const std::vector<at::Tensor> &xs) {
+  auto record = last_unscaled.lock();
+  if (!record || record->grads.size() != xs.size())
+    return {};
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const auto &t = xs[i];
+    if (!t.defined()) {
+      if (record->grads[i].defined())
+        return {};
+      continue;
+    }
+    if (t.is_inference() || !record->grads[i].is(t) || t._version() != record->versions[i])
+      return {};
+  }
+  return record->norm;
+}
+
+void forget_unscaled_norm() { last_unscaled.reset(); }
+
 } // namespace amp::detail

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace amp::detail {
@@ -39,7 +40,24 @@ private:
 struct UnscaledGrads {
   std::vector<TensorMemory> grads;
   std::uint64_t event = 0;
+  /// The global norm of the unscaled grads, computed in the unscale's own pass (undefined when
+  /// that pass did not compute it), and each grad's version counter right after the unscale.
+  at::Tensor norm;
+  std::vector<std::int64_t> versions;
 };
+
+/// The norm of the last explicit unscale_ on this thread, for the clip that usually follows
+/// (scaler.unscale_(opt, grads); amp::clip_by_global_norm_(grads, max_norm)): the clip then
+/// reads the grads once instead of twice. `record` must carry the norm and the versions.
+void remember_unscaled_norm(const std::shared_ptr<const UnscaledGrads> &record);
+/// That norm if `xs` is exactly the list it was computed for, unchanged since: the same memory
+/// in the same order (undefined entries alike) and every version counter where the unscale left
+/// it (any torch in-place op on a grad or a view of it moves the counter). Undefined otherwise.
+/// Writes that bypass the version counters (raw data pointers, a collective writing the memory
+/// directly) are not seen: the runtime's own (clip_by_global_norm_, all_reduce_grads) call
+/// forget_unscaled_norm().
+at::Tensor unscaled_norm_for(const std::vector<at::Tensor> &xs);
+void forget_unscaled_norm();
 
 /// Records that clip output `out` was computed from `from` now (after every unscale_ so far).
 /// Called once per output of one clip call, then end_clip_call().

@@ -116,6 +116,23 @@ void unscale_and_check(const std::vector<at::Tensor> &grads, const at::Tensor &i
   }
 }
 
+at::Tensor unscale_check_and_norm(const std::vector<at::Tensor> &grads,
+                                  const at::Tensor &inv_scale, const at::Tensor &found_inf) {
+  check_scalar("unscale_check_and_norm", "inv_scale", inv_scale, at::kFloat);
+  check_scalar("unscale_check_and_norm", "found_inf", found_inf, at::kFloat);
+  const auto device = found_inf.device();
+  if (!grads.empty() && core_takes(grads) && core_takes_one(inv_scale) &&
+      core_takes_one(found_inf)) {
+    auto norm = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device));
+    amp::unscale_check_and_norm(views_of(grads), inv_scale.data_ptr<float>(),
+                                found_inf.data_ptr<float>(), norm.data_ptr<float>(),
+                                context_of(device));
+    return norm;
+  }
+  unscale_and_check(grads, inv_scale, found_inf);
+  return global_norm(grads, device);
+}
+
 at::Tensor global_norm(const std::vector<at::Tensor> &xs, const at::Device &device) {
   auto norm = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device));
   if (xs.empty())

@@ -15,6 +15,11 @@ namespace amp::detail {
 /// grads[i] *= inv_scale in place (fp32 math); found_inf (fp32, 1 element) set to 1 on inf/NaN.
 void unscale_and_check(const std::vector<at::Tensor> &grads, const at::Tensor &inv_scale,
                        const at::Tensor &found_inf);
+/// unscale_and_check and the 0-dim fp32 global norm of the unscaled grads, in one pass where the
+/// core takes the list; the norm is global_norm of the grads afterwards, bit for bit (the same
+/// chunks and sums over the same fp32 values).
+at::Tensor unscale_check_and_norm(const std::vector<at::Tensor> &grads,
+                                  const at::Tensor &inv_scale, const at::Tensor &found_inf);
 /// 0-dim fp32 L2 norm over all elements of all tensors.
 at::Tensor global_norm(const std::vector<at::Tensor> &xs, const at::Device &device);
 /// out[i] = in[i] * clip_norm / max(norm, clip_norm) (MindSpore's rule); `norm` a device scalar.

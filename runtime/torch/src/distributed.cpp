@@ -2,6 +2,7 @@
 // sharded global norm, and the GradScaler's inf check reduced with MAX (docs/distributed.md).
 #include <amp/torch.h>
 
+#include "clip_outputs.h"
 #include "distributed.h"
 
 #include <fmt/format.h>
@@ -122,6 +123,9 @@ void all_reduce_grads(const std::vector<torch::Tensor> &grads, const ProcessGrou
   check_group(process_group, "amp::all_reduce_grads");
   if (bucket_bytes == 0)
     throw Error("amp::all_reduce_grads: bucket_bytes must be > 0");
+  // The collective writes the grads' memory without moving their version counters: a norm
+  // remembered from an unscale_ before this no longer holds.
+  detail::forget_unscaled_norm();
   torch::NoGradGuard no_grad;
   auto buckets = pack(grads, bucket_bytes);
   std::vector<c10::intrusive_ptr<c10d::Work>> works;

@@ -57,12 +57,24 @@ bool found_inf(const std::vector<torch::Tensor> &found_inf_per_device) {
 }
 
 /// What unscale_ records: the memory of each grad, in order, and the event it happened at.
-std::shared_ptr<const detail::UnscaledGrads> record_unscaled(const std::vector<torch::Tensor> &grads) {
+/// What unscale_ records: the memory of each grad, in order, and the event it happened at; with
+/// the norm of the unscale's pass, also each grad's version counter now (see unscaled_norm_for).
+std::shared_ptr<const detail::UnscaledGrads> record_unscaled(const std::vector<torch::Tensor> &grads,
+                                                             const torch::Tensor &norm) {
   auto record = std::make_shared<detail::UnscaledGrads>();
   record->grads.reserve(grads.size());
   for (const auto &g : grads)
     record->grads.emplace_back(g);
   record->event = detail::next_event();
+  if (norm.defined()) {
+    record->versions.reserve(grads.size());
+    for (const auto &g : grads) {
+      if (g.defined() && g.is_inference())
+        return record; // no version counter: the clip computes its own norm
+      record->versions.push_back(g.defined() ? g._version() : 0);
+    }
+    record->norm = norm;
+  }
   return record;
 }
 
@@ -175,6 +187,8 @@ void step_with(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &g
 
 // ---- norms and clipping ---------------------------------------------------------------------
 torch::Tensor global_norm(const std::vector<torch::Tensor> &xs) {
+  if (auto norm = detail::unscaled_norm_for(xs); norm.defined())
+    return norm.clone(); // the caller may change it; the memo stays as it was
   auto groups = by_device(xs);
   if (groups.empty())
     return torch::zeros({}, torch::kFloat);
@@ -262,6 +276,7 @@ void check_distinct_memory(const std::vector<torch::Tensor> &xs, const char *who
 void detail::clip_to_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
                            const torch::Tensor &norm, const char *who) {
   check_distinct_memory(xs, who);
+  detail::forget_unscaled_norm(); // the writes below do not move the version counters
   torch::NoGradGuard no_grad;
   for (const auto &g : by_device(xs)) {
     std::vector<torch::Tensor> direct, staged, staged_from;
@@ -341,7 +356,8 @@ std::vector<torch::Tensor> GradScaler::scale(const std::vector<torch::Tensor> &t
   return out;
 }
 
-void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::Tensor> &grads) {
+torch::Tensor GradScaler::unscale_grads(OptimizerState &state,
+                                       const std::vector<torch::Tensor> &grads, bool with_norm) {
   for (std::size_t i = 0; i < grads.size(); ++i)
     if (grads[i].defined() && !grads[i].is_floating_point())
       throw Error(fmt::format("amp::GradScaler::unscale_: grad {} has dtype {}; gradients must be "
@@ -354,7 +370,9 @@ void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::T
   detail::inverse_scale(scale_, inv_scale_);
   const torch::Tensor &inv_scale = inv_scale_;
   state.found_inf_per_device.clear();
-  for (const auto &g : by_device(grads)) {
+  const auto groups = by_device(grads);
+  torch::Tensor norm;
+  for (const auto &g : groups) {
     auto found_inf =
         torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(g.device));
     auto inv = g.device == inv_scale.device() ? inv_scale : inv_scale.to(g.device);
@@ -370,8 +388,12 @@ void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::T
         direct.push_back(t); // other dtypes: the torch fallback of the dispatch
       }
     }
-    detail::unscale_and_check(direct, inv, found_inf);
-    detail::unscale_and_check(staged, inv, found_inf);
+    if (with_norm && groups.size() == 1 && staged.empty()) {
+      norm = detail::unscale_check_and_norm(direct, inv, found_inf);
+    } else {
+      detail::unscale_and_check(direct, inv, found_inf);
+      detail::unscale_and_check(staged, inv, found_inf);
+    }
     for (std::size_t k = 0; k < staged.size(); ++k)
       staged_from[k].copy_(staged[k]);
     state.found_inf_per_device.push_back(found_inf);
@@ -382,6 +404,7 @@ void GradScaler::unscale_grads(OptimizerState &state, const std::vector<torch::T
   if (options_.collective())
     detail::reduce_found_inf(*options_.collective(), state.found_inf_per_device);
 #endif
+  return norm;
 }
 
 void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
@@ -395,8 +418,11 @@ void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
     throw Error("unscale_() has already been called on this optimizer since the last update().");
   if (state.stage == Stage::Stepped)
     throw Error("unscale_() is being called after step().");
-  unscale_grads(state, grads);
-  state.unscaled = record_unscaled(grads);
+  // An explicit unscale_ is almost always followed by a clip of the same grads: the norm comes
+  // out of the unscale's own pass, and the clip uses it while the grads are unchanged.
+  auto norm = unscale_grads(state, grads, /*with_norm=*/true);
+  state.unscaled = record_unscaled(grads, norm);
+  detail::remember_unscaled_norm(state.unscaled);
   state.stage = Stage::Unscaled;
 }
 

@@ -512,7 +512,11 @@ private:
     std::shared_ptr<const detail::UnscaledGrads> unscaled; ///< set by unscale_, checked by step
   };
   void ensure_scale(const torch::Device &device);
-  void unscale_grads(OptimizerState &state, const std::vector<torch::Tensor> &grads);
+  /// Unscales and checks `grads`; with `with_norm`, also returns their global norm after the
+  /// unscale, computed in the same pass (undefined where it was not: grads on several devices
+  /// or non-contiguous ones).
+  torch::Tensor unscale_grads(OptimizerState &state, const std::vector<torch::Tensor> &grads,
+                              bool with_norm = false);
   void check_scale_exists(const char *what) const;
 
   GradScalerOptions options_;
