@@ -644,8 +644,8 @@ void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
   try {
     loaded = torch::pickle_load(bytes);
   } catch (const c10::Error &e) {
-    checkpoint_fail(source, std::string("not a file written by torch.save: ") +
-                                e.what_without_backtrace());
+    checkpoint_fail(source,
+                    fmt::format("not a file written by torch.save: {}", e.what_without_backtrace()));
   }
   if (!loaded.isGenericDict())
     checkpoint_fail(source, fmt::format("holds a {}, not a GradScaler state dict", loaded.tagKind()));
