@@ -211,8 +211,14 @@ bool StepPlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDe
     const CXXMethodDecl *M = MC->getMethodDecl();
     if (!M || M->getParent()->getCanonicalDecl() == Class)
       return Fail("other than through scale/unscale_/step/update/get_scale");
-    if (M->getIdentifier() && M->getName() == "emplace" && MC->getNumArgs() > 0)
-      return Fail("in emplace() with constructor arguments, which are not mapped");
+    // `optional.emplace(args...)` constructs the scaler from its constructor's arguments, as
+    // make_shared does: they are mapped to the target's options the same way. An argument that is
+    // itself a scaler (`emplace(Port(1024.0))`) is a copy, followed by its own spellings.
+    if (M->getIdentifier() && M->getName() == "emplace" && MC->getNumArgs() > 0 &&
+        llvm::none_of(MC->arguments(), [&](const Expr *A) { return holdsClass(A->getType(), Class); })) {
+      FlowMakeCalls.push_back(MC);
+      return true;
+    }
     for (const Expr *A : MC->arguments())
       collectSpellings(A, Class);
     return true;

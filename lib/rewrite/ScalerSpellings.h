@@ -37,7 +37,7 @@ class StepPlanner::ConstructFinder : public clang::RecursiveASTVisitor<Construct
 public:
   const clang::CXXRecordDecl *Target;
   std::vector<const clang::CXXConstructExpr *> Constructs;
-  std::vector<const clang::CallExpr *> MakeCalls; ///< std::make_shared<T>(...) / make_unique / emplace
+  std::vector<const clang::CallExpr *> MakeCalls; ///< std::make_shared<T>(...) / make_unique<T>(...)
   explicit ConstructFinder(const clang::CXXRecordDecl *T) : Target(T) {}
   bool VisitCXXConstructExpr(clang::CXXConstructExpr *E) {
     if (E->getConstructor()->getParent()->getCanonicalDecl() == Target->getCanonicalDecl() &&

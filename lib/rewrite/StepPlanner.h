@@ -453,6 +453,8 @@ private:
   std::set<clang::FileID> OtherFilesEdited;
   std::vector<clang::SourceRange> FlowTypeRanges;
   std::vector<const clang::CXXConstructExpr *> FlowConstructs;
+  /// make_shared<T>(...), make_unique<T>(...) and optional.emplace(...) of the scaler: their
+  /// arguments are mapped like a constructor's.
   std::vector<const clang::CallExpr *> FlowMakeCalls;
 
   /// The class itself, a reference or pointer to it, or a wrapper whose first template argument

@@ -1,8 +1,8 @@
 // RUN: %check_amp %s %t.cpp -- -I %S/Inputs
 // The scaler held outside the step's function: a parameter by reference (its caller's local
 // changes too, constructor arguments mapped), by pointer (the caller passes `&global`), a
-// shared_ptr member made in the constructor, a std::optional member, a function-local static
-// pointer, a global. Every declaration the object flows through changes to amp::GradScaler; the
+// shared_ptr member made in the constructor, a std::optional member (emplace()'s arguments mapped
+// like a constructor's), a function-local static pointer, a global. Every declaration the object flows through changes to amp::GradScaler; the
 // user's class is left alone. A member declared in a header this run may not edit is reported.
 #include <torch/torch.h>
 #include "scaler.h"
@@ -65,7 +65,7 @@ class Trainer {
 public:
   Trainer(Net model, torch::optim::SGD &opt)
       : model_(model), opt_(opt), scaler_(std::make_shared<torch::amp::GradScaler>(1024.0)) {
-    maybe_.emplace();
+    maybe_.emplace(2048.0);
   }
   void step(const torch::Tensor &x, const torch::Tensor &y) {
     torch::Tensor loss;
@@ -146,7 +146,7 @@ void HeaderTrainer::step(torch::optim::SGD &opt, const torch::Tensor &x, const t
 // CHECK-FIXES: {{^}}  scaler->step(opt, grads);{{$}}
 // CHECK-FIXES: {{^}}  by_pointer(model, opt, &global_scaler, x, y);{{$}}
 // CHECK-FIXES: {{^}}      : model_(model), opt_(opt), scaler_(std::make_shared<amp::GradScaler>(amp::GradScalerOptions().init_scale(1024.0))) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}    maybe_.emplace();{{$}}
+// CHECK-FIXES-NEXT: {{^}}    maybe_.emplace(amp::GradScalerOptions().init_scale(2048.0));{{$}}
 // CHECK-FIXES: {{^}}    scaler_->step(opt_, grads);{{$}}
 // CHECK-FIXES: {{^}}    maybe_->step(opt_, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    if (maybe_){{$}}
