@@ -54,6 +54,28 @@ void project_helper(Net &model, torch::optim::SGD &opt, const torch::Tensor &dat
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
   scaler.update();
 }
+// The report names the statement that hands over the parameters, not the `if` around it.
+void nested_helper(Net &model, torch::optim::SGD &opt, const torch::Tensor &data, int step) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled{{.*}} [amp-autocast-scope]
+    loss = model->forward(data).sum();
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+  scaler.unscale_(opt);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads{{.*}} [amp-scaler-unscale]
+  if (step > 100) {
+    all_reduce_grads(model->parameters());
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `all_reduce_grads(model->parameters())` hands the parameters{{.*}} [amp-manual-migration]
+  }
+  scaler.step(opt);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+  scaler.update();
+}
 // CHECK-FIXES: {{^}}  scaler.scale(loss).backward();
 // CHECK-FIXES: {{^}}    p.grad() /= world * p.size(0);
 // CHECK-FIXES: {{^}}  all_reduce_grads(model->parameters());
