@@ -6,7 +6,10 @@ using namespace clang;
 namespace ampmigrate {
 
 /// The explicit-grad clip as the fix writes it.
-static std::string clipForm(const TargetApi &T) {
+static std::string clipForm(const TargetApi &T, const ClipFunctionRule &R) {
+  if (R.byValue())
+    return T.ClipValueInPlace.empty() ? "clamp each of the grads"
+                                      : T.ClipValueInPlace + "(grads, clip_value)";
   return T.ClipInPlace.empty() ? "grads = " + T.Clip + "(grads, max_norm)"
                                : T.ClipInPlace + "(grads, max_norm)";
 }
@@ -21,7 +24,7 @@ void checkClipGradNorm(const CheckInput &In, FindingSink &Out) {
                                                 : "inside a scaled step";
       Finding *F = Out.report("amp-clip-grad-norm", C->Call->getBeginLoc(),
                               "clipping the parameters' .grad " + Where + "; clip the "
-                              "explicit grads instead: " + clipForm(In.Rules.Target));
+                              "explicit grads instead: " + clipForm(In.Rules.Target, *C->Rule));
       markStep(F, In, &T);
     }
 }

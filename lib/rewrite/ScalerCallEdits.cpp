@@ -210,11 +210,18 @@ void StepPlanner::checkClips() {
     }
     // A user rule may name an argument this call does not have (a rule for another overload).
     unsigned Arity = C->Call->getNumArgs();
-    if ((unsigned)C->Rule->ParamsArg >= Arity || (unsigned)C->Rule->MaxNormArg >= Arity) {
+    const bool ByValue = C->Rule->byValue();
+    const int AmountArg = ByValue ? C->Rule->ClipValueArg : C->Rule->MaxNormArg;
+    if ((unsigned)C->Rule->ParamsArg >= Arity || (unsigned)AmountArg >= Arity) {
       block(C->Call->getBeginLoc(),
             "the clip rule for '" + C->Rule->Function + "' names argument " +
-                std::to_string(std::max(C->Rule->ParamsArg, C->Rule->MaxNormArg)) +
+                std::to_string(std::max(C->Rule->ParamsArg, AmountArg)) +
                 " but this call has " + std::to_string(Arity) + " argument(s); fix the rule");
+      continue;
+    }
+    if (ByValue && Tgt.ClipValueInPlace.empty()) {
+      block(C->Call->getBeginLoc(), "a clip by value, and the rules name no "
+                                    "target.clip-value-in-place to carry it over to the grads");
       continue;
     }
     const Expr *Params = C->Call->getArg(C->Rule->ParamsArg);
@@ -240,11 +247,21 @@ void StepPlanner::checkClips() {
     }
     ClipEdit Clip;
     Clip.Grads = G;
-    Clip.MaxNorm = text(C->Call->getArg(C->Rule->MaxNormArg)->getSourceRange());
+    Clip.MaxNorm = text(C->Call->getArg(AmountArg)->getSourceRange());
     Clip.Indent = indentAt(off(C->Statement->getBeginLoc()));
     CharSourceRange SR = stmtRange(C->Statement);
     Clip.StmtBegin = SM.getFileOffset(SR.getBegin());
     Clip.StmtEnd = SM.getFileOffset(SR.getEnd());
+    if (ByValue) {
+      if (C->ResultUsed) { // libtorch's returns nothing: a user rule's function that returns something
+        block(C->Call->getBeginLoc(), "the result of the clip by value is used; " +
+                                          Tgt.ClipValueInPlace + " returns nothing");
+        continue;
+      }
+      Clip.How = ClipEdit::Form::ByValue;
+      Desc.Clips.push_back(Clip);
+      continue;
+    }
     if (!C->ResultUsed) {
       Desc.Clips.push_back(Clip);
       continue;
@@ -297,6 +314,10 @@ void StepEmitter::emitClips() const {
     switch (C.How) {
     case ClipEdit::Form::Statement:
       Out.replace(C.StmtBegin, C.StmtEnd - C.StmtBegin, Clip);
+      break;
+    case ClipEdit::Form::ByValue:
+      Out.replace(C.StmtBegin, C.StmtEnd - C.StmtBegin,
+                  Tgt.ClipValueInPlace + "(" + G + ", " + C.MaxNorm + ");");
       break;
     case ClipEdit::Form::NormInDeclaration:
       if (InPlace) {

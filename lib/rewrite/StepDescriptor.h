@@ -48,6 +48,8 @@ struct ClipEdit {
     Statement,         ///< the result is unused: the statement becomes the clip
     NormInDeclaration, ///< `auto n = clip(...);`: the call becomes the norm (and the clip, unless in place)
     NormBefore,        ///< the result is used elsewhere: a `const double <NormVar>` holds it first
+    ByValue,           ///< a clip by value (its result unused): the statement becomes
+                       ///< `<target.clip-value-in-place>(<Grads>, <MaxNorm: the value>);`
   };
   Form How = Form::Statement;
   unsigned StmtBegin = 0, StmtEnd = 0, CallBegin = 0, CallEnd = 0;

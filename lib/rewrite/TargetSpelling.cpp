@@ -108,7 +108,8 @@ TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const FunctionDecl 
     return T;
   TargetApi R = T;
   for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.ScalerClass,
-                         &R.ScalerOptions, &R.Clip, &R.ClipInPlace, &R.GlobalNorm, &R.Accumulate,
+                         &R.ScalerOptions, &R.Clip, &R.ClipInPlace, &R.ClipValueInPlace, &R.GlobalNorm,
+                         &R.Accumulate,
                          &R.ParametersOf,
                          &R.SplitGrads, &R.AllReduceGrads, &R.Step})
     if (StringRef(*S).contains("::") && !StringRef(*S).starts_with("::"))

@@ -115,10 +115,23 @@ template <> struct MappingTraits<ClipFunctionRule> {
     Io.mapOptional("max-norm-arg", R.MaxNormArg, 1);
     Io.mapOptional("norm-type-arg", R.NormTypeArg, -1);
     Io.mapOptional("error-if-nonfinite-arg", R.ErrorIfNonfiniteArg, -1);
+    Io.mapOptional("clip-value-arg", R.ClipValueArg, -1);
   }
   static std::string validate(IO &, ClipFunctionRule &R) {
     if (llvm::StringRef(R.Function).trim().empty())
       return "'function' must name a function";
+    if (R.byValue()) {
+      // A clip by value has no norm: its max-norm-arg (default 1) is not read.
+      if (std::string P = firstReason(argIndexProblem("params-arg", R.ParamsArg, false),
+                                      argIndexProblem("clip-value-arg", R.ClipValueArg, false));
+          !P.empty())
+        return P;
+      if (R.NormTypeArg >= 0 || R.ErrorIfNonfiniteArg >= 0)
+        return "a clip by value ('clip-value-arg') has no 'norm-type-arg' or 'error-if-nonfinite-arg'";
+      if (R.ParamsArg == R.ClipValueArg)
+        return "'params-arg' and 'clip-value-arg' must differ";
+      return "";
+    }
     if (R.ParamsArg < 0 || R.MaxNormArg < 0)
       return "'params-arg' and 'max-norm-arg' must be argument indices (>= 0)";
     if (std::string P = firstReason(argIndexProblem("params-arg", R.ParamsArg, false),
@@ -226,6 +239,7 @@ template <> struct MappingTraits<TargetApi> {
       T.ClipInPlace = InPlace ? *InPlace : T.Clip == D.Clip ? D.ClipInPlace : "";
     }
     Io.mapOptional("global-norm", T.GlobalNorm, D.GlobalNorm);
+    Io.mapOptional("clip-value-in-place", T.ClipValueInPlace, D.ClipValueInPlace);
     Io.mapOptional("accumulate", T.Accumulate, D.Accumulate);
     Io.mapOptional("parameters-of", T.ParametersOf, D.ParametersOf);
     Io.mapOptional("split-grads", T.SplitGrads, D.SplitGrads);

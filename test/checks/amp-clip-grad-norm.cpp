@@ -99,3 +99,25 @@ void params_in_a_local(Net &model, torch::optim::SGD &optimizer, torch::amp::Gra
 // CHECK-FIXES: {{^}}  auto params = model->parameters();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
+
+// clip_grad_value_ (a clip by value, its rule's clip-value-arg) becomes amp::clip_by_value_ on the
+// explicit grads: the same clamp of every element, in place.
+void clip_by_value(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScaler &scaler,
+                   const torch::Tensor &data, double limit) {
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  auto loss = model->forward(data).sum();
+  at::autocast::set_enabled(false);
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.unscale_(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
+  torch::nn::utils::clip_grad_value_(model->parameters(), limit / 2);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_value_(grads, clip_value) [amp-clip-grad-norm]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+// CHECK-FIXES: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::clip_by_value_(grads, limit / 2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}

@@ -1,7 +1,7 @@
 // RUN: %check_amp %s %t.cpp
 // Statements between the scaled backward and step() that touch .grad and cannot be carried over to
 // the explicit grads (a loop that uses the parameter itself, a project helper given the
-// parameters, clip_grad_value_): after a rewrite they would act on nothing (the explicit grads
+// parameters): after a rewrite they would act on nothing (the explicit grads
 // never reach .grad), so the step is reported with the statement named, and nothing is edited.
 // Loops that touch only each parameter's .grad are rewritten (amp-grad-loop.cpp).
 #include <torch/torch.h>
@@ -49,7 +49,7 @@ void project_helper(Net &model, torch::optim::SGD &opt, const torch::Tensor &dat
   all_reduce_grads(model->parameters());
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: `all_reduce_grads(model->parameters())` hands the parameters (or the model or optimizer) to code that may read or write .grad between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
   torch::nn::utils::clip_grad_value_(model->parameters(), 0.5);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: `torch::nn::utils::clip_grad_value_(model->parameters(), 0.5)` hands the parameters{{.*}} [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_value_(grads, clip_value) [amp-clip-grad-norm]
   scaler.step(opt);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
   scaler.update();

@@ -756,6 +756,28 @@ TEST(Clip, NormFromTheUnscaleIsDroppedWhenTheGradsChange) {
   EXPECT_NEAR(amp::clip_by_global_norm_(strided, 1e9).item<double>(), std::sqrt(11.0), 1e-5);
 }
 
+// clip_grad_value_ on explicit grads: the same values as libtorch's on .grad, in place.
+TEST(Clip, ByValueMatchesClipGradValue) {
+  torch::manual_seed(5);
+  std::vector<Tensor> params{torch::randn({5, 3}, torch::requires_grad()),
+                             torch::randn({7}, torch::requires_grad()),
+                             torch::randn({2}, torch::requires_grad())};
+  (params[0].pow(3).sum() * 4 + params[1].exp().sum()).backward(); // params[2] gets no grad
+  std::vector<Tensor> grads;
+  for (const auto &p : params)
+    grads.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+  torch::nn::utils::clip_grad_value_(params, 0.75);
+  const void *at0 = grads[0].data_ptr();
+  amp::clip_by_value_(grads, 0.75);
+  EXPECT_EQ(grads[0].data_ptr(), at0);
+  EXPECT_FALSE(grads[2].defined());
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(torch::equal(grads[i], params[i].grad())) << i;
+    EXPECT_LE(grads[i].abs().max().item<double>(), 0.75) << i;
+  }
+  EXPECT_GT((params[0].grad().abs() == 0.75).sum().item<int64_t>(), 0); // something was clamped
+}
+
 TEST(Clip, RunsInTheCore) {
   std::vector<at::Tensor> cpu{torch::ones({3}), torch::ones({2}, torch::kHalf)};
   EXPECT_TRUE(amp::detail::core_takes(cpu));

@@ -38,6 +38,10 @@ struct ClipFunctionRule {
   /// The argument that makes the clip throw on a non-finite total norm (libtorch's
   /// error_if_nonfinite); -1: none.
   int ErrorIfNonfiniteArg = -1;
+  /// A clip by value (`clip_grad_value_(params, clip_value)`: every grad element clamped to
+  /// [-clip_value, clip_value]): which argument holds the value; -1: a clip by norm.
+  int ClipValueArg = -1;
+  bool byValue() const { return ClipValueArg >= 0; }
 };
 
 /// Names of the methods a scaler class has, by meaning.
@@ -63,6 +67,9 @@ struct TargetApi {
   /// target section that names its own `clip` and no `clip-in-place` gets empty.
   std::string ClipInPlace = "amp::clip_by_global_norm_";
   std::string GlobalNorm = "amp::global_norm";
+  /// The in-place clip by value (`f(grads, clip_value)` clamps every grad element where it lies).
+  /// Empty: clips by value are reported, not rewritten.
+  std::string ClipValueInPlace = "amp::clip_by_value_";
   std::string Accumulate = "amp::accumulate_grads";
   std::string ParametersOf = "amp::parameters_of";
   std::string SplitGrads = "amp::split_grads";

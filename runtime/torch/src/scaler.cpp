@@ -231,6 +231,13 @@ torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double 
   return norm;
 }
 
+void clip_by_value_(const std::vector<torch::Tensor> &xs, double clip_value) {
+  torch::NoGradGuard no_grad;
+  for (const auto &x : xs)
+    if (x.defined())
+      x.clamp_(-clip_value, clip_value); // moves the version counter: a remembered norm is dropped
+}
+
 namespace {
 /// The bytes a tensor's elements span in its storage: [begin, end).
 std::pair<std::uintptr_t, std::uintptr_t> byte_span(const torch::Tensor &t) {

@@ -357,6 +357,9 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
 /// tensors must not share memory (amp::Error: the memory would be scaled twice); value_and_grad's
 /// grads never do. This is the form amp-migrate writes: no output list is allocated.
 torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm);
+/// torch::nn::utils::clip_grad_value_ on explicit grads: every element of every defined tensor
+/// clamped, in place, to [-clip_value, clip_value] (the form amp-migrate writes for it).
+void clip_by_value_(const std::vector<torch::Tensor> &xs, double clip_value);
 
 // ---- across ranks (docs/distributed.md) -----------------------------------------------------------
 namespace detail {

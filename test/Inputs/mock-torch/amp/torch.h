@@ -91,6 +91,7 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
                                                double clip_norm);
 // In place; returns the norm before clipping (a 0-dim tensor).
 torch::Tensor clip_by_global_norm_(std::vector<torch::Tensor> &xs, double clip_norm);
+void clip_by_value_(const std::vector<torch::Tensor> &xs, double clip_value);
 
 class GradScalerOptions {
 public:
