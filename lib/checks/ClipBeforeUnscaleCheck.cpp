@@ -17,8 +17,13 @@ void checkClipBeforeUnscale(const CheckInput &In, FindingSink &Out) {
       if (T.unscaledBefore(O, Of, SM) || T.Plain.contains(O)) // the plain path scales nothing
         continue;
       Finding *F = Out.report("amp-clip-before-unscale", C->Call->getBeginLoc(),
-                              "clipping still-scaled gradients: no unscale_() before this clip, so "
-                              "max_norm is compared with the scaled norm (call unscale_ first)");
+                              C->Rule->byValue()
+                                  ? "clipping still-scaled gradients: no unscale_() before this "
+                                    "clip, so the clip value is compared with scaled values (call "
+                                    "unscale_ first)"
+                                  : "clipping still-scaled gradients: no unscale_() before this "
+                                    "clip, so max_norm is compared with the scaled norm (call "
+                                    "unscale_ first)");
       if (F && !T.Unscales.empty())
         Out.note(F, T.Unscales.front()->Call->getBeginLoc(), "gradients are unscaled only here");
     }
