@@ -308,6 +308,7 @@ void FunctionAnalyser::addGradAccesses(TrainingStep &T) {
       continue;
     }
     A.Statement = stepStatementOf(T, CE);
+    A.Holder = statementOf(CE);
     if (!A.Statement || llvm::any_of(T.GradAccesses, [&](const GradAccess &O) { return O.Statement == A.Statement; }))
       continue;
     T.GradAccesses.push_back(A);

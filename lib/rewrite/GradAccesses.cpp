@@ -61,43 +61,11 @@ public:
   }
 };
 
-/// The statement that holds `E` most closely (a statement of a block, or the body or branch of a
-/// loop or if), within `Outer` (the step's statement): what a report names, rather than the
-/// `if` or loop of the step's block around it.
-static const Stmt *innermostStatement(ASTContext &Ctx, const Expr *E, const Stmt *Outer) {
-  auto IsBody = [](const Stmt *P, const Stmt *S) {
-    if (const auto *If = dyn_cast<IfStmt>(P))
-      return If->getThen() == S || If->getElse() == S;
-    if (const auto *F = dyn_cast<ForStmt>(P))
-      return F->getBody() == S;
-    if (const auto *F = dyn_cast<CXXForRangeStmt>(P))
-      return F->getBody() == S;
-    if (const auto *W = dyn_cast<WhileStmt>(P))
-      return W->getBody() == S;
-    if (const auto *D = dyn_cast<DoStmt>(P))
-      return D->getBody() == S;
-    return isa<CompoundStmt>(P);
-  };
-  DynTypedNode N = DynTypedNode::create(*E);
-  for (int I = 0; I < 64; ++I) {
-    const Stmt *S = N.get<Stmt>();
-    if (!S || S == Outer)
-      return Outer;
-    DynTypedNodeList Ps = Ctx.getParents(N);
-    if (Ps.empty())
-      return Outer;
-    if (const Stmt *P = Ps[0].get<Stmt>(); P && IsBody(P, S))
-      return S;
-    N = Ps[0];
-  }
-  return Outer;
-}
-
 void StepPlanner::checkGradAccesses() {
   for (const GradAccess &A : T.GradAccesses) {
     std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
     // Reports name the statement that holds the access itself.
-    std::string Named = firstLine(text(innermostStatement(Ctx, A.Access, A.Statement)->getSourceRange()));
+    std::string Named = firstLine(text((A.Holder ? A.Holder : A.Statement)->getSourceRange()));
     std::string Why;
     std::optional<GradAllReduce> AR = matchGradAllReduce(A.Statement);
     if (AR && (!Desc.PerOptimizer.empty() || Desc.Accumulation.On || Tgt.AllReduceGrads.empty())) {

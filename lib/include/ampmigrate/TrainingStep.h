@@ -130,6 +130,9 @@ struct ForwardCall {
 struct GradAccess {
   const clang::Stmt *Statement = nullptr; ///< the statement of the step's block that holds it
   const clang::Expr *Access = nullptr;    ///< the `.grad()` call, or the call given the parameters
+  /// The statement that holds Access most closely (inside an `if` or loop of the step's block it
+  /// differs from Statement): what a report names. Null when the call is not a statement's own.
+  const clang::Stmt *Holder = nullptr;
   enum class Kind { GradAccessor, ParametersPassed } How = Kind::GradAccessor;
 };
 
