@@ -3,8 +3,8 @@
 // free ("F <ptr> <usable size>") and each move of the heap's top ("G" grown, "T" trimmed, with
 // the bytes) to the file MT_OUT.
 //   gcc -O2 -shared -fPIC bench/step_overhead/malloc_trace.c -o /tmp/malloc_trace.so -ldl
-//   MT_OUT=/tmp/after.log LD_PRELOAD=/tmp/malloc_trace.so OMP_NUM_THREADS=1 \
-//     <build>/step_overhead-torch-2.11.0/step_overhead/step_overhead_after \
+//   MT_OUT=/tmp/after.log LD_PRELOAD=/tmp/malloc_trace.so OMP_NUM_THREADS=1
+//     <build>/step_overhead-torch-2.11.0/step_overhead/step_overhead_after
 //     --input=512 --hidden=1024 --layers=2 --steps=12 --warmup=0 --mode=O1
 // Page faults per step: /usr/bin/time -f "%R minflt" on --steps=40 and --steps=340, differenced.
 #define _GNU_SOURCE
