@@ -24,7 +24,9 @@ static void (*real_free)(void*);
 static __thread int in;
 static int fd = -1;
 static void logit(char c, void *p, size_t n) {
-  if (in) return; in = 1;
+  if (in)
+    return;
+  in = 1;
   if (fd < 0) { const char *f = getenv("MT_OUT"); fd = f ? open(f, 01|0100|01000, 0644) : 2; }
   char b[96]; int k = snprintf(b, sizeof b, "%c %lx %zu\n", c, (unsigned long)p, n); write(fd, b, k); in = 0;
 }
