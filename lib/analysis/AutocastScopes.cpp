@@ -144,7 +144,7 @@ bool FunctionAnalyser::leavesFunction(const CXXThrowExpr *T) const {
 void FunctionAnalyser::findLeakingExit(AutocastScope &S, const AutocastCall &Enable,
                                        const std::vector<const AutocastCall *> &Closes) {
   BodyCollector BC;
-  BC.TraverseStmt(FD->getBody());
+  BC.walk(FD->getBody());
   std::vector<const Stmt *> Exits(Returns.begin(), Returns.end());
   for (const CXXThrowExpr *T : BC.Throws)
     if (leavesFunction(T))
@@ -203,7 +203,7 @@ void FunctionAnalyser::attachAdjacentAuxiliary() {
 
 void FunctionAnalyser::findGuardEnds() {
   BodyCollector BC;
-  BC.TraverseStmt(FD->getBody());
+  BC.walk(FD->getBody());
   for (const CallExpr *CE : BC.Calls) {
     const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
     if (!MC)

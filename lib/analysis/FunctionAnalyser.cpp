@@ -15,7 +15,7 @@ FunctionAnalyser::FunctionAnalyser(ASTContext &Ctx, const RuleSet &Rules, const 
 
 FunctionAnalysis FunctionAnalyser::run() {
   BodyCollector BC;
-  BC.TraverseStmt(FD->getBody());
+  BC.walk(FD->getBody());
   Lambdas = BC.Lambdas;
   Returns = BC.Returns;
   AllCalls = BC.Calls;

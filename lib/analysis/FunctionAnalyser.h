@@ -3,11 +3,11 @@
 // training steps they form with their members (StepGrouping.cpp). StepFinder runs it per function.
 #pragma once
 
+#include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/GenericLambdas.h"
 #include "ampmigrate/StepFinder.h"
 
 #include "clang/AST/ParentMap.h"
-#include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/DenseMap.h"
@@ -30,44 +30,38 @@ const clang::Expr *strip(const clang::Expr *E);
 ObjectRef resolveObject(const clang::Expr *E);
 
 /// Finds the autocast calls in a function body (used for guard recognition).
-class AutocastCallCollector : public clang::RecursiveASTVisitor<AutocastCallCollector> {
+class AutocastCallCollector : public AstVisitor {
 public:
   AutocastCallCollector(const RuleSet &Rules) : Rules(Rules) {}
-  bool VisitCallExpr(clang::CallExpr *CE) {
-    if (const clang::FunctionDecl *FD = CE->getDirectCallee())
-      if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
-        Found.push_back({CE, R});
+  bool visitStmt(clang::Stmt *S) override {
+    if (const auto *CE = llvm::dyn_cast<clang::CallExpr>(S))
+      if (const clang::FunctionDecl *FD = CE->getDirectCallee())
+        if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
+          Found.push_back({CE, R});
     return true;
   }
   const RuleSet &Rules;
   std::vector<std::pair<const clang::CallExpr *, const AutocastFunctionRule *>> Found;
 };
 
-class BodyCollector : public AnalysedBodyVisitor<BodyCollector> {
+class BodyCollector : public AnalysedBodyVisitor {
 public:
   std::vector<const clang::CallExpr *> Calls;
   std::vector<const clang::DeclStmt *> Decls;
   std::vector<const clang::ReturnStmt *> Returns;
   std::vector<const clang::LambdaExpr *> Lambdas;
   std::vector<const clang::CXXThrowExpr *> Throws;
-  bool VisitCallExpr(clang::CallExpr *CE) {
-    Calls.push_back(CE);
-    return true;
-  }
-  bool VisitDeclStmt(clang::DeclStmt *DS) {
-    Decls.push_back(DS);
-    return true;
-  }
-  bool VisitReturnStmt(clang::ReturnStmt *RS) {
-    Returns.push_back(RS);
-    return true;
-  }
-  bool VisitLambdaExpr(clang::LambdaExpr *LE) {
-    Lambdas.push_back(LE);
-    return true;
-  }
-  bool VisitCXXThrowExpr(clang::CXXThrowExpr *TE) {
-    Throws.push_back(TE);
+  bool visitStmt(clang::Stmt *S) override {
+    if (const auto *CE = llvm::dyn_cast<clang::CallExpr>(S))
+      Calls.push_back(CE);
+    else if (const auto *DS = llvm::dyn_cast<clang::DeclStmt>(S))
+      Decls.push_back(DS);
+    else if (const auto *RS = llvm::dyn_cast<clang::ReturnStmt>(S))
+      Returns.push_back(RS);
+    else if (const auto *LE = llvm::dyn_cast<clang::LambdaExpr>(S))
+      Lambdas.push_back(LE);
+    else if (const auto *TE = llvm::dyn_cast<clang::CXXThrowExpr>(S))
+      Throws.push_back(TE);
     return true;
   }
 };

@@ -1,5 +1,6 @@
 // Generic lambdas read through their instantiation (see GenericLambdas.h).
 #include "ampmigrate/GenericLambdas.h"
+#include "ampmigrate/AstVisitor.h"
 
 #include "clang/AST/DeclTemplate.h"
 
@@ -36,11 +37,11 @@ const CompoundStmt *analysedLambdaBody(const LambdaExpr *LE) {
 }
 
 namespace {
-class GenericLambdaFinder : public AnalysedBodyVisitor<GenericLambdaFinder> {
+class GenericLambdaFinder : public AnalysedBodyVisitor {
 public:
   llvm::SmallVector<const LambdaExpr *, 2> Found;
-  bool VisitLambdaExpr(LambdaExpr *LE) {
-    if (analysedLambdaBody(LE) != LE->getCompoundStmtBody())
+  bool visitStmt(Stmt *S) override {
+    if (const auto *LE = dyn_cast<LambdaExpr>(S); LE && analysedLambdaBody(LE) != LE->getCompoundStmtBody())
       Found.push_back(LE);
     return true;
   }
@@ -51,7 +52,7 @@ void graftLambdaBodies(ParentMap &PM, const Stmt *Body) {
   if (!Body)
     return;
   GenericLambdaFinder F;
-  F.TraverseStmt(const_cast<Stmt *>(Body));
+  F.walk(Body);
   // Outer lambdas first: a nested generic lambda's instantiation is found inside the outer
   // one's instantiated body, grafted already.
   for (const LambdaExpr *LE : F.Found) {

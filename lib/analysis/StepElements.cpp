@@ -112,9 +112,9 @@ bool FunctionAnalyser::macroStatementIsOnlyAutocast(const Stmt *S) const {
   if (!S->getBeginLoc().isMacroID())
     return false;
   AutocastCallCollector C(Rules);
-  C.TraverseStmt(const_cast<Stmt *>(S));
+  C.walk(S);
   BodyCollector All;
-  All.TraverseStmt(const_cast<Stmt *>(S));
+  All.walk(S);
   return !C.Found.empty() && C.Found.size() == All.Calls.size();
 }
 
@@ -123,7 +123,7 @@ bool FunctionAnalyser::forwardsCallersValue(const Expr *Arg) const {
   if (!DRE || !isa<ParmVarDecl>(DRE->getDecl()))
     return false;
   BodyCollector BC;
-  BC.TraverseStmt(FD->getBody());
+  BC.walk(FD->getBody());
   if (!BC.Lambdas.empty())
     return false;
   auto IsAutocastCall = [&](const Stmt *S) {
@@ -149,7 +149,7 @@ bool FunctionAnalyser::isRestoreArgument(const Expr *Arg) const {
   if (!VD || !VD->getInit())
     return false;
   AutocastCallCollector C(Rules);
-  C.TraverseStmt(const_cast<Expr *>(VD->getInit()));
+  C.walk(VD->getInit());
   return llvm::any_of(C.Found, [](auto &P) { return P.second->Role == AutocastRole::Query; });
 }
 
@@ -324,7 +324,7 @@ const ScalerCall *FunctionAnalyser::scaleCallAt(const Expr *E) const {
 void FunctionAnalyser::findImplicitBackwards() {
   // Walk every backward() on a tensor and trace its object to a scaler's scale().
   BodyCollector BC;
-  BC.TraverseStmt(FD->getBody());
+  BC.walk(FD->getBody());
   for (const CallExpr *CE : BC.Calls) {
     const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
     if (!MC || !MC->getMethodDecl() || !MC->getMethodDecl()->getIdentifier() ||

@@ -6,7 +6,6 @@
 
 #include "clang/AST/ParentMap.h"
 #include "clang/Basic/SourceManager.h"
-#include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Lex/Lexer.h"
 #include "clang/Tooling/Transformer/SourceCode.h"
 #include "llvm/ADT/DenseMap.h"
@@ -198,7 +197,7 @@ bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *D
     if (!Ctor->hasBody(Def) || !Def->getBody())
       continue;
     AutocastCallCollector C(Rules);
-    C.TraverseStmt(const_cast<Stmt *>(Def->getBody()));
+    C.walk(Def->getBody());
     for (auto &[CE, R] : C.Found) {
       if (R->Role != AutocastRole::Enable || R->EnabledArg < 0 ||
           (unsigned)R->EnabledArg >= CE->getNumArgs())
@@ -347,7 +346,7 @@ namespace {
 
 /// What one function body calls, for the inference-only rule: whether it runs a backward pass,
 /// and which functions it calls (lambdas in it count as its own code).
-class CallSummary : public AnalysedBodyVisitor<CallSummary> {
+class CallSummary : public AnalysedBodyVisitor {
 public:
   explicit CallSummary(const RuleSet &Rules) : Rules(Rules) {}
   bool CallsBackward = false;
@@ -369,7 +368,28 @@ public:
     return F->getCanonicalDecl();
   }
 
-  bool VisitCallExpr(CallExpr *CE) {
+  bool visitStmt(Stmt *S) override {
+    if (auto *CE = dyn_cast<CallExpr>(S))
+      return visitCall(CE);
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(S)) {
+      if (const CXXConstructorDecl *Ctor = CE->getConstructor())
+        Callees.insert(key(Ctor));
+      return true;
+    }
+    // A function named without being called (a callback, `&f`, `&C::m`) may run from here too.
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(S)) {
+      if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl()))
+        Callees.insert(key(F));
+      return true;
+    }
+    if (const auto *ME = dyn_cast<MemberExpr>(S))
+      if (const auto *F = dyn_cast<FunctionDecl>(ME->getMemberDecl()))
+        Callees.insert(key(F));
+    return true;
+  }
+
+private:
+  bool visitCall(CallExpr *CE) {
     const FunctionDecl *Callee = CE->getDirectCallee();
     if (!Callee) {
       // In a template: `f().backward()` on a dependent type may well be a tensor's.
@@ -389,24 +409,7 @@ public:
     addCallbacks(key(Callee), CE->arguments());
     return true;
   }
-  bool VisitCXXConstructExpr(CXXConstructExpr *CE) {
-    if (const CXXConstructorDecl *Ctor = CE->getConstructor())
-      Callees.insert(key(Ctor));
-    return true;
-  }
-  /// A function named without being called (a callback, `&f`, `&C::m`) may run from here too.
-  bool VisitDeclRefExpr(DeclRefExpr *DRE) {
-    if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl()))
-      Callees.insert(key(F));
-    return true;
-  }
-  bool VisitMemberExpr(MemberExpr *ME) {
-    if (const auto *F = dyn_cast<FunctionDecl>(ME->getMemberDecl()))
-      Callees.insert(key(F));
-    return true;
-  }
 
-private:
   const RuleSet &Rules;
   template <class Args> void addCallbacks(const FunctionDecl *Callee, Args Arguments) {
     Callback CB{Callee, {}};
@@ -433,9 +436,9 @@ private:
       // `forward_loss()` and handed to a step function that calls backward() is trained on.
       CallSummary Inner(Rules);
       if (const auto *LE = dyn_cast<LambdaExpr>(E))
-        Inner.TraverseStmt(const_cast<CompoundStmt *>(analysedLambdaBody(LE)));
+        Inner.walk(analysedLambdaBody(LE));
       else
-        Inner.TraverseStmt(const_cast<Expr *>(E));
+        Inner.walk(E);
       CB.Runs.append(Inner.Callees.begin(), Inner.Callees.end());
     }
     if (!CB.Runs.empty())
@@ -465,25 +468,26 @@ private:
 };
 
 /// Visits function definitions in scope.
-class FunctionVisitor : public RecursiveASTVisitor<FunctionVisitor> {
+class FunctionVisitor : public AstVisitor {
 public:
   FunctionVisitor(ASTContext &Ctx, const RuleSet &Rules, std::function<bool(SourceLocation)> &InScope,
                   const std::vector<SourceRange> &Inactive, TranslationUnitAnalysis &Out)
-      : Ctx(Ctx), Rules(Rules), InScope(InScope), Inactive(Inactive), Out(Out) {}
-  bool shouldVisitTemplateInstantiations() const { return false; }
-  bool shouldVisitLambdaBody() const { return false; } // analysed with the enclosing function
+      : Ctx(Ctx), Rules(Rules), InScope(InScope), Inactive(Inactive), Out(Out) {
+    LambdaCallOperators = false; // analysed with the enclosing function
+  }
 
-  bool VisitFunctionDecl(FunctionDecl *FD) {
-    if (!FD->doesThisDeclarationHaveABody() || !FD->getBody())
+  bool visitDecl(Decl *D) override {
+    auto *FD = dyn_cast<FunctionDecl>(D);
+    if (!FD || !FD->doesThisDeclarationHaveABody() || !FD->getBody())
       return true;
     if (!InScope(FD->getLocation()))
       return true;
     if (const auto *MD = dyn_cast<CXXMethodDecl>(FD); !MD || !MD->getParent()->isLambda()) {
       CallSummary CS(Rules);
-      CS.TraverseStmt(FD->getBody());
+      CS.walk(FD->getBody());
       if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(FD))
         for (const CXXCtorInitializer *Init : Ctor->inits())
-          CS.TraverseStmt(Init->getInit());
+          CS.walk(Init->getInit());
       FunctionCalls &Entry = Calls[CallSummary::key(FD)];
       Entry.CallsBackward |= CS.CallsBackward;
       Entry.Callees.insert(CS.Callees.begin(), CS.Callees.end());
@@ -561,7 +565,7 @@ TranslationUnitAnalysis StepFinder::run() {
   TranslationUnitAnalysis Out;
   FunctionVisitor V(Ctx, Rules, InScope, Inactive, Out);
   for (Decl *D : Ctx.getTraversalScope())
-    V.TraverseDecl(D);
+    V.walk(D);
   V.markInferenceOnly();
   return Out;
 }

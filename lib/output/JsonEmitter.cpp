@@ -15,7 +15,7 @@ llvm::json::Value position(output::LineTable &Lines, const std::string &File, un
   return llvm::json::Object{{"line", Pos->first}, {"column", Pos->second}};
 }
 
-llvm::json::Array fixesOf(const Finding &F, output::LineTable &Lines) {
+llvm::json::Array jsonFixes(const Finding &F, output::LineTable &Lines) {
   llvm::json::Array Fixes;
   for (const clang::tooling::Replacement &Rep : F.Fixes) {
     std::string File = Rep.getFilePath().str();
@@ -48,7 +48,7 @@ llvm::json::Object findingObject(const Finding &F, output::LineTable &Lines) {
       {"message", F.Message},
       {"fixable", F.Fixable},
       {"notes", std::move(Notes)},
-      {"fixes", fixesOf(F, Lines)},
+      {"fixes", jsonFixes(F, Lines)},
       {"step", F.StepId.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(F.StepId)},
   };
 }

@@ -99,7 +99,7 @@ llvm::json::Object replacementObject(output::LineTable &Lines,
       {"insertedContent", llvm::json::Object{{"text", Rep.getReplacementText()}}}};
 }
 
-llvm::json::Array fixesOf(const Finding &F, output::LineTable &Lines) {
+llvm::json::Array sarifFixes(const Finding &F, output::LineTable &Lines) {
   llvm::json::Array Fixes;
   if (F.Fixes.empty())
     return Fixes;
@@ -227,7 +227,7 @@ void emitSarif(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS, const
     };
     if (!Related.empty())
       Result["relatedLocations"] = std::move(Related);
-    llvm::json::Array Fixes = fixesOf(F, Lines);
+    llvm::json::Array Fixes = sarifFixes(F, Lines);
     if (!Fixes.empty())
       Result["fixes"] = std::move(Fixes);
     Results.push_back(std::move(Result));

@@ -12,25 +12,21 @@ struct StepPlanner::GradLoop {
   std::string Grads;
 };
 
-class StepPlanner::GradAccessors : public AnalysedBodyVisitor<GradAccessors> {
+class StepPlanner::GradAccessors : public AnalysedBodyVisitor {
 public:
   explicit GradAccessors(const VarDecl *P) : P(P) {}
   const VarDecl *P;
   std::vector<const CXXMemberCallExpr *> OnP;
   bool Others = false; ///< a grad accessor on something else, or `P` used another way
-  bool VisitCXXMemberCallExpr(CXXMemberCallExpr *MC) {
-    if (isGradAccessor(MC)) {
+  bool visitStmt(Stmt *S) override {
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(S); MC && isGradAccessor(MC)) {
       if (isGradOf(MC, P))
         OnP.push_back(MC);
       else
         Others = true;
+    } else if (const auto *E = dyn_cast<DeclRefExpr>(S); E && E->getDecl() == P) {
+      ++Uses;
     }
-    return true;
-  }
-  bool VisitDeclRefExpr(DeclRefExpr *E) {
-    if (E->getDecl() != P)
-      return true;
-    ++Uses;
     return true;
   }
   unsigned Uses = 0;
@@ -41,21 +37,24 @@ struct StepPlanner::GradAllReduce {
   bool Average = false;
 };
 
-class StepPlanner::GradOnly : public AnalysedBodyVisitor<GradOnly> {
+class StepPlanner::GradOnly : public AnalysedBodyVisitor {
 public:
   const VarDecl *P;
   int Grads = 0, Other = 0;
-  explicit GradOnly(const VarDecl *P) : P(P) {}
-  bool TraverseCXXMemberCallExpr(CXXMemberCallExpr *MC) {
-    if (isGradOf(MC, P)) {
+  explicit GradOnly(const VarDecl *P) : P(P) { WrapsStmts = true; }
+  /// A member call is counted, not entered.
+  bool traverseStmt(Stmt *S) override {
+    const auto *MC = dyn_cast<CXXMemberCallExpr>(S);
+    if (!MC)
+      return descend(S);
+    if (isGradOf(MC, P))
       ++Grads;
-      return true;
-    }
-    ++Other;
+    else
+      ++Other;
     return true;
   }
-  bool VisitCallExpr(CallExpr *CE) {
-    if (!isa<CXXMemberCallExpr>(CE))
+  bool visitStmt(Stmt *S) override {
+    if (isa<CallExpr>(S))
       ++Other;
     return true;
   }
@@ -137,7 +136,7 @@ std::optional<StepPlanner::GradLoop> StepPlanner::matchGradLoop(const Stmt *S, s
     return std::nullopt;
   const VarDecl *P = FR->getLoopVariable();
   GradAccessors G(P);
-  G.TraverseStmt(const_cast<Stmt *>(FR->getBody()));
+  G.walk(FR->getBody());
   if (G.Others || G.OnP.empty())
     return std::nullopt;
   if (G.Uses != G.OnP.size()) {
@@ -283,7 +282,7 @@ std::optional<StepPlanner::GradAllReduce> StepPlanner::matchGradAllReduce(const 
       if (Buffer || Reduced || !V || !V->getInit())
         return std::nullopt;
       GradOnly G(P);
-      G.TraverseStmt(const_cast<Expr *>(V->getInit()));
+      G.walk(V->getInit());
       if (G.Grads != 1 || G.Other != 0)
         return std::nullopt;
       Buffer = V;
@@ -310,7 +309,7 @@ std::optional<StepPlanner::GradAllReduce> StepPlanner::matchGradAllReduce(const 
       const auto *ArgRef = dyn_cast<DeclRefExpr>(Arg);
       if (!(Buffer && ArgRef && ArgRef->getDecl() == Buffer)) {
         GradOnly G(P);
-        G.TraverseStmt(const_cast<Expr *>(Arg));
+        G.walk(Arg);
         if (G.Grads != 1 || G.Other != 0)
           return std::nullopt;
       }

@@ -76,21 +76,18 @@ bool StepPlanner::onlyReads(const Expr *E) const {
 }
 
 std::vector<const ValueDecl *> StepPlanner::declsRead(const Expr *E) {
-  class Reads : public AnalysedBodyVisitor<Reads> {
+  class Reads : public AnalysedBodyVisitor {
   public:
     std::vector<const ValueDecl *> Found;
-    bool VisitDeclRefExpr(DeclRefExpr *D) {
-      if (isa<VarDecl>(D->getDecl()))
+    bool visitStmt(Stmt *S) override {
+      if (const auto *D = dyn_cast<DeclRefExpr>(S); D && isa<VarDecl>(D->getDecl()))
         Found.push_back(D->getDecl());
-      return true;
-    }
-    bool VisitMemberExpr(MemberExpr *M) {
-      if (isa<FieldDecl>(M->getMemberDecl()))
+      else if (const auto *M = dyn_cast<MemberExpr>(S); M && isa<FieldDecl>(M->getMemberDecl()))
         Found.push_back(M->getMemberDecl());
       return true;
     }
   } R;
-  R.TraverseStmt(const_cast<Expr *>(E));
+  R.walk(E);
   return R.Found;
 }
 
@@ -117,7 +114,7 @@ bool StepPlanner::names(const Expr *E, const ValueDecl *D) {
 }
 
 const Expr *StepPlanner::writeOf(const Stmt *S, const ValueDecl *D) const {
-  class Writes : public AnalysedBodyVisitor<Writes> {
+  class Writes : public AnalysedBodyVisitor {
   public:
     const ValueDecl *D;
     const Expr *Found = nullptr;
@@ -127,37 +124,46 @@ const Expr *StepPlanner::writeOf(const Stmt *S, const ValueDecl *D) const {
         Found = E;
       return true;
     }
-    bool VisitBinaryOperator(BinaryOperator *BO) {
-      return BO->isAssignmentOp() && names(BO->getLHS(), D) ? hit(BO) : true;
-    }
-    bool VisitUnaryOperator(UnaryOperator *U) {
-      bool Writes = U->isIncrementDecrementOp() || U->getOpcode() == UO_AddrOf;
-      return Writes && names(U->getSubExpr(), D) ? hit(U) : true;
-    }
-    bool VisitCXXOperatorCallExpr(CXXOperatorCallExpr *OC) {
-      bool Assign = OC->isAssignmentOp() || OC->getOperator() == OO_PlusPlus ||
-                    OC->getOperator() == OO_MinusMinus || OC->getOperator() == OO_Amp;
-      return Assign && OC->getNumArgs() >= 1 && names(OC->getArg(0), D) ? hit(OC) : true;
-    }
-    bool VisitCXXMemberCallExpr(CXXMemberCallExpr *MC) {
-      const CXXMethodDecl *MD = MC->getMethodDecl();
-      return MD && !MD->isConst() && names(MC->getImplicitObjectArgument(), D) ? hit(MC) : true;
-    }
-    bool VisitCallExpr(CallExpr *CE) {
-      const FunctionDecl *FD = CE->getDirectCallee();
-      if (!FD || isa<CXXOperatorCallExpr>(CE))
+    bool visitStmt(Stmt *S) override {
+      if (const auto *BO = dyn_cast<BinaryOperator>(S))
+        return BO->isAssignmentOp() && names(BO->getLHS(), D) ? hit(BO) : true;
+      if (const auto *U = dyn_cast<UnaryOperator>(S)) {
+        bool Writes = U->isIncrementDecrementOp() || U->getOpcode() == UO_AddrOf;
+        return Writes && names(U->getSubExpr(), D) ? hit(U) : true;
+      }
+      if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S)) {
+        bool Assign = OC->isAssignmentOp() || OC->getOperator() == OO_PlusPlus ||
+                      OC->getOperator() == OO_MinusMinus || OC->getOperator() == OO_Amp;
+        return Assign && OC->getNumArgs() >= 1 && names(OC->getArg(0), D) ? hit(OC) : true;
+      }
+      const auto *CE = dyn_cast<CallExpr>(S);
+      if (!CE)
         return true;
+      // As RecursiveASTVisitor's Visit* order: the call, then the member call.
+      callWrites(CE);
+      if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE)) {
+        const CXXMethodDecl *MD = MC->getMethodDecl();
+        if (MD && !MD->isConst() && names(MC->getImplicitObjectArgument(), D))
+          hit(MC);
+      }
+      return true;
+    }
+    void callWrites(const CallExpr *CE) {
+      const FunctionDecl *FD = CE->getDirectCallee();
+      if (!FD)
+        return;
       for (unsigned I = 0; I < CE->getNumArgs() && I < FD->getNumParams(); ++I) {
         QualType PT = FD->getParamDecl(I)->getType();
         bool Mutable = (PT->isReferenceType() || PT->isPointerType()) &&
                        !PT->getPointeeType().isConstQualified();
-        if (Mutable && names(CE->getArg(I), D))
-          return hit(CE);
+        if (Mutable && names(CE->getArg(I), D)) {
+          hit(CE);
+          return;
+        }
       }
-      return true;
     }
   } W(D);
-  W.TraverseStmt(const_cast<Stmt *>(S));
+  W.walk(S);
   return W.Found;
 }
 

@@ -8,26 +8,28 @@ namespace ampmigrate {
 namespace {
 
 /// Every variable an expression reads.
-class VariablesRead : public AnalysedBodyVisitor<VariablesRead> {
+class VariablesRead : public AnalysedBodyVisitor {
 public:
   std::vector<const ValueDecl *> Found;
-  bool VisitDeclRefExpr(DeclRefExpr *E) {
-    Found.push_back(E->getDecl());
+  bool visitStmt(Stmt *S) override {
+    if (const auto *E = dyn_cast<DeclRefExpr>(S))
+      Found.push_back(E->getDecl());
     return true;
   }
 };
 
 } // namespace
 
-class StepPlanner::GuardCalls : public RecursiveASTVisitor<GuardCalls> {
+class StepPlanner::GuardCalls : public AstVisitor {
 public:
   explicit GuardCalls(const RuleSet &Rules) : Rules(Rules) {}
   const RuleSet &Rules;
   std::vector<std::pair<const CallExpr *, const AutocastFunctionRule *>> Found;
-  bool VisitCallExpr(CallExpr *CE) {
-    if (const FunctionDecl *FD = CE->getDirectCallee())
-      if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
-        Found.push_back({CE, R});
+  bool visitStmt(Stmt *S) override {
+    if (const auto *CE = dyn_cast<CallExpr>(S))
+      if (const FunctionDecl *FD = CE->getDirectCallee())
+        if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
+          Found.push_back({CE, R});
     return true;
   }
 };
@@ -65,7 +67,7 @@ bool StepPlanner::levelExpr(const AutocastScope &S, unsigned At, std::string &Ou
   }
   // Every local the flag reads must exist where the model is converted.
   VariablesRead Refs;
-  Refs.TraverseStmt(const_cast<Expr *>(Flag));
+  Refs.walk(Flag);
   for (const ValueDecl *D : Refs.Found) {
     const auto *V = dyn_cast<VarDecl>(D);
     // A parameter of a lambda of the step is declared where that lambda starts.
@@ -118,7 +120,7 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
     if (!GuardCtor || !GuardCtor->hasBody())
       return true;
     GuardCalls G(Rules);
-    G.TraverseStmt(GuardCtor->getBody());
+    G.walk(GuardCtor->getBody());
     for (const auto &[Call, R] : G.Found) {
       if (R->Role == AutocastRole::Enable && EnableDevice.empty())
         EnableDevice = deviceOf(Call, *R);
@@ -152,7 +154,7 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
   const Expr *D = DtypeOf(Applies.front());
   const FunctionDecl *ScopeFn = Desc.CalleeScope == &S ? Desc.CalleeFA->Function : FA.Function;
   VariablesRead Refs;
-  Refs.TraverseStmt(const_cast<Expr *>(D));
+  Refs.walk(D);
   for (const ValueDecl *V : Refs.Found) {
     const auto *VD = dyn_cast<VarDecl>(V);
     if (!VD || !(VD->isLocalVarDecl() || isa<ParmVarDecl>(VD)))

@@ -1,10 +1,10 @@
 #include "ModelQueries.h"
 
+#include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/StepFinder.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ExprCXX.h"
-#include "clang/AST/RecursiveASTVisitor.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 using namespace clang;
@@ -30,11 +30,14 @@ const CXXRecordDecl *modelClass(const Expr *Forward) {
   return RD ? RD->getDefinition() : nullptr;
 }
 
-class QueryFinder : public RecursiveASTVisitor<QueryFinder> {
+class QueryFinder : public AstVisitor {
 public:
   QueryFinder(const RuleSet &Rules, const CXXRecordDecl *Class) : Rules(Rules), Class(Class) {}
 
-  bool VisitCallExpr(CallExpr *CE) {
+  bool visitStmt(Stmt *S) override {
+    const auto *CE = dyn_cast<CallExpr>(S);
+    if (!CE)
+      return true;
     if (Found)
       return false;
     const FunctionDecl *Callee = CE->getDirectCallee();
@@ -55,7 +58,7 @@ public:
     const FunctionDecl *Def = nullptr;
     if (!FD->hasBody(Def) || !Seen.insert(Def).second || Seen.size() > 32)
       return;
-    TraverseStmt(Def->getBody());
+    walk(Def->getBody());
   }
 
   const RuleSet &Rules;

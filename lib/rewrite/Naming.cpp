@@ -7,16 +7,16 @@ namespace ampmigrate {
 
 namespace {
 
-class NameCollector : public AnalysedBodyVisitor<NameCollector> {
+class NameCollector : public AnalysedBodyVisitor {
 public:
   llvm::StringSet<> Names;
-  bool VisitNamedDecl(NamedDecl *D) {
-    if (D->getIdentifier())
-      Names.insert(D->getName());
+  bool visitDecl(Decl *D) override {
+    if (const auto *ND = dyn_cast<NamedDecl>(D); ND && ND->getIdentifier())
+      Names.insert(ND->getName());
     return true;
   }
-  bool VisitDeclRefExpr(DeclRefExpr *E) {
-    if (E->getDecl()->getIdentifier())
+  bool visitStmt(Stmt *S) override {
+    if (const auto *E = dyn_cast<DeclRefExpr>(S); E && E->getDecl()->getIdentifier())
       Names.insert(E->getDecl()->getName());
     return true;
   }
@@ -26,7 +26,7 @@ public:
 
 llvm::StringSet<> namesIn(const FunctionDecl *FD) {
   NameCollector NC;
-  NC.TraverseDecl(const_cast<FunctionDecl *>(FD));
+  NC.walk(FD);
   return std::move(NC.Names);
 }
 

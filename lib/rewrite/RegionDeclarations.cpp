@@ -3,11 +3,11 @@
 #include "RegionDeclarations.h"
 
 #include "ampmigrate/StepFinder.h"
+#include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/GenericLambdas.h"
 
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/ExprCXX.h"
-#include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/AST/TypeLoc.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Lex/Lexer.h"
@@ -19,27 +19,33 @@ namespace ampmigrate {
 namespace {
 
 /// The references to one declaration (a variable, a structured binding) in a body.
-class References : public AnalysedBodyVisitor<References> {
+class References : public AnalysedBodyVisitor {
 public:
   explicit References(const ValueDecl *Target) : Target(Target) {}
   const ValueDecl *Target;
   std::vector<const Expr *> Found;
-  bool VisitDeclRefExpr(DeclRefExpr *E) {
-    if (E->getDecl() == Target)
+  bool visitStmt(Stmt *S) override {
+    if (const auto *E = dyn_cast<DeclRefExpr>(S); E && E->getDecl() == Target)
       Found.push_back(E);
     return true;
   }
 };
 
 /// Where a type declared in the region (a local class, enum or alias) is named in a body.
-class TypeUses : public AnalysedBodyVisitor<TypeUses> {
+class TypeUses : public AnalysedBodyVisitor {
 public:
   explicit TypeUses(const TypeDecl *Target) : Target(Target) {}
   const TypeDecl *Target;
   std::vector<SourceLocation> Found;
-  bool VisitTypedefTypeLoc(TypedefTypeLoc TL) { return note(TL.getTypedefNameDecl(), TL); }
-  bool VisitRecordTypeLoc(RecordTypeLoc TL) { return note(TL.getDecl(), TL); }
-  bool VisitEnumTypeLoc(EnumTypeLoc TL) { return note(TL.getDecl(), TL); }
+  bool visitTypeLoc(TypeLoc TL) override {
+    if (auto T = TL.getAs<TypedefTypeLoc>())
+      return note(T.getTypedefNameDecl(), TL);
+    if (auto R = TL.getAs<RecordTypeLoc>())
+      return note(R.getDecl(), TL);
+    if (auto E = TL.getAs<EnumTypeLoc>())
+      return note(E.getDecl(), TL);
+    return true;
+  }
   bool note(const Decl *D, TypeLoc TL) {
     if (D == Target)
       Found.push_back(TL.getBeginLoc());
@@ -48,11 +54,12 @@ public:
 };
 
 /// The variables an expression names.
-class Names : public AnalysedBodyVisitor<Names> {
+class Names : public AnalysedBodyVisitor {
 public:
   llvm::SmallPtrSet<const ValueDecl *, 8> Found;
-  bool VisitDeclRefExpr(DeclRefExpr *E) {
-    Found.insert(E->getDecl());
+  bool visitStmt(Stmt *S) override {
+    if (const auto *E = dyn_cast<DeclRefExpr>(S))
+      Found.insert(E->getDecl());
     return true;
   }
 };
@@ -109,7 +116,7 @@ private:
 
   bool usedOutside(const ValueDecl *D) const {
     References R(D);
-    R.TraverseStmt(const_cast<Stmt *>(Body));
+    R.walk(Body);
     return llvm::any_of(R.Found, [&](const Expr *E) { return UsedOutside(E); });
   }
 
@@ -180,7 +187,7 @@ private:
       bool Constant = VD->isConstexpr() || VD->isUsableInConstantExpressions(Ctx) ||
                       VD->getInit()->isConstantInitializer(Ctx, VD->getType()->isReferenceType());
       Names N;
-      N.TraverseStmt(const_cast<Expr *>(VD->getInit()));
+      N.walk(VD->getInit());
       bool ReadsRegion = llvm::any_of(N.Found, [&](const ValueDecl *D) { return Declared.count(D); });
       if (!Constant || ReadsRegion)
         return blocked(VD->getLocation(),
@@ -261,7 +268,7 @@ private:
   /// A local class, enum or alias of the region named after it would not be visible there.
   Result carryType(const TypeDecl *TD) {
     TypeUses U(TD);
-    U.TraverseStmt(const_cast<Stmt *>(Body));
+    U.walk(Body);
     for (SourceLocation L : U.Found) {
       unsigned O = offset(L);
       if (O < RegionBegin || O > RegionEnd)

@@ -9,29 +9,39 @@ namespace ampmigrate {
 
 namespace {
 
-class ControlFlowCollector : public RecursiveASTVisitor<ControlFlowCollector> {
+class ControlFlowCollector : public AstVisitor {
 public:
+  ControlFlowCollector() { WrapsStmts = true; }
   const Stmt *Escape = nullptr; ///< return/break/continue/goto/co_return leaving the region
   int LoopDepth = 0;
-  bool TraverseLambdaExpr(LambdaExpr *) { return true; } // a nested function: its returns are its own
-  bool TraverseForStmt(ForStmt *S) { return loop(S); }
-  bool TraverseWhileStmt(WhileStmt *S) { return loop(S); }
-  bool TraverseDoStmt(DoStmt *S) { return loop(S); }
-  bool TraverseCXXForRangeStmt(CXXForRangeStmt *S) { return loop(S); }
-  bool TraverseSwitchStmt(SwitchStmt *S) { return loop(S); }
-  template <typename T> bool loop(T *S) {
+  bool traverseStmt(Stmt *S) override {
+    if (isa<LambdaExpr>(S))
+      return true; // a nested function: its returns are its own
+    if (auto *F = dyn_cast<ForStmt>(S))
+      return loop(F->getBody());
+    if (auto *W = dyn_cast<WhileStmt>(S))
+      return loop(W->getBody());
+    if (auto *D = dyn_cast<DoStmt>(S))
+      return loop(D->getBody());
+    if (auto *R = dyn_cast<CXXForRangeStmt>(S))
+      return loop(R->getBody());
+    if (auto *Sw = dyn_cast<SwitchStmt>(S))
+      return loop(Sw->getBody());
+    return descend(S);
+  }
+  bool loop(Stmt *Body) {
     ++LoopDepth;
-    RecursiveASTVisitor::TraverseStmt(S->getBody());
+    descend(Body);
     --LoopDepth;
     return true;
   }
-  bool VisitReturnStmt(ReturnStmt *S) { return found(S); }
-  bool VisitGotoStmt(GotoStmt *S) { return found(S); }
-  bool VisitCoreturnStmt(CoreturnStmt *S) { return found(S); }
-  bool VisitCoawaitExpr(CoawaitExpr *E) { return found(E); }
-  bool VisitCoyieldExpr(CoyieldExpr *E) { return found(E); }
-  bool VisitBreakStmt(BreakStmt *S) { return LoopDepth ? true : found(S); }
-  bool VisitContinueStmt(ContinueStmt *S) { return LoopDepth ? true : found(S); }
+  bool visitStmt(Stmt *S) override {
+    if (isa<ReturnStmt, GotoStmt, CoreturnStmt, CoawaitExpr, CoyieldExpr>(S))
+      return found(S);
+    if (isa<BreakStmt, ContinueStmt>(S))
+      return LoopDepth ? true : found(S);
+    return true;
+  }
   bool found(const Stmt *S) {
     if (!Escape)
       Escape = S;
@@ -164,7 +174,7 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
   }
   for (const Stmt *St : Region) {
     ControlFlowCollector CF;
-    CF.TraverseStmt(const_cast<Stmt *>(St));
+    CF.walk(St);
     if (CF.Escape) {
       if (isa<CoawaitExpr>(CF.Escape) || isa<CoyieldExpr>(CF.Escape))
         block(CF.Escape->getBeginLoc(), "the forward region suspends the coroutine (co_await or "

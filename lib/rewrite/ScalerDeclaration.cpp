@@ -8,18 +8,15 @@ namespace ampmigrate {
 
 namespace {
 
-class RefCollector : public AnalysedBodyVisitor<RefCollector> {
+class RefCollector : public AnalysedBodyVisitor {
 public:
   const ValueDecl *Target;
   std::vector<const Expr *> Refs;
   explicit RefCollector(const ValueDecl *T) : Target(T) {}
-  bool VisitDeclRefExpr(DeclRefExpr *E) {
-    if (E->getDecl() == Target)
+  bool visitStmt(Stmt *S) override {
+    if (const auto *E = dyn_cast<DeclRefExpr>(S); E && E->getDecl() == Target)
       Refs.push_back(E);
-    return true;
-  }
-  bool VisitMemberExpr(MemberExpr *E) {
-    if (E->getMemberDecl() == Target)
+    else if (const auto *E = dyn_cast<MemberExpr>(S); E && E->getMemberDecl() == Target)
       Refs.push_back(E);
     return true;
   }
@@ -71,7 +68,7 @@ void StepPlanner::checkScalerDecl() {
   }
   // Every use of the scaler must be one of the calls this plan rewrites.
   RefCollector RC(D);
-  RC.TraverseStmt(const_cast<Stmt *>(FA.Function->getBody()));
+  RC.walk(FA.Function->getBody());
   std::vector<const Expr *> Unknown;
   for (const Expr *R : RC.Refs) {
     bool IsCall = llvm::any_of(FA.ScalerCalls, [&](const ScalerCall &C) {
@@ -87,10 +84,10 @@ void StepPlanner::checkScalerDecl() {
   }
   // Its type, wherever it is spelled in the declaration.
   TypeLocFinder TF(Class);
-  TF.TraverseDecl(const_cast<VarDecl *>(VD));
+  TF.walk(VD);
   ConstructFinder CF(Class);
   if (VD->getInit())
-    CF.TraverseStmt(const_cast<Expr *>(VD->getInit()));
+    CF.walk(VD->getInit());
   if (TF.Ranges.empty() && CF.Constructs.empty()) {
     block(D->getLocation(), "the scaler's type is not spelled in its declaration (auto from a "
                             "function call?); change it by hand");

@@ -6,7 +6,7 @@ using namespace clang;
 
 namespace ampmigrate {
 
-class StepPlanner::ScalerUseIndex : public AnalysedBodyVisitor<ScalerUseIndex> {
+class StepPlanner::ScalerUseIndex : public AnalysedBodyVisitor {
 public:
   const CXXRecordDecl *Class;
   const SourceManager &SM;
@@ -14,25 +14,38 @@ public:
   std::map<const Decl *, std::vector<const Expr *>> Calls;         ///< CallExpr / CXXConstructExpr
   std::map<const Decl *, const Expr *> NamedOtherwise;             ///< a function's address taken
   llvm::SmallPtrSet<const Expr *, 16> Callees;
-  ScalerUseIndex(const CXXRecordDecl *C, const SourceManager &SM) : Class(C), SM(SM) {}
-  bool TraverseDecl(Decl *D) {
-    if (D && !isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
+  ScalerUseIndex(const CXXRecordDecl *C, const SourceManager &SM) : Class(C), SM(SM) { WrapsDecls = true; }
+  bool traverseDecl(Decl *D) override {
+    if (!isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
         SM.isInSystemHeader(SM.getExpansionLoc(D->getLocation())))
       return true;
-    return RecursiveASTVisitor::TraverseDecl(D);
+    return descend(D);
   }
-  bool VisitCallExpr(CallExpr *E) {
+  bool visitStmt(Stmt *S) override {
+    if (auto *E = dyn_cast<CallExpr>(S))
+      return visitCall(E);
+    if (auto *E = dyn_cast<CXXConstructExpr>(S))
+      return visitConstruct(E);
+    if (auto *E = dyn_cast<DeclRefExpr>(S))
+      return visitDeclRef(E);
+    if (auto *E = dyn_cast<MemberExpr>(S))
+      return visitMember(E);
+    return true;
+  }
+
+private:
+  bool visitCall(CallExpr *E) {
     Callees.insert(E->getCallee()->IgnoreParenImpCasts());
     if (const FunctionDecl *FD = E->getDirectCallee(); FD && takesClass(FD, Class))
       Calls[FD->getCanonicalDecl()].push_back(E);
     return true;
   }
-  bool VisitCXXConstructExpr(CXXConstructExpr *E) {
+  bool visitConstruct(CXXConstructExpr *E) {
     if (takesClass(E->getConstructor(), Class) && !E->getConstructor()->isCopyOrMoveConstructor())
       Calls[E->getConstructor()->getCanonicalDecl()].push_back(E);
     return true;
   }
-  bool VisitDeclRefExpr(DeclRefExpr *E) {
+  bool visitDeclRef(DeclRefExpr *E) {
     if (const auto *FD = dyn_cast<FunctionDecl>(E->getDecl())) {
       if (takesClass(FD, Class) && !Callees.count(E))
         NamedOtherwise.try_emplace(FD->getCanonicalDecl(), E);
@@ -42,7 +55,7 @@ public:
       Refs[E->getDecl()->getCanonicalDecl()].push_back(E);
     return true;
   }
-  bool VisitMemberExpr(MemberExpr *E) {
+  bool visitMember(MemberExpr *E) {
     if (isa<FieldDecl>(E->getMemberDecl()) && holdsClass(E->getMemberDecl()->getType(), Class))
       Refs[E->getMemberDecl()->getCanonicalDecl()].push_back(E);
     else if (const auto *MD = dyn_cast<CXXMethodDecl>(E->getMemberDecl());
@@ -76,8 +89,8 @@ bool StepPlanner::holdsClass(QualType QT, const CXXRecordDecl *Class) {
 bool StepPlanner::collectSpellings(const Stmt *S, const CXXRecordDecl *Class) {
   TypeLocFinder TF(Class);
   ConstructFinder CF(Class);
-  TF.TraverseStmt(const_cast<Stmt *>(S));
-  CF.TraverseStmt(const_cast<Stmt *>(S));
+  TF.walk(S);
+  CF.walk(S);
   llvm::append_range(FlowTypeRanges, TF.Ranges);
   llvm::append_range(FlowConstructs, CF.Constructs);
   llvm::append_range(FlowMakeCalls, CF.MakeCalls);
@@ -352,7 +365,7 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
     }
     if (TypeSourceInfo *TSI = DD->getTypeSourceInfo()) {
       TypeLocFinder TF(Class);
-      TF.TraverseTypeLoc(TSI->getTypeLoc());
+      TF.walk(TSI->getTypeLoc());
       llvm::append_range(FlowTypeRanges, TF.Ranges);
     }
     if (const auto *VD = dyn_cast<VarDecl>(DD); VD && !isa<ParmVarDecl>(VD) && VD->getInit()) {
@@ -398,7 +411,7 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
 
 void StepPlanner::checkScalerFlow(const CXXRecordDecl *Class) {
   ScalerUseIndex Index(Class, SM);
-  Index.TraverseDecl(Ctx.getTranslationUnitDecl());
+  Index.walk(Ctx.getTranslationUnitDecl());
   std::vector<const ValueDecl *> Work{T.Scaler.Decl};
   llvm::SmallPtrSet<const Decl *, 8> Seen{T.Scaler.Decl->getCanonicalDecl()};
   auto Add = [&](const ValueDecl *H) {

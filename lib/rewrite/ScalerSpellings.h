@@ -5,25 +5,20 @@
 
 namespace ampmigrate {
 
-class StepPlanner::TypeLocFinder : public clang::RecursiveASTVisitor<TypeLocFinder> {
+class StepPlanner::TypeLocFinder : public AstVisitor {
 public:
   const clang::CXXRecordDecl *Target;
   std::vector<clang::SourceRange> Ranges;
-  explicit TypeLocFinder(const clang::CXXRecordDecl *T) : Target(T) {}
-  bool TraverseElaboratedTypeLoc(clang::ElaboratedTypeLoc TL) {
-    if (matches(TL.getType())) {
+  explicit TypeLocFinder(const clang::CXXRecordDecl *T) : Target(T) { WrapsTypeLocs = true; }
+  bool traverseTypeLoc(clang::TypeLoc TL) override {
+    if (TL.getAs<clang::ElaboratedTypeLoc>() && matches(TL.getType())) {
       Ranges.push_back(TL.getSourceRange());
       return true; // don't descend: the qualifier is part of the range
     }
-    return RecursiveASTVisitor::TraverseElaboratedTypeLoc(TL);
+    return descend(TL);
   }
-  bool VisitRecordTypeLoc(clang::RecordTypeLoc TL) {
-    if (matches(TL.getType()))
-      Ranges.push_back(TL.getSourceRange());
-    return true;
-  }
-  bool VisitTypedefTypeLoc(clang::TypedefTypeLoc TL) {
-    if (matches(TL.getType()))
+  bool visitTypeLoc(clang::TypeLoc TL) override {
+    if ((TL.getAs<clang::RecordTypeLoc>() || TL.getAs<clang::TypedefTypeLoc>()) && matches(TL.getType()))
       Ranges.push_back(TL.getSourceRange());
     return true;
   }
@@ -33,31 +28,37 @@ public:
   }
 };
 
-class StepPlanner::ConstructFinder : public clang::RecursiveASTVisitor<ConstructFinder> {
+class StepPlanner::ConstructFinder : public AstVisitor {
 public:
   const clang::CXXRecordDecl *Target;
   std::vector<const clang::CXXConstructExpr *> Constructs;
   std::vector<const clang::CallExpr *> MakeCalls; ///< std::make_shared<T>(...) / make_unique<T>(...)
   explicit ConstructFinder(const clang::CXXRecordDecl *T) : Target(T) {}
-  bool VisitCXXConstructExpr(clang::CXXConstructExpr *E) {
-    if (E->getConstructor()->getParent()->getCanonicalDecl() == Target->getCanonicalDecl() &&
-        !E->getConstructor()->isCopyOrMoveConstructor())
-      Constructs.push_back(E);
+  bool visitStmt(clang::Stmt *S) override {
+    if (const auto *E = llvm::dyn_cast<clang::CXXConstructExpr>(S)) {
+      if (E->getConstructor()->getParent()->getCanonicalDecl() == Target->getCanonicalDecl() &&
+          !E->getConstructor()->isCopyOrMoveConstructor())
+        Constructs.push_back(E);
+      return true;
+    }
+    if (const auto *E = llvm::dyn_cast<clang::CallExpr>(S))
+      noteMakeCall(E);
     return true;
   }
-  bool VisitCallExpr(clang::CallExpr *E) {
+
+private:
+  void noteMakeCall(const clang::CallExpr *E) {
     const clang::FunctionDecl *FD = E->getDirectCallee();
     if (!FD || !FD->getIdentifier())
-      return true;
+      return;
     llvm::StringRef N = FD->getName();
     if (N != "make_shared" && N != "make_unique")
-      return true;
+      return;
     if (const clang::TemplateArgumentList *TA = FD->getTemplateSpecializationArgs())
       if (TA->size() >= 1 && TA->get(0).getKind() == clang::TemplateArgument::Type)
         if (const clang::CXXRecordDecl *RD = TA->get(0).getAsType()->getAsCXXRecordDecl())
           if (RD->getCanonicalDecl() == Target->getCanonicalDecl())
             MakeCalls.push_back(E);
-    return true;
   }
 };
 

@@ -108,10 +108,13 @@ void StepPlanner::checkSplitHalf() {
 }
 
 std::string StepPlanner::otherGradUse(const CXXRecordDecl *Class, const SplitStep &S) const {
-  class Uses : public AnalysedBodyVisitor<Uses> {
+  class Uses : public AnalysedBodyVisitor {
   public:
     const CallExpr *Found = nullptr;
-    bool VisitCallExpr(CallExpr *CE) {
+    bool visitStmt(Stmt *S) override {
+      const auto *CE = dyn_cast<CallExpr>(S);
+      if (!CE)
+        return true;
       const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
       const CXXMethodDecl *M = MC ? MC->getMethodDecl() : nullptr;
       if (!Found && ((M && M->getIdentifier() && M->getName() == "zero_grad") || isGradAccessor(CE)))
@@ -127,7 +130,7 @@ std::string StepPlanner::otherGradUse(const CXXRecordDecl *Class, const SplitSte
         Def->getCanonicalDecl() == S.Stepping->Function->getCanonicalDecl())
       continue;
     Uses U;
-    U.TraverseStmt(Def->getBody());
+    U.walk(Def->getBody());
     if (U.Found)
       return "`" + firstLine(text(U.Found->getSourceRange())) + "` in '" + Def->getNameAsString() +
              "' (" + where(U.Found->getBeginLoc()) + ") clears or touches .grad outside the two "

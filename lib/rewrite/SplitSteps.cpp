@@ -1,9 +1,9 @@
 // Steps split over two methods of one class (see SplitSteps.h).
 #include "SplitSteps.h"
+#include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/SourceText.h"
 
 #include "clang/AST/DeclCXX.h"
-#include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/SourceManager.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -21,12 +21,13 @@ static bool steppingHalf(const TrainingStep &T) { return T.Backwards.empty() && 
 
 namespace {
 /// The functions a body calls directly.
-class DirectCalls : public RecursiveASTVisitor<DirectCalls> {
+class DirectCalls : public AstVisitor {
 public:
   llvm::SmallPtrSet<const FunctionDecl *, 8> Callees;
-  bool VisitCallExpr(CallExpr *CE) {
-    if (const FunctionDecl *F = CE->getDirectCallee())
-      Callees.insert(F->getCanonicalDecl());
+  bool visitStmt(Stmt *S) override {
+    if (const auto *CE = dyn_cast<CallExpr>(S))
+      if (const FunctionDecl *F = CE->getDirectCallee())
+        Callees.insert(F->getCanonicalDecl());
     return true;
   }
 };
@@ -67,7 +68,7 @@ std::optional<SplitStep> findSplitStep(const TranslationUnitAnalysis &TU, const 
     if (!M->hasBody(Def) || !Def->getBody())
       continue;
     DirectCalls C;
-    C.TraverseStmt(Def->getBody());
+    C.walk(Def->getBody());
     if (C.Callees.contains(A) && C.Callees.contains(B)) {
       Found->Caller = Def;
       break;

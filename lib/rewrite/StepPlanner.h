@@ -3,6 +3,7 @@
 // per concern in lib/rewrite/ (docs/architecture.md, "planning").
 #pragma once
 
+#include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/GenericLambdas.h"
 #include "ampmigrate/IncludeInsertion.h"
 #include "ampmigrate/MigrationPlan.h"
@@ -15,7 +16,6 @@
 
 #include "clang/AST/ParentMap.h"
 #include "clang/AST/ParentMapContext.h"
-#include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Lex/Lexer.h"
 #include "llvm/ADT/STLExtras.h"

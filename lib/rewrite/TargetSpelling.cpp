@@ -73,14 +73,15 @@ static bool usingDirectiveReaches(const FunctionDecl *FD, IdentifierInfo *II) {
   return false;
 }
 
-class BodyUsingDirectives : public RecursiveASTVisitor<BodyUsingDirectives> {
+class BodyUsingDirectives : public AstVisitor {
 public:
   IdentifierInfo *II;
   bool Found = false;
   explicit BodyUsingDirectives(IdentifierInfo *II) : II(II) {}
-  bool VisitUsingDirectiveDecl(UsingDirectiveDecl *UD) {
-    if (const NamespaceDecl *N = UD->getNominatedNamespace(); N && hasChildNamespace(N, II))
-      Found = true;
+  bool visitDecl(Decl *D) override {
+    if (const auto *UD = dyn_cast<UsingDirectiveDecl>(D))
+      if (const NamespaceDecl *N = UD->getNominatedNamespace(); N && hasChildNamespace(N, II))
+        Found = true;
     return true;
   }
 };
@@ -101,7 +102,7 @@ TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const FunctionDecl 
       Need = true;
   if (!Need && FD->getBody()) {
     BodyUsingDirectives B(II);
-    B.TraverseStmt(FD->getBody());
+    B.walk(FD->getBody());
     Need = B.Found;
   }
   if (!Need)
