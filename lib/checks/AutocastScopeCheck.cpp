@@ -38,6 +38,12 @@ static std::string inferenceMessage(const AutocastScope &S, const RuleSet &Rules
          "convert the model once with " + Rules.Target.Convert + " where it is created";
 }
 
+/// Whether the function clears autocast's cast cache (or switches it) anywhere.
+static bool handlesCastCache(const FunctionAnalysis &FA) {
+  return llvm::any_of(FA.AutocastCalls,
+                      [](const AutocastCall &C) { return C.Rule->Role == AutocastRole::Cache; });
+}
+
 void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
   for (const AutocastScope &S : In.Function.Scopes) {
     // A region that turns autocast off is reported only nested in a region of this function that
@@ -69,9 +75,19 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
         F->StepId = stepIdOf(In.Ctx, *P->Function, *P->Step);
         F->Fixable = P->ok();
       }
-    if (F && S.Disable)
+    if (F && S.Disable) {
+      // libtorch keeps the casts autocast makes of leaf tensors (the weights) until clear_cache();
+      // the migrated model casts afresh in each forward.
+      std::string Ends = "the scope ends here";
+      if (!S.DisablesAutocast && !handlesCastCache(In.Function))
+        Ends += ", without at::autocast::clear_cache(): libtorch keeps the casts made of the "
+                "weights in this scope, and later scopes reuse them after the optimizer has "
+                "changed the weights; the migrated model casts afresh in each forward, so its "
+                "losses can differ slightly from this program's (they equal those of this "
+                "program with clear_cache() after the scope)";
       Out.note(F, S.Disable->MacroUse.isValid() ? S.Disable->MacroUse : S.Disable->Call->getBeginLoc(),
-               "the scope ends here");
+               Ends);
+    }
     if (F && Unscaled)
       Out.note(F, Unscaled->Backwards.front()->Backward->getBeginLoc(),
                "the loss computed in this scope is backpropagated here, with no loss scaler; the "
