@@ -96,9 +96,8 @@ void FunctionAnalyser::buildScopes() {
   }
   // Guard end calls (`guard.End()`), and auxiliary calls that belong to a scope.
   for (AutocastScope &S : FA.Scopes) {
-    if (S.GuardVar)
-      for (const ScalerCall &Unused : FA.ScalerCalls)
-        (void)Unused;
+    if (const Stmt *Anchor = S.Enable ? static_cast<const Stmt *>(S.Enable->Call) : S.GuardDeclStmt)
+      S.NoGradGuard = noGradGuardOver(Anchor);
     for (const AutocastCall &A : FA.AutocastCalls) {
       if (A.Rule->Role == AutocastRole::Enable || A.Rule->Role == AutocastRole::Query)
         continue;
@@ -113,6 +112,40 @@ void FunctionAnalyser::buildScopes() {
   if (!FA.Scopes.empty())
     findGuardEnds();
   llvm::sort(FA.Scopes, [](const AutocastScope &A, const AutocastScope &B) { return A.Begin < B.Begin; });
+}
+
+const VarDecl *FunctionAnalyser::noGradGuardOver(const Stmt *S) const {
+  if (Rules.NoGradGuardClasses.empty())
+    return nullptr;
+  const Stmt *Child = S;
+  for (const Stmt *P = PM.getParent(S); P; Child = P, P = PM.getParent(P)) {
+    if (isa<LambdaExpr>(P))
+      return nullptr; // the lambda may run after the guard's block has ended
+    const auto *CS = dyn_cast<CompoundStmt>(P);
+    if (!CS)
+      continue;
+    for (const Stmt *Before : CS->body()) {
+      if (Before == Child)
+        break;
+      const auto *DS = dyn_cast<DeclStmt>(Before);
+      if (!DS)
+        continue;
+      for (const Decl *D : DS->decls()) {
+        const auto *VD = dyn_cast<VarDecl>(D);
+        if (!VD || VD->getType()->isReferenceType() || VD->getType()->isPointerType())
+          continue;
+        const CXXRecordDecl *RD = VD->getType()->getAsCXXRecordDecl();
+        if (!RD || !isDerivedFromAny(RD, Rules.NoGradGuardClasses))
+          continue;
+        // `c10::InferenceMode guard(false);` leaves gradients on.
+        if (const auto *CE = dyn_cast_or_null<CXXConstructExpr>(VD->getInit());
+            CE && CE->getNumArgs() >= 1 && boolConstant(CE->getArg(0), Ctx) == std::optional<bool>(false))
+          continue;
+        return VD;
+      }
+    }
+  }
+  return nullptr;
 }
 
 const CompoundStmt *FunctionAnalyser::enclosingBlock(const Stmt *S) const {

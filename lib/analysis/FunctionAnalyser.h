@@ -164,6 +164,10 @@ private:
 
   bool encloses(const clang::Stmt *Outer, const clang::Stmt *S) const;
 
+  /// A guard of the rules' no-grad-guards declared before `S` in its block or an enclosing one
+  /// (within the same function or lambda body), or null.
+  const clang::VarDecl *noGradGuardOver(const clang::Stmt *S) const;
+
   /// A `throw` in a `catch` handler (a rethrow), or one written outside any `try`: the exception
   /// leaves the function. A throw from a macro (TORCH_CHECK) is an error report, not a path the
   /// user wrote.

@@ -25,17 +25,21 @@ static std::string scopeMessage(const AutocastScope &S, const RuleSet &Rules) {
          " instead";
 }
 
-static std::string inferenceMessage(const AutocastScope &S, const RuleSet &Rules) {
+static std::string inferenceMessage(const AutocastScope &S, const CheckInput &In) {
   std::string Opened;
   if (S.Shape == AutocastScope::Kind::Guard)
     Opened = "by guard '" + S.GuardVar->getType().getUnqualifiedType().getAsString() + "' ";
   else if (S.Enable)
     Opened = "with '" + qualifiedName(S.Enable->Call->getDirectCallee()) + "' ";
-  return "autocast scope opened " + Opened +
-         "in inference code: no backward() runs in this function, in any function of this file "
-         "that calls it, or on what it returns, so there is no training step to migrate; keep the "
-         "scope for inference, or "
-         "convert the model once with " + Rules.Target.Convert + " where it is created";
+  std::string Why = "no backward() runs in this function, in any function of this file that "
+                    "calls it, or on what it returns";
+  if (S.NoGradGuard && !In.Function.InferenceOnly)
+    Why = "'" + S.NoGradGuard->getType().getUnqualifiedType().getAsString() + " " +
+          S.NoGradGuard->getName().str() + "' before it turns gradient recording off and nothing "
+          "computed under it is differentiated";
+  return "autocast scope opened " + Opened + "in inference code: " + Why +
+         ", so there is no training step to migrate; keep the scope for inference, or convert the "
+         "model once with " + In.Rules.Target.Convert + " where it is created";
 }
 
 /// Whether the function clears autocast's cast cache (or switches it) anywhere.
@@ -56,7 +60,7 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
       continue;
     if (isInferenceScope(In, S)) {
       Out.report("amp-autocast-inference", S.ReportLoc,
-                 inferenceMessage(S, In.Rules));
+                 inferenceMessage(S, In));
       continue;
     }
     Finding *F = Out.report("amp-autocast-scope", S.ReportLoc, scopeMessage(S, In.Rules));

@@ -79,7 +79,7 @@ std::string stepIdOf(ASTContext &Ctx, const FunctionAnalysis &FA, const Training
 }
 
 bool isInferenceScope(const CheckInput &In, const AutocastScope &S) {
-  return In.Function.InferenceOnly && !S.DisablesAutocast &&
+  return (In.Function.InferenceOnly || S.NoGradGuard) && !S.DisablesAutocast &&
          S.Shape != AutocastScope::Kind::Unclosed && In.CalleePlans.empty();
 }
 

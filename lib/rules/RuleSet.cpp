@@ -28,7 +28,7 @@ struct ZeroGradSection {
   std::vector<std::string> Methods, Classes;
 };
 struct TypesSection {
-  std::vector<std::string> Modules, ModuleHolders, Optimizers, Tensors;
+  std::vector<std::string> Modules, ModuleHolders, Optimizers, Tensors, NoGradGuards;
 };
 struct RuleFile {
   int Version = 1;
@@ -212,10 +212,12 @@ template <> struct MappingTraits<TypesSection> {
     Io.mapOptional("module-holders", S.ModuleHolders);
     Io.mapOptional("optimizers", S.Optimizers);
     Io.mapOptional("tensors", S.Tensors);
+    Io.mapOptional("no-grad-guards", S.NoGradGuards);
   }
   static std::string validate(IO &, TypesSection &S) {
     return firstReason(emptyNameIn("modules", S.Modules), emptyNameIn("module-holders", S.ModuleHolders),
-                       emptyNameIn("optimizers", S.Optimizers), emptyNameIn("tensors", S.Tensors));
+                       emptyNameIn("optimizers", S.Optimizers), emptyNameIn("tensors", S.Tensors),
+                       emptyNameIn("no-grad-guards", S.NoGradGuards));
   }
 };
 template <> struct MappingTraits<TargetApi> {
@@ -366,6 +368,8 @@ llvm::Expected<RuleSet> ampmigrate::parseRules(llvm::StringRef Path, llvm::Strin
     R.OptimizerClasses.push_back(stripGlobalQualifier(S));
   for (const auto &S : F.Types.Tensors)
     R.TensorClasses.push_back(stripGlobalQualifier(S));
+  for (const auto &S : F.Types.NoGradGuards)
+    R.NoGradGuardClasses.push_back(stripGlobalQualifier(S));
   if (F.Target) {
     R.Target = *F.Target;
     R.TargetGiven = true;
@@ -458,6 +462,7 @@ void RuleSet::merge(const RuleSet &O) {
   appendAll(ModuleHolderTemplates, O.ModuleHolderTemplates);
   appendAll(OptimizerClasses, O.OptimizerClasses);
   appendAll(TensorClasses, O.TensorClasses);
+  appendAll(NoGradGuardClasses, O.NoGradGuardClasses);
   if (O.TargetGiven) {
     Target = O.Target;
     TargetGiven = true;

@@ -100,6 +100,9 @@ struct RuleSet {
   std::vector<std::string> ModuleHolderTemplates;
   std::vector<std::string> OptimizerClasses;
   std::vector<std::string> TensorClasses;
+  /// RAII classes that turn gradient recording off for their block (a scope under one is
+  /// inference code).
+  std::vector<std::string> NoGradGuardClasses;
   TargetApi Target;
   bool TargetGiven = false; ///< a file set `target:` (a later file's section wins)
   std::vector<std::string> Sources; ///< files these rules came from

@@ -44,6 +44,9 @@ struct AutocastScope {
   const clang::Stmt *GuardDeclStmt = nullptr;
   llvm::SmallVector<const clang::CXXMemberCallExpr *, 1> GuardEnds; ///< guard.End()-style calls
   bool DisablesAutocast = false; ///< a guard or pair that turns autocast off for a nested region
+  /// A guard turning gradient recording off (torch::NoGradGuard) declared before the scope in its
+  /// block or an enclosing one: the scope is inference code.
+  const clang::VarDecl *NoGradGuard = nullptr;
   /// Dtype, cache and nesting calls that belong to this scope.
   llvm::SmallVector<const AutocastCall *, 4> Auxiliary;
   /// Set when autocast stays on past this point on some path (no disable; or a return first).

@@ -26,9 +26,19 @@ struct ExcludeDispatchKeyGuard {
   ~ExcludeDispatchKeyGuard();
 };
 } // namespace impl
+// Gradient recording off for a block (c10/core/GradMode.h, c10/core/InferenceMode.h).
+struct NoGradGuard {
+  NoGradGuard();
+  ~NoGradGuard();
+};
+struct InferenceMode {
+  InferenceMode(bool enabled = true);
+  ~InferenceMode();
+};
 } // namespace c10
 
 namespace at {
+using NoGradGuard = c10::NoGradGuard;
 using c10::Device;
 using c10::DeviceType;
 using c10::ScalarType;
@@ -112,10 +122,7 @@ Tensor cross_entropy(const Tensor &input, const Tensor &target);
 Tensor log_softmax(const Tensor &input, int64_t dim);
 Tensor relu(const Tensor &x);
 Tensor matmul(const Tensor &a, const Tensor &b);
-struct NoGradGuard {
-  NoGradGuard();
-  ~NoGradGuard();
-};
+using NoGradGuard = c10::NoGradGuard;
 
 namespace nn {
 class Module {
