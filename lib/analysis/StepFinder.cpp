@@ -502,11 +502,33 @@ public:
       if (isAutocastGuardClass(MD->getParent(), Rules, nullptr) || isScalerClass(MD->getParent(), Rules))
         return true;
     }
+    if (readThroughOtherDecl(FD))
+      return true;
     FunctionAnalyser A(Ctx, Rules, FD, Inactive);
     FunctionAnalysis FA = A.run();
+    FA.Instantiations = Instantiations.lookup(FD->getCanonicalDecl());
     if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty())
       Out.Functions.push_back(std::move(FA));
     return true;
+  }
+
+  /// Counts the instantiated function definitions of the translation unit by their pattern (the
+  /// parse hands each instantiated body over as a top-level declaration).
+  void noteInstantiation(const Decl *D) {
+    if (const auto *FD = dyn_cast<FunctionDecl>(D); FD && FD->doesThisDeclarationHaveABody())
+      if (const FunctionDecl *Pattern = FD->getTemplateInstantiationPattern())
+        ++Instantiations[Pattern->getCanonicalDecl()];
+  }
+
+  /// A function template, or a member function of a class template, with one instantiation in
+  /// this translation unit is analysed through that instantiation, where the calls on template
+  /// parameters are resolved (as a generic lambda is read through its instantiation); with none
+  /// or several, through the pattern. The other of the two is not analysed, so that one step is
+  /// reported and planned once.
+  bool readThroughOtherDecl(const FunctionDecl *FD) const {
+    if (const FunctionDecl *Pattern = FD->getTemplateInstantiationPattern())
+      return Instantiations.lookup(Pattern->getCanonicalDecl()) != 1;
+    return Instantiations.lookup(FD->getCanonicalDecl()) == 1;
   }
 
   /// Sets FunctionAnalysis::InferenceOnly: a function reached from no function that calls
@@ -558,12 +580,15 @@ private:
   };
   llvm::DenseMap<const FunctionDecl *, FunctionCalls> Calls;
   std::vector<CallSummary::Callback> Callbacks;
+  llvm::DenseMap<const FunctionDecl *, unsigned> Instantiations; ///< by canonical pattern
 };
 } // namespace
 
 TranslationUnitAnalysis StepFinder::run() {
   TranslationUnitAnalysis Out;
   FunctionVisitor V(Ctx, Rules, InScope, Inactive, Out);
+  for (Decl *D : Ctx.getTraversalScope())
+    V.noteInstantiation(D);
   for (Decl *D : Ctx.getTraversalScope())
     V.walk(D);
   V.markInferenceOnly();

@@ -346,6 +346,26 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
   return true;
 }
 
+/// The template parameter a declaration's type names for the scaler (`Scaler scaler_;`,
+/// `std::unique_ptr<Scaler>` in a class template), seen in an instantiation; null otherwise.
+static const TemplateTypeParmDecl *scalerTemplateParameter(QualType QT) {
+  for (int Depth = 0; Depth < 4 && !QT.isNull(); ++Depth) {
+    QT = QT.getNonReferenceType();
+    if (const auto *Subst = QT->getAs<SubstTemplateTypeParmType>())
+      return Subst->getReplacedParameter();
+    if (QT->isPointerType()) {
+      QT = QT->getPointeeType();
+      continue;
+    }
+    const auto *TST = QT->getAs<TemplateSpecializationType>();
+    if (!TST || TST->template_arguments().empty() ||
+        TST->template_arguments()[0].getKind() != TemplateArgument::Type)
+      return nullptr;
+    QT = TST->template_arguments()[0].getAsType();
+  }
+  return nullptr;
+}
+
 template <class AddFn>
 bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
                                AddFn Add) {
@@ -366,6 +386,15 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
     if (TypeSourceInfo *TSI = DD->getTypeSourceInfo()) {
       TypeLocFinder TF(Class);
       TF.walk(TSI->getTypeLoc());
+      const TemplateTypeParmDecl *Param = TF.Ranges.empty() ? scalerTemplateParameter(DD->getType()) : nullptr;
+      if (Param) {
+        block(At, "the scaler " + Name + " at " + where(DD->getLocation()) +
+                      " is declared with the template parameter '" + Param->getNameAsString() +
+                      "' (" + Class->getQualifiedNameAsString() + " here); it must become " +
+                      Tgt.ScalerClass + " where the template gets its argument: change that by "
+                      "hand or migrate this step by hand");
+        return false;
+      }
       llvm::append_range(FlowTypeRanges, TF.Ranges);
     }
     if (const auto *VD = dyn_cast<VarDecl>(DD); VD && !isa<ParmVarDecl>(VD) && VD->getInit()) {

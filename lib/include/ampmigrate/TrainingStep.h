@@ -230,6 +230,10 @@ struct FunctionAnalysis {
   /// function of the analysed code that calls it, directly or through others: its autocast
   /// scopes are inference, not a training step's forward.
   bool InferenceOnly = false;
+  /// A template (function template, member of a class template) analysed through its pattern:
+  /// how many instantiations this translation unit has (0 or 2 and more; a template instantiated
+  /// once is analysed through that instantiation instead).
+  unsigned Instantiations = 0;
 };
 
 /// The analysis of a translation unit.

@@ -1,0 +1,55 @@
+// e2e before-program: the training step is a member function of a class template (the model type
+// a template parameter, instantiated once), with the scaler a data member, the optimizer held by
+// a std::shared_ptr, and autocast switched by a run-time flag member (off with E2E_FP32=1).
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "common.h"
+#include "loss_scaler.h"
+#include <amp/torch.h>
+
+template <class Net> class Trainer {
+public:
+  Trainer(Net net, double lr)
+      : net_(std::move(net)),
+        opt_(std::make_shared<torch::optim::SGD>(net_->parameters(),
+                                                 torch::optim::SGDOptions(lr).momentum(0.9))),
+        scaler_(amp::GradScalerOptions().init_scale(1024.0)) {}
+
+  float train_step(const torch::Tensor &x, const torch::Tensor &y) {
+    auto amp_net = amp::auto_mixed_precision(net_, use_amp_ ? amp::Level::O1 : amp::Level::O0);
+    torch::Tensor loss;
+    auto grad_fn = amp::value_and_grad([&] {
+      loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_net->forward(x)), y);
+      return scaler_.scale(loss);
+    }, amp::parameters_of(*opt_));
+    auto [scaled_loss, grads] = grad_fn();
+    scaler_.unscale_(*opt_, grads);
+    amp::clip_by_global_norm_(grads, 1.0);
+    scaler_.step(*opt_, grads);
+    scaler_.update();
+    return loss.template item<float>();
+  }
+
+  std::vector<torch::Tensor> parameters() const { return net_->parameters(); }
+
+private:
+  Net net_;
+  std::shared_ptr<torch::optim::SGD> opt_;
+  amp::GradScaler scaler_;
+  bool use_amp_ = std::getenv("E2E_FP32") == nullptr;
+};
+
+int main() {
+  e2e::SyntheticData data;
+  torch::manual_seed(0);
+  Trainer<e2e::Mlp> trainer(e2e::Mlp(), 0.05);
+  for (int step = 0; step < e2e::kSteps; ++step)
+    std::printf("step %d loss %.6f\n", step,
+                trainer.train_step(data.input(step), data.target(step)));
+  e2e::log_params(trainer.parameters());
+}
