@@ -480,20 +480,14 @@ public:
     auto *FD = dyn_cast<FunctionDecl>(D);
     if (!FD || !FD->doesThisDeclarationHaveABody() || !FD->getBody())
       return true;
+    // An instantiated body (the parse hands them over as top-level declarations) is reached
+    // through its pattern below, in every front end.
+    if (FD->getTemplateInstantiationPattern())
+      return true;
     if (!InScope(FD->getLocation()))
       return true;
-    if (const auto *MD = dyn_cast<CXXMethodDecl>(FD); !MD || !MD->getParent()->isLambda()) {
-      CallSummary CS(Rules);
-      CS.walk(FD->getBody());
-      if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(FD))
-        for (const CXXCtorInitializer *Init : Ctor->inits())
-          CS.walk(Init->getInit());
-      FunctionCalls &Entry = Calls[CallSummary::key(FD)];
-      Entry.CallsBackward |= CS.CallsBackward;
-      Entry.Callees.insert(CS.Callees.begin(), CS.Callees.end());
-      for (CallSummary::Callback &CB : CS.Callbacks)
-        Callbacks.push_back(std::move(CB));
-    }
+    if (const auto *MD = dyn_cast<CXXMethodDecl>(FD); !MD || !MD->getParent()->isLambda())
+      summariseCalls(FD);
     if (const auto *MD = dyn_cast<CXXMethodDecl>(FD)) {
       if (MD->getParent()->isLambda())
         return true;
@@ -502,33 +496,61 @@ public:
       if (isAutocastGuardClass(MD->getParent(), Rules, nullptr) || isScalerClass(MD->getParent(), Rules))
         return true;
     }
-    if (readThroughOtherDecl(FD))
-      return true;
-    FunctionAnalyser A(Ctx, Rules, FD, Inactive);
+    // A function template, or a member function of a class template, instantiated once in this
+    // translation unit is analysed through that instantiation, where the calls on template
+    // parameters are resolved (as a generic lambda is read through its instantiation); with none
+    // or several, through its pattern.
+    llvm::SmallVector<const FunctionDecl *, 2> Insts = instantiationsOf(FD);
+    const FunctionDecl *Analysed = Insts.size() == 1 ? Insts.front() : FD;
+    if (Analysed != FD)
+      summariseCalls(Analysed);
+    FunctionAnalyser A(Ctx, Rules, Analysed, Inactive);
     FunctionAnalysis FA = A.run();
-    FA.Instantiations = Instantiations.lookup(FD->getCanonicalDecl());
+    if (Insts.size() > 1)
+      FA.Instantiations = Insts.size();
     if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty())
       Out.Functions.push_back(std::move(FA));
     return true;
   }
 
-  /// Counts the instantiated function definitions of the translation unit by their pattern (the
-  /// parse hands each instantiated body over as a top-level declaration).
-  void noteInstantiation(const Decl *D) {
-    if (const auto *FD = dyn_cast<FunctionDecl>(D); FD && FD->doesThisDeclarationHaveABody())
-      if (const FunctionDecl *Pattern = FD->getTemplateInstantiationPattern())
-        ++Instantiations[Pattern->getCanonicalDecl()];
+  /// What `FD` calls, for the inference-only rule.
+  void summariseCalls(const FunctionDecl *FD) {
+    CallSummary CS(Rules);
+    CS.walk(FD->getBody());
+    if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(FD))
+      for (const CXXCtorInitializer *Init : Ctor->inits())
+        CS.walk(Init->getInit());
+    FunctionCalls &Entry = Calls[CallSummary::key(FD)];
+    Entry.CallsBackward |= CS.CallsBackward;
+    Entry.Callees.insert(CS.Callees.begin(), CS.Callees.end());
+    for (CallSummary::Callback &CB : CS.Callbacks)
+      Callbacks.push_back(std::move(CB));
   }
 
-  /// A function template, or a member function of a class template, with one instantiation in
-  /// this translation unit is analysed through that instantiation, where the calls on template
-  /// parameters are resolved (as a generic lambda is read through its instantiation); with none
-  /// or several, through the pattern. The other of the two is not analysed, so that one step is
-  /// reported and planned once.
-  bool readThroughOtherDecl(const FunctionDecl *FD) const {
-    if (const FunctionDecl *Pattern = FD->getTemplateInstantiationPattern())
-      return Instantiations.lookup(Pattern->getCanonicalDecl()) != 1;
-    return Instantiations.lookup(FD->getCanonicalDecl()) == 1;
+  /// The instantiated definitions of a function template, or of a member function of a class
+  /// template, in this translation unit.
+  static llvm::SmallVector<const FunctionDecl *, 2> instantiationsOf(const FunctionDecl *Pattern) {
+    llvm::SmallVector<const FunctionDecl *, 2> Out;
+    auto Add = [&](const FunctionDecl *F) {
+      if (F->isTemplateInstantiation() && F->doesThisDeclarationHaveABody() &&
+          F->getTemplateInstantiationPattern()->getCanonicalDecl() == Pattern->getCanonicalDecl())
+        Out.push_back(F);
+    };
+    if (const FunctionTemplateDecl *FT = Pattern->getDescribedFunctionTemplate()) {
+      for (const FunctionDecl *Spec : FT->specializations())
+        Add(Spec);
+      return Out;
+    }
+    const auto *MD = dyn_cast<CXXMethodDecl>(Pattern);
+    const ClassTemplateDecl *CT = MD ? MD->getParent()->getDescribedClassTemplate() : nullptr;
+    if (!CT)
+      return Out;
+    for (const ClassTemplateSpecializationDecl *Spec : CT->specializations())
+      if (Spec->getSpecializationKind() != TSK_ExplicitSpecialization)
+        for (const Decl *Member : Spec->decls())
+          if (const auto *F = dyn_cast<FunctionDecl>(Member))
+            Add(F);
+    return Out;
   }
 
   /// Sets FunctionAnalysis::InferenceOnly: a function reached from no function that calls
@@ -580,15 +602,12 @@ private:
   };
   llvm::DenseMap<const FunctionDecl *, FunctionCalls> Calls;
   std::vector<CallSummary::Callback> Callbacks;
-  llvm::DenseMap<const FunctionDecl *, unsigned> Instantiations; ///< by canonical pattern
 };
 } // namespace
 
 TranslationUnitAnalysis StepFinder::run() {
   TranslationUnitAnalysis Out;
   FunctionVisitor V(Ctx, Rules, InScope, Inactive, Out);
-  for (Decl *D : Ctx.getTraversalScope())
-    V.noteInstantiation(D);
   for (Decl *D : Ctx.getTraversalScope())
     V.walk(D);
   V.markInferenceOnly();
