@@ -14,7 +14,6 @@ class Walker : public RecursiveASTVisitor<Walker> {
 public:
   explicit Walker(AstVisitor &V) : V(V) {}
 
-  bool shouldVisitTemplateInstantiations() const { return V.TemplateInstantiations; }
   bool shouldVisitLambdaBody() const { return V.LambdaCallOperators; }
 
   bool VisitStmt(Stmt *S) { return V.visitStmt(S); }

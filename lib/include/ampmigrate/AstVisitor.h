@@ -1,4 +1,5 @@
-// One walker for every AST walk of the analysis and the planner: the callbacks are virtual and
+// One walker for every AST walk of the analysis and the planner (template instantiations are not
+// entered; StepFinder reaches them from their patterns): the callbacks are virtual and
 // the traversal (clang's RecursiveASTVisitor) is instantiated once, in AstVisitor.cpp, instead of
 // once per walk (each instantiation is thousands of functions: most of the engine's build time).
 #pragma once
@@ -49,9 +50,6 @@ protected:
   bool WrapsStmts = false;
   bool WrapsDecls = false;
   bool WrapsTypeLocs = false;
-  /// Whether the walk enters template instantiations (RecursiveASTVisitor's
-  /// shouldVisitTemplateInstantiations).
-  bool TemplateInstantiations = false;
   /// Whether a lambda's call operator is entered where the walk reaches it as a declaration
   /// (RecursiveASTVisitor's shouldVisitLambdaBody; a lambda expression's body is entered anyway).
   bool LambdaCallOperators = true;
