@@ -500,16 +500,23 @@ public:
     // translation unit is analysed through that instantiation, where the calls on template
     // parameters are resolved (as a generic lambda is read through its instantiation); with none
     // or several, through its pattern.
+    // Several instantiations: each is analysed, and planMigrations makes their rewrites of the
+    // one source agree (or reports the step).
     llvm::SmallVector<const FunctionDecl *, 2> Insts = instantiationsOf(FD);
-    const FunctionDecl *Analysed = Insts.size() == 1 ? Insts.front() : FD;
-    if (Analysed != FD)
-      summariseCalls(Analysed);
-    FunctionAnalyser A(Ctx, Rules, Analysed, Inactive);
-    FunctionAnalysis FA = A.run();
-    if (Insts.size() > 1)
-      FA.Instantiations = Insts.size();
-    if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty())
-      Out.Functions.push_back(std::move(FA));
+    if (Insts.empty())
+      Insts.push_back(FD);
+    for (const FunctionDecl *Analysed : Insts) {
+      if (Analysed != FD)
+        summariseCalls(Analysed);
+      FunctionAnalyser A(Ctx, Rules, Analysed, Inactive);
+      FunctionAnalysis FA = A.run();
+      if (Insts.size() > 1) {
+        FA.Instantiations = Insts.size();
+        FA.Pattern = FD;
+      }
+      if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty())
+        Out.Functions.push_back(std::move(FA));
+    }
     return true;
   }
 

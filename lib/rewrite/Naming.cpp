@@ -61,14 +61,4 @@ std::string StepPlanner::memberName(const CXXRecordDecl *Class) {
   return N;
 }
 
-std::string StepPlanner::convertedName(const ObjectRef &M) {
-  const ValueDecl *Key = M.Decl;
-  auto It = ModelNames.find(Key);
-  if (It != ModelNames.end())
-    return It->second;
-  std::string N = freshName(convertedModelBase(M));
-  ModelNames[Key] = N;
-  return N;
-}
-
 } // namespace ampmigrate

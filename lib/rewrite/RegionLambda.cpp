@@ -49,7 +49,215 @@ public:
   }
 };
 
+/// The tensor variables a function reads (not through `.detach()`), and every assignment to
+/// a local in the function, for the cross-step graph check.
+class TensorReads : public AnalysedBodyVisitor {
+public:
+  TensorReads(const RuleSet &Rules, const ParentMap &PM) : Rules(Rules), PM(PM) {}
+  const RuleSet &Rules;
+  const ParentMap &PM;
+  std::vector<const DeclRefExpr *> Reads;
+  bool visitStmt(Stmt *S) override {
+    const auto *E = dyn_cast<DeclRefExpr>(S);
+    const auto *V = E ? dyn_cast<VarDecl>(E->getDecl()) : nullptr;
+    if (!V || !V->isLocalVarDecl() || !isTensorType(V->getType(), Rules))
+      return true;
+    const Stmt *P = PM.getParentIgnoreParenImpCasts(const_cast<DeclRefExpr *>(E));
+    if (const auto *ME = dyn_cast_or_null<MemberExpr>(P);
+        ME && ME->getMemberDecl()->getIdentifier() && ME->getMemberDecl()->getName() == "detach")
+      return true;
+    Reads.push_back(E);
+    return true;
+  }
+};
+
+class LocalAssignments : public AnalysedBodyVisitor {
+public:
+  std::vector<std::pair<const VarDecl *, SourceLocation>> Found;
+  bool visitStmt(Stmt *S) override {
+    const Expr *Lhs = nullptr;
+    if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isAssignmentOp())
+      Lhs = BO->getLHS();
+    else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S); OC && OC->isAssignmentOp() && OC->getNumArgs())
+      Lhs = OC->getArg(0);
+    if (const auto *E = Lhs ? dyn_cast<DeclRefExpr>(Lhs->IgnoreParenImpCasts()) : nullptr)
+      if (const auto *V = dyn_cast<VarDecl>(E->getDecl()))
+        Found.push_back({V, S->getBeginLoc()});
+    return true;
+  }
+};
+
 } // namespace
+
+bool StepPlanner::checkCrossStepGraph(unsigned RB, unsigned BodyEnd) {
+  if (Opts.Level != AmpLevel::O2 && Opts.Level != AmpLevel::O3)
+    return true;
+  // The other steps' scopes in this file: what their forward regions compute.
+  std::vector<const AutocastScope *> Others;
+  for (const TrainingStep &O : FA.Steps)
+    if (&O != &T && O.Scope && O.Scope != T.Scope && O.Scope->End > O.Scope->Begin &&
+        SM.getFileID(SM.getExpansionLoc(O.Scope->ReportLoc)) == File)
+      Others.push_back(O.Scope);
+  if (Others.empty())
+    return true;
+  // Which forward computes what is at L: 0 this step's region, 1 another step's scope, -1 none.
+  auto Area = [&](SourceLocation L) {
+    unsigned O = off(L);
+    if (O >= RB && O < BodyEnd)
+      return 0;
+    for (const AutocastScope *S : Others)
+      if (O >= S->Begin && O < S->End)
+        return 1;
+    return -1;
+  };
+  TensorReads TR(Rules, PM);
+  TR.walk(FA.Function->getBody());
+  LocalAssignments LA;
+  LA.walk(FA.Function->getBody());
+  for (const DeclRefExpr *E : TR.Reads) {
+    int ReadIn = Area(E->getBeginLoc());
+    if (ReadIn < 0)
+      continue;
+    const auto *V = cast<VarDecl>(E->getDecl());
+    SourceLocation Made;
+    if (int A = Area(V->getLocation()); A >= 0 && A != ReadIn)
+      Made = V->getLocation();
+    for (const auto &[Var, L] : LA.Found)
+      if (Var == V && !Made.isValid())
+        if (int A = Area(L); A >= 0 && A != ReadIn)
+          Made = L;
+    if (!Made.isValid())
+      continue;
+    std::string Why = ReadIn == 0
+        ? "this step's loss is differentiated through `" + V->getNameAsString() +
+              "`, computed in the forward region of another training step (" + where(Made) + ")"
+        : "`" + V->getNameAsString() + "`, computed in this step's forward region (" + where(Made) +
+              "), is differentiated by another training step (" + where(E->getBeginLoc()) + ")";
+    block(ReadIn == 0 ? E->getBeginLoc() : Made,
+          Why + "; at " + levelName(Opts.Level).str() + " a converted model computes with "
+          "low-precision copies of its weights that are swapped out when the first step's "
+          "value_and_grad returns, so the later step cannot differentiate through that graph: "
+          "migrate with --level=O1, or by hand (compute it again in the later step, or `.detach()` "
+          "it where no gradient should flow)");
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// What a statement of a guard tail must not do: run the step's forward, call the scaler or the
+/// autocast API, or change a variable the scaled loss reads.
+class TailHazards : public AnalysedBodyVisitor {
+public:
+  std::set<const ValueDecl *> LossVars;
+  std::set<const Stmt *> StepCalls;
+  const Stmt *Found = nullptr;
+  bool visitStmt(Stmt *S) override {
+    if (Found)
+      return true;
+    if (StepCalls.count(S)) {
+      Found = S;
+      return true;
+    }
+    auto Writes = [&](const Expr *E) {
+      const auto *R = E ? dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts()) : nullptr;
+      return R && LossVars.count(R->getDecl());
+    };
+    if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isAssignmentOp() && Writes(BO->getLHS()))
+      Found = S;
+    else if (const auto *UO = dyn_cast<UnaryOperator>(S); UO && UO->isIncrementDecrementOp() &&
+                                                           Writes(UO->getSubExpr()))
+      Found = S;
+    else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
+             OC && OC->isAssignmentOp() && OC->getNumArgs() && Writes(OC->getArg(0)))
+      Found = S;
+    else if (const auto *MC = dyn_cast<CXXMemberCallExpr>(S)) {
+      // An in-place tensor method (`loss.nan_to_num_()`) on the loss.
+      const CXXMethodDecl *M = MC->getMethodDecl();
+      if (M && M->getIdentifier() && M->getName().ends_with("_") && !M->isConst() &&
+          Writes(MC->getImplicitObjectArgument()))
+        Found = S;
+    }
+    return true;
+  }
+};
+
+class DeclRefs : public AnalysedBodyVisitor {
+public:
+  std::set<const ValueDecl *> Found;
+  bool visitStmt(Stmt *S) override {
+    if (const auto *E = dyn_cast<DeclRefExpr>(S))
+      Found.insert(E->getDecl());
+    return true;
+  }
+};
+
+} // namespace
+
+const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const Stmt *> Region,
+                                   bool Enclosing, size_t &TailAt, std::string &Why) {
+  TailAt = Region.size();
+  if (Enclosing || T.mixed() || Desc.Split)
+    return nullptr;
+  size_t First = Region.size();
+  for (size_t I = 0; I < Region.size(); ++I) {
+    ControlFlowCollector CF;
+    CF.walk(Region[I]);
+    if (CF.Escape && !isa<CoawaitExpr, CoyieldExpr>(CF.Escape)) {
+      First = I;
+      break;
+    }
+  }
+  if (First == Region.size() || First == 0)
+    return nullptr;
+  // Only after the scope has ended (autocast off again), not in a scope this region's first
+  // statement is a call of (a callee's scope ended inside the callee).
+  unsigned ScopeEnd = Desc.CalleeScope ? off(Region.front()->getEndLoc()) : S.End;
+  if (!Desc.CalleeScope && S.Shape != AutocastScope::Kind::CallPair)
+    return nullptr;
+  TailHazards H;
+  for (const ImplicitBackward *Bi : Desc.AllBackwards) {
+    DeclRefs R;
+    if (Bi->Scale && Bi->Scale->Call->getNumArgs())
+      R.walk(Bi->Scale->Call->getArg(0));
+    else if (Bi->Loss)
+      R.walk(Bi->Loss);
+    H.LossVars.insert(R.Found.begin(), R.Found.end());
+  }
+  for (const ForwardCall *F : T.Forwards)
+    H.StepCalls.insert(F->Call);
+  for (const ScalerCall &C : FA.ScalerCalls)
+    H.StepCalls.insert(C.Call);
+  for (const ZeroGradCall *Z : stepZeroGrads())
+    H.StepCalls.insert(Z->Call);
+  for (const AutocastCall *A : S.Auxiliary)
+    H.StepCalls.insert(A->Call);
+  if (S.Enable)
+    H.StepCalls.insert(S.Enable->Call);
+  if (S.Disable)
+    H.StepCalls.insert(S.Disable->Call);
+  for (size_t I = First; I < Region.size(); ++I) {
+    if (off(Region[I]->getBeginLoc()) < ScopeEnd) {
+      Why = "it runs before the autocast scope ends";
+      return Region[I];
+    }
+    if (Region[I]->getBeginLoc().isMacroID()) {
+      Why = "it is inside a macro";
+      return Region[I];
+    }
+    H.walk(Region[I]);
+    if (H.Found) {
+      Why = (H.StepCalls.count(H.Found) ? "it holds `" : "`") +
+            firstLine(text(H.Found->getSourceRange())) +
+            (H.StepCalls.count(H.Found) ? "`, a call of the step's own"
+                                        : "` changes what the scaled backward reads");
+      return H.Found;
+    }
+  }
+  TailAt = First;
+  return nullptr;
+}
 
 const Stmt *StepPlanner::removalUnit(const AutocastScope &S, const Stmt *St) const {
   const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(St));
@@ -119,7 +327,6 @@ bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *Scope
 
 void StepPlanner::checkRegion(const ImplicitBackward &B) {
   std::set<const Stmt *> RemovedUnits;   // scope statements removed (one `if` may hold several)
-  std::set<std::string> ConvertedModels; // models converted by this region
   const Stmt *EndStmt = B.ScaleStmt ? B.ScaleStmt : B.BackwardStmt;
   // A mixed step: the region ends at the if that chooses the path (checkMixedBackwards removes
   // the backwards in its branches).
@@ -172,7 +379,13 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     block(S.ReportLoc, "the autocast scope does not precede the backward in its block");
     return;
   }
-  for (const Stmt *St : Region) {
+  // A guard between the forward and the backward that leaves the iteration (`if (!finite) {
+  // log; continue; }`): it runs after the call instead, before the step, with the same effect.
+  size_t TailAt = Region.size();
+  std::string TailWhy;
+  const Stmt *TailStop = guardTail(S, Region, Enclosing, TailAt, TailWhy);
+  for (size_t I = 0; I < TailAt; ++I) {
+    const Stmt *St = Region[I];
     ControlFlowCollector CF;
     CF.walk(St);
     if (CF.Escape) {
@@ -181,9 +394,12 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
                                         "co_yield), which cannot move into the function given "
                                         "to amp::value_and_grad");
       else
-        block(CF.Escape->getBeginLoc(), "the forward region contains a statement that leaves it "
-                                        "(return, break, continue or goto), which cannot move "
-                                        "into the function given to amp::value_and_grad");
+        block(CF.Escape->getBeginLoc(),
+              "the forward region contains a statement that leaves it (return, break, continue "
+              "or goto), which cannot move into the function given to amp::value_and_grad" +
+                  (TailStop ? "; nor can it run after that call, before the step (" +
+                                  where(TailStop->getBeginLoc()) + "): " + TailWhy
+                            : std::string()));
       return;
     }
   }
@@ -216,7 +432,20 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     block(EndStmt->getBeginLoc(), "the scaled backward does not start its line");
     return;
   }
+  std::string GuardText;
+  if (TailAt < Region.size()) {
+    unsigned TB = lineStart(off(Region[TailAt]->getBeginLoc()));
+    if (!onlySpace(TB, off(Region[TailAt]->getBeginLoc()))) {
+      block(Region[TailAt]->getBeginLoc(), "the statement that leaves the iteration before the "
+                                           "backward does not start its line");
+      return;
+    }
+    GuardText = Buffer.substr(TB, EndStmtOff - TB).str();
+    BodyEnd = TB;
+  }
   std::string Indent = indentAt(RB);
+  if (!checkCrossStepGraph(RB, BodyEnd))
+    return;
 
   // Edits inside the region, relative to the file.
   std::vector<Edit> Inner;
@@ -290,7 +519,6 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     unsigned O = off(F->Call->getBeginLoc());
     if (O < RB || O >= BodyEnd)
       continue;
-    std::string Conv = convertedName(F->Model);
     if (const CallExpr *Q = autocastQueryInForward(F->Call, Rules)) {
       block(F->Call->getBeginLoc(),
             "the model's forward asks whether autocast is on (`" +
@@ -299,9 +527,13 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
                 "its other path: migrate this step by hand");
       return;
     }
-    if (ConvertedModels.insert(Conv).second) {
+    std::string Conv;
+    if (auto Known = ModelNames.find(F->Model.Decl); Known != ModelNames.end()) {
+      Conv = Known->second; // converted already by this step
+    } else {
       unsigned At = 0;
       bool BeforeLoop = false;
+      llvm::SmallVector<const LambdaExpr *, 2> Crossed;
       if (auto LP = conversionOutsideLambdas(R0, F->Model, FA.Function, PM, SM)) {
         // The step runs in a lambda that captures the model: converted once, outside it.
         if (!conversionBefore(F->Model, LP->Anchor, At)) {
@@ -311,28 +543,48 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
           return;
         }
         BeforeLoop = true;
-        for (const LambdaExpr *L : LP->Crossed) {
-          std::optional<Edit> Capture = captureByCopy(L, Conv, SM);
-          if (!Capture) {
-            block(L->getBeginLoc(), "the capture list of the lambda holding the step is inside "
-                                    "a macro; it cannot be given the converted model");
-            return;
-          }
-          if (!Capture->Text.empty())
-            Desc.Region.replace(*Capture);
-        }
+        Crossed = LP->Crossed;
       } else {
         BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
       }
       std::string Level, Dtype;
       if (!levelExpr(S, BeforeLoop ? At : RB, Level) || !dtypeArg(S, BeforeLoop ? At : RB, Dtype))
         return;
-      std::string Line = "auto " + Conv + " = " + Tgt.Convert + "(" + modelText(F->Model) +
-                         ", " + Level + Dtype + ");\n";
-      if (BeforeLoop)
-        Desc.Region.insertJoined(At, indentAt(At) + Line);
-      else
+      std::string Rhs = " = " + Tgt.Convert + "(" + modelText(F->Model) + ", " + Level + Dtype + ");\n";
+      const FunctionPlanning::Conversion *Earlier = nullptr;
+      if (BeforeLoop) {
+        auto It = Shared.Conversions.find({F->Model.Decl, At});
+        if (It != Shared.Conversions.end())
+          Earlier = &It->second;
+      }
+      if (Earlier && Earlier->Line != indentAt(At) + "auto " + Earlier->Name + Rhs) {
+        block(F->Call->getBeginLoc(),
+              "another training step of this function converts `" + modelText(F->Model) +
+                  "` before the same loop differently (`" + StringRef(Earlier->Line).trim().str() +
+                  "`); a model has one conversion: migrate these steps by hand");
+        return;
+      }
+      Conv = Earlier ? Earlier->Name : freshName(convertedModelBase(F->Model));
+      ModelNames[F->Model.Decl] = Conv;
+      for (const LambdaExpr *L : Crossed) {
+        std::optional<Edit> Capture = captureByCopy(L, Conv, SM);
+        if (!Capture) {
+          block(L->getBeginLoc(), "the capture list of the lambda holding the step is inside "
+                                  "a macro; it cannot be given the converted model");
+          return;
+        }
+        if (!Capture->Text.empty())
+          Desc.Region.replace(*Capture);
+      }
+      std::string Line = "auto " + Conv + Rhs;
+      if (BeforeLoop) {
+        std::string Indented = indentAt(At) + Line;
+        Desc.Region.insertJoined(At, Indented);
+        LoopConversions.push_back({At, Indented});
+        Shared.Conversions.try_emplace({F->Model.Decl, At}, FunctionPlanning::Conversion{Conv, Indented});
+      } else {
         Conversions.push_back(Indent + Line);
+      }
     }
     rewriteForward(*F, Conv, Inner);
   }
@@ -477,6 +729,7 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     AssignBack = B.SplitVar != nullptr;
   }
   RegionLambda &L = Desc.Lambda.emplace();
+  L.Guard = GuardText;
   L.Begin = RegionBegin;
   L.End = RegionEnd;
   L.Indent = Indent;
@@ -540,10 +793,12 @@ void StepEmitter::emitRegion() const {
   if (D.Accumulation.On) {
     Text += Indent + "auto [" + L.ValueName + ", " + L.MicroName + "] = " + D.GradFnName + "();" +
             L.Trailing + "\n";
+    Text += L.Guard;
     Text += Indent + Tgt.Accumulate + "(" + D.GradsName + ", " + L.MicroName + ");\n";
   } else {
     Text += Indent + "auto [" + L.ValueName + ", " + D.GradsName + "] = " + D.GradFnName + "();" +
             L.Trailing + "\n";
+    Text += L.Guard;
   }
   if (!D.PerOptimizer.empty() && !D.Accumulation.On) {
     std::string Names;

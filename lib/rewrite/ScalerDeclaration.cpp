@@ -24,6 +24,24 @@ public:
 
 } // namespace
 
+const DeclStmt *StepPlanner::declStmtOf(const VarDecl *VD) const {
+  class Finder : public AstVisitor {
+  public:
+    const VarDecl *VD;
+    const DeclStmt *Found = nullptr;
+    bool visitStmt(Stmt *S) override {
+      if (const auto *DS = dyn_cast<DeclStmt>(S); DS && !Found)
+        for (const Decl *D : DS->decls())
+          if (D == VD)
+            Found = DS;
+      return true;
+    }
+  } F;
+  F.VD = VD;
+  F.walk(FA.Function->getBody());
+  return F.Found;
+}
+
 bool StepPlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<const Expr *> Args,
                              SourceLocation Loc, std::string &Out) {
   Out = Tgt.ScalerOptions + "()";
@@ -82,12 +100,35 @@ void StepPlanner::checkScalerDecl() {
     checkScalerFlow(Class);
     return;
   }
+  // Declared in one statement with others (`GradScaler scaler_g(1024.0), scaler_d(1024.0);`): the
+  // type is spelled once for all of them, so all of them change type; each must be the scaler of
+  // a step migrated with this one (planMigrations checks, and blocks them together).
+  std::vector<const VarDecl *> Declared{VD};
+  if (const DeclStmt *DS = declStmtOf(VD); DS && !DS->isSingleDecl()) {
+    for (const Decl *Other : DS->decls()) {
+      const auto *OV = dyn_cast<VarDecl>(Other);
+      if (OV == VD)
+        continue;
+      const CXXRecordDecl *OC = OV ? OV->getType()->getAsCXXRecordDecl() : nullptr;
+      if (!OC || OC->getCanonicalDecl() != Class) {
+        block(D->getLocation(), "the scaler is declared in one statement with `" +
+                                    (isa<NamedDecl>(Other) ? cast<NamedDecl>(Other)->getNameAsString()
+                                                           : std::string("another declaration")) +
+                                    "`, which is not a scaler of its type; declare the scaler in a "
+                                    "statement of its own");
+        return;
+      }
+      Declared.push_back(OV);
+      ScalerSiblings.push_back(OV);
+    }
+  }
   // Its type, wherever it is spelled in the declaration.
   TypeLocFinder TF(Class);
   TF.walk(VD);
   ConstructFinder CF(Class);
-  if (VD->getInit())
-    CF.walk(VD->getInit());
+  for (const VarDecl *V : Declared)
+    if (V->getInit())
+      CF.walk(V->getInit());
   if (TF.Ranges.empty() && CF.Constructs.empty()) {
     block(D->getLocation(), "the scaler's type is not spelled in its declaration (auto from a "
                             "function call?); change it by hand");

@@ -111,6 +111,9 @@ struct RegionLambda {
   std::string Trailing;   ///< comments of the replaced lines, kept on the call's line
   std::string AssignBackTo; ///< a variable of the split form assigned the value after the call
   std::string After;      ///< what stays after the call: statements and comments between the scaled backwards
+  /// Statements between the forward and the backward that leave the iteration (`if (!finite)
+  /// continue;`), after the scope: right after the call, before any accumulation or step.
+  std::string Guard;
 };
 
 /// The plan descriptor: what the feasibility stage (StepPlanner::feasible(), or checkSplitHalf()

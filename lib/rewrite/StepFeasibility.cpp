@@ -31,15 +31,6 @@ bool StepPlanner::feasible() {
   SourceLocation FnLoc = FA.Function->getLocation();
   if (T.Backwards.empty() && blockScaleInsideBackwardReceiver())
     return false;
-  if (T.Backwards.empty() && FA.Instantiations > 1) {
-    block(T.Steps.empty() ? FnLoc : T.Steps.front()->Call->getBeginLoc(),
-          "no scaled backward is recognised in this template, whose calls on template parameters "
-          "are resolved only in its instantiations, and this file has " +
-              std::to_string(FA.Instantiations) +
-              " (a template instantiated once is read through that instantiation); migrate this "
-              "step by hand");
-    return false;
-  }
   if (T.Backwards.empty()) {
     block(T.Steps.empty() ? FnLoc : T.Steps.front()->Call->getBeginLoc(),
           "no scaled backward (scaler.scale(loss).backward()) in this function; the scope, "

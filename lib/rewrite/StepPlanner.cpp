@@ -10,10 +10,11 @@ namespace ampmigrate {
 
 StepPlanner::StepPlanner(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
                          const TrainingStep &T, const PlannerOptions &Opts,
-                         llvm::StringSet<> &UsedNames, const TargetApi &Tgt,
+                         FunctionPlanning &Shared, const TargetApi &Tgt,
                          const TranslationUnitAnalysis &TU)
     : Ctx(Ctx), SM(Ctx.getSourceManager()), LO(Ctx.getLangOpts()), Rules(Rules), FA(FA), T(T),
-      Opts(Opts), PM(FA.Function->getBody()), UsedNames(UsedNames), Tgt(Tgt), TU(TU) {
+      Opts(Opts), PM(FA.Function->getBody()), Shared(Shared), UsedNames(Shared.UsedNames), Tgt(Tgt),
+      TU(TU) {
   graftLambdaBodies(PM, FA.Function->getBody());
 }
 
@@ -27,6 +28,8 @@ MigrationPlan StepPlanner::plan() {
   P.CalleeScope = Desc.CalleeScope;
   P.Blockers = std::move(Blockers);
   P.ScalerHolders = FlowHolders;
+  P.ScalerSiblings = ScalerSiblings;
+  P.LoopConversions = LoopConversions;
   if (Desc.Split)
     P.SplitOther = Desc.Split->ScalingHalf == &T ? Desc.Split->SteppingHalf : Desc.Split->ScalingHalf;
   if (!Feasible)
@@ -90,9 +93,9 @@ void StepPlanner::checkConcerns(const ImplicitBackward &B) {
 
 StepAssessment assessStep(ASTContext &Ctx, const RuleSet &Rules, const TranslationUnitAnalysis &TU,
                           const FunctionAnalysis &FA, const TrainingStep &T, const PlannerOptions &Opts) {
-  llvm::StringSet<> Used = namesIn(FA.Function);
+  FunctionPlanning Shared{namesIn(FA.Function), {}};
   const TargetApi Tgt = spelledTarget(Ctx, Rules.Target, FA.Function);
-  return StepPlanner(Ctx, Rules, FA, T, Opts, Used, Tgt, TU).assess();
+  return StepPlanner(Ctx, Rules, FA, T, Opts, Shared, Tgt, TU).assess();
 }
 
 const std::string &StepPlanner::gradsFor(const ObjectRef &Optimizer) const {

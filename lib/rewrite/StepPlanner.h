@@ -49,10 +49,23 @@ TargetApi spelledTarget(clang::ASTContext &Ctx, const TargetApi &T, const clang:
 StepAssessment assessStep(clang::ASTContext &Ctx, const RuleSet &Rules, const TranslationUnitAnalysis &TU,
                           const FunctionAnalysis &FA, const TrainingStep &T, const PlannerOptions &Opts);
 
+/// What the steps of one function share while they are planned: the names taken, and the models
+/// converted once before a loop, keyed by model and insertion offset, so that two steps of one
+/// loop (a GAN's discriminator and generator steps) convert a model they both run under one name
+/// with one declaration (planMigrations joins their insertions).
+struct FunctionPlanning {
+  llvm::StringSet<> UsedNames;
+  struct Conversion {
+    std::string Name; ///< the converted model's variable
+    std::string Line; ///< its declaration, indented, with its newline
+  };
+  std::map<std::pair<const clang::ValueDecl *, unsigned>, Conversion> Conversions;
+};
+
 class StepPlanner {
 public:
   StepPlanner(clang::ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
-              const TrainingStep &T, const PlannerOptions &Opts, llvm::StringSet<> &UsedNames,
+              const TrainingStep &T, const PlannerOptions &Opts, FunctionPlanning &Shared,
               const TargetApi &Tgt, const TranslationUnitAnalysis &TU);
 
   MigrationPlan plan();
@@ -69,6 +82,7 @@ private:
   const TrainingStep &T;
   const PlannerOptions &Opts;
   clang::ParentMap PM;
+  FunctionPlanning &Shared;
   llvm::StringSet<> &UsedNames;
   /// The target names as the edits spell them (globally qualified when needed).
   const TargetApi &Tgt;
@@ -198,13 +212,26 @@ private:
   /// scope's first statement.
   void checkCalleeScope();
 
-  /// The converted model's name per model (convertedName), and the forward region's extent in
+  /// The converted model's name per model, and the forward region's extent in
   /// the file (set by checkRegion; the zero_grad() calls inside it are handled with it, and
   /// checkZeroGrads skips them).
   std::map<const clang::ValueDecl *, std::string> ModelNames;
   unsigned RegionBegin = 0, RegionEnd = 0;
+  /// At O2/O3: whether the forward region [RB, BodyEnd) reads a tensor another step's scope
+  /// computed (a GAN's generator output), or another step's scope reads one this region computes;
+  /// blocks the step if so (the graph would cross two value_and_grad calls).
+  bool checkCrossStepGraph(unsigned RB, unsigned BodyEnd);
+  /// The region's statements from the first one that leaves the iteration (return, break,
+  /// continue, goto) to the backward, when they can run after the value_and_grad call instead:
+  /// after the scope, no forward, scaler, zero_grad or autocast call, no write of a variable the
+  /// scaled loss reads. TailAt: their first index (Region.size() if none); returns the statement
+  /// that prevents it, if any, with the reason in Why.
+  const clang::Stmt *guardTail(const AutocastScope &S, llvm::ArrayRef<const clang::Stmt *> Region,
+                               bool Enclosing, size_t &TailAt, std::string &Why);
+  /// The conversions this step inserts before a loop (offset, line), for planMigrations to join
+  /// with those of the function's other steps at the same offset.
+  std::vector<std::pair<unsigned, std::string>> LoopConversions;
 
-  std::string convertedName(const ObjectRef &M);
 
   /// Where the model is converted: before the outermost loop around the step that the model's
   /// declaration precedes (converted once, not per iteration); otherwise at the start of the step.
@@ -450,6 +477,10 @@ private:
 
   /// The holders this plan changes (grouping), and the other files (headers) its edits change.
   std::vector<const clang::ValueDecl *> FlowHolders;
+  /// Other scalers declared in the scaler's declaration statement (they change type with it).
+  std::vector<const clang::VarDecl *> ScalerSiblings;
+  /// The declaration statement of a local variable of the step's function.
+  const clang::DeclStmt *declStmtOf(const clang::VarDecl *VD) const;
   std::set<clang::FileID> OtherFilesEdited;
   std::vector<clang::SourceRange> FlowTypeRanges;
   std::vector<const clang::CXXConstructExpr *> FlowConstructs;

@@ -3,8 +3,8 @@
 // template instantiated once in the file is analysed through that instantiation (where calls on
 // template parameters are resolved) and not also through its pattern, so its step is reported and
 // rewritten once. A scaler whose declared type is a template parameter cannot be retyped in the
-// template, and a template instantiated several times keeps its dependent calls unresolved: both
-// are reported with the reason.
+// template: reported with the reason. A template instantiated several times: every instantiation
+// is analysed and their plans must agree.
 #include <torch/torch.h>
 #include "scaler.h"
 
@@ -70,23 +70,68 @@ void run_param(ParamScalerTrainer<Net, torch::amp::GradScaler> &t, const torch::
   t.train_step(x);
 }
 
+// A template instantiated with two models: each instantiation is analysed (their calls on the
+// template parameter resolved) and both plan the same edits of the one source, which is rewritten
+// once.
 template <class M>
-void twice_instantiated(M &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler,
-                        const torch::Tensor &x) {
+float twice_instantiated(M &model, torch::optim::SGD &opt, const torch::Tensor &x) {
+  torch::amp::GradScaler scaler;
   opt.zero_grad();
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() clears the .grad {{.*}} [amp-zero-grad]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() is redundant{{.*}} [amp-zero-grad]
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled {{.*}} [amp-autocast-scope]
   auto loss = model->forward(x).sum();
   at::autocast::set_enabled(false);
   at::autocast::clear_cache();
   scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss {{.*}} [amp-scaler-implicit-grad]
   scaler.step(opt);
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: no scaled backward is recognised in this template, whose calls on template parameters are resolved only in its instantiations, and this file has 2 (a template instantiated once is read through that instantiation); migrate this step by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+  scaler.update();
+  return loss.template item<float>();
+}
+void run_both(Net &a, Other &b, torch::optim::SGD &opt, const torch::Tensor &x) {
+  twice_instantiated(a, opt, x);
+  twice_instantiated(b, opt, x);
+}
+// CHECK-FIXES: {{^}}float twice_instantiated(M &model, torch::optim::SGD &opt, const torch::Tensor &x) {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();{{$}}
+// CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(opt));{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.step(opt, grads);{{$}}
+
+// One instantiation's model asks autocast whether it is on in its forward: that instantiation
+// cannot be migrated, so neither is the other (the source is one).
+struct QueryingImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor &x) {
+    return at::autocast::is_enabled() ? x : x * 2;
+  }
+};
+TORCH_MODULE(Querying);
+template <class M>
+void one_blocked(M &model, torch::optim::SGD &opt, const torch::Tensor &x) {
+  torch::amp::GradScaler scaler;
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled {{.*}} [amp-autocast-scope]
+  auto loss = model->forward(x).sum();
+  // CHECK-MESSAGES: :[[@LINE-1]]:15: warning: not migrated automatically: the model's forward asks whether autocast is on {{.*}} [amp-manual-migration]
+  at::autocast::set_enabled(false);
+  at::autocast::clear_cache();
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss {{.*}} [amp-scaler-implicit-grad]
+  scaler.step(opt);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: another instantiation of this template cannot be migrated (the model's forward asks whether autocast is on {{.*}}); its one source is rewritten for all of them or for none [amp-manual-migration]
   // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
   scaler.update();
 }
-void run_both(Net &a, Other &b, torch::optim::SGD &opt, torch::amp::GradScaler &s, const torch::Tensor &x) {
-  twice_instantiated(a, opt, s, x);
-  twice_instantiated(b, opt, s, x);
+void run_one_blocked(Net &a, Querying &q, torch::optim::SGD &opt, const torch::Tensor &x) {
+  one_blocked(a, opt, x);
+  one_blocked(q, opt, x);
 }
+// CHECK-FIXES: {{^}}void one_blocked(M &model, torch::optim::SGD &opt, const torch::Tensor &x) {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}  torch::amp::GradScaler scaler;{{$}}

@@ -991,6 +991,46 @@ TEST(ValueAndGrad, UnusedParametersGetZeros) {
     }
 }
 
+// A GAN's generator output made in the discriminator's value_and_grad and differentiated in the
+// generator's: at O1 the generator gets its grads; at O2 the graph ran on weight copies swapped
+// out when the first call returned, so the second call throws rather than training on zeros.
+TEST(ValueAndGrad, GraphFromAnEarlierCallAtO2IsAnError) {
+  for (auto level : {amp::Level::O1, amp::Level::O2, amp::Level::O3}) {
+    torch::manual_seed(0);
+    torch::nn::Linear gen(8, 8), disc(8, 1);
+    auto amp_gen = amp::auto_mixed_precision(gen, level);
+    auto amp_disc = amp::auto_mixed_precision(disc, level);
+    auto noise = torch::randn({4, 8});
+    Tensor fake;
+    auto d_step = amp::value_and_grad([&] {
+      fake = amp::cast_to_adapter_tensor(amp_gen(noise));
+      return amp::cast_to_adapter_tensor(amp_disc(fake.detach())).sum();
+    }, disc->parameters());
+    auto d = d_step();
+    EXPECT_GT(d.second[0].abs().sum().item<double>(), 0.0);
+    auto g_step = amp::value_and_grad(
+        [&] { return amp::cast_to_adapter_tensor(amp_disc(fake)).sum(); }, gen->parameters());
+    if (level == amp::Level::O1) {
+      auto g = g_step();
+      EXPECT_GT(g.second[0].abs().sum().item<double>(), 0.0);
+      continue;
+    }
+    std::string msg;
+    try {
+      g_step();
+    } catch (const amp::Error &e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("differentiated through the output of an O2/O3 model's forward that ran "
+                       "outside this call"), std::string::npos) << msg;
+    EXPECT_EQ(gen->weight.scalar_type(), torch::kFloat); // the masters are back
+    // A parameter the loss does not use still gets zeros (no graph reaches a stale accumulator).
+    auto unused = amp::value_and_grad(
+        [&] { return amp::cast_to_adapter_tensor(amp_disc(noise)).sum(); }, gen->parameters());
+    EXPECT_TRUE(torch::equal(unused().second[0], torch::zeros_like(gen->weight)));
+  }
+}
+
 TEST(ValueAndGrad, AccumulateGrads) {
   std::vector<Tensor> acc;
   amp::accumulate_grads(acc, {torch::ones({2})});

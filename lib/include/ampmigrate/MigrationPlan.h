@@ -31,11 +31,18 @@ struct MigrationPlan {
   /// scaler (parameters, members, globals the scaler flows through): steps sharing one migrate
   /// together or not at all.
   std::vector<const clang::ValueDecl *> ScalerHolders;
+  /// Other scalers declared in the same statement as this step's scaler (`GradScaler a, b;`): the
+  /// plan changes their type too, so their steps migrate with this one or not at all.
+  std::vector<const clang::VarDecl *> ScalerSiblings;
   /// A step split over two methods of a class: the other half. The plans of both halves are
   /// joined by planMigrations: the scaling half's plan holds every edit and the stepping half's
   /// plan has JoinedInto set; or both are blocked.
   const TrainingStep *SplitOther = nullptr;
   const MigrationPlan *JoinedInto = nullptr;
+  /// The models this step converts once before a loop: (offset in the step's file, declaration
+  /// line). planMigrations gives every step of a function that inserts at one offset the same
+  /// text, the lines of all of them, so that their edits merge.
+  std::vector<std::pair<unsigned, std::string>> LoopConversions;
   bool ok() const { return Blockers.empty() && !Edits.empty(); }
 };
 

@@ -230,10 +230,14 @@ struct FunctionAnalysis {
   /// function of the analysed code that calls it, directly or through others: its autocast
   /// scopes are inference, not a training step's forward.
   bool InferenceOnly = false;
-  /// A template (function template, member of a class template) analysed through its pattern:
-  /// how many instantiations this translation unit has (0 or 2 and more; a template instantiated
-  /// once is analysed through that instantiation instead).
+  /// A template (function template, member of a class template) instantiated several times in
+  /// this translation unit: each instantiation is analysed (its calls on template parameters
+  /// resolved), and this is how many there are; `Pattern` is the template's own definition, which
+  /// the steps of every instantiation edit together (planMigrations requires their plans to be the
+  /// same). 0 and null otherwise (a template instantiated once is analysed through that
+  /// instantiation alone; one never instantiated, through its pattern).
   unsigned Instantiations = 0;
+  const clang::FunctionDecl *Pattern = nullptr;
 };
 
 /// The analysis of a translation unit.

@@ -10,6 +10,8 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/instancenorm.h>
 #include <torch/nn/modules/normalization.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -187,6 +189,62 @@ torch::Device device_of(torch::nn::Module &m) {
   return torch::kCPU;
 }
 
+/// Swapping a parameter's data to another dtype (set_data) detaches it from its gradient
+/// accumulator: a graph built before the swap still ends in the old accumulator, which autograd
+/// no longer finds for the parameter. Those accumulators, while a graph keeps them alive, so that
+/// grads_of can tell a loss differentiated through such a graph (a forward of an O2/O3 model made
+/// in an earlier value_and_grad) from a parameter the loss does not use.
+std::mutex stale_mutex;
+std::unordered_map<const c10::TensorImpl *, std::vector<std::weak_ptr<torch::autograd::Node>>>
+    stale_accumulators;
+
+void remember_accumulator(const torch::Tensor &t) {
+  auto acc = torch::autograd::impl::try_get_grad_accumulator(t);
+  if (!acc)
+    return;
+  std::lock_guard<std::mutex> lock(stale_mutex);
+  auto &list = stale_accumulators[t.unsafeGetTensorImpl()];
+  list.erase(std::remove_if(list.begin(), list.end(), [](const auto &w) { return w.expired(); }),
+             list.end());
+  list.push_back(acc);
+}
+
+/// The live accumulators a swap left behind for `param` (none for most parameters).
+std::vector<std::shared_ptr<torch::autograd::Node>> stale_for(const torch::Tensor &param) {
+  std::vector<std::shared_ptr<torch::autograd::Node>> out;
+  std::lock_guard<std::mutex> lock(stale_mutex);
+  auto it = stale_accumulators.find(param.unsafeGetTensorImpl());
+  if (it == stale_accumulators.end())
+    return out;
+  for (const auto &w : it->second)
+    if (auto node = w.lock())
+      out.push_back(std::move(node));
+  return out;
+}
+
+/// Whether the graph of `value` reaches one of `targets`.
+bool graph_reaches(const torch::Tensor &value,
+                   const std::vector<std::shared_ptr<torch::autograd::Node>> &targets) {
+  std::unordered_set<const torch::autograd::Node *> wanted, seen;
+  for (const auto &t : targets)
+    wanted.insert(t.get());
+  std::vector<torch::autograd::Node *> todo;
+  if (auto fn = value.grad_fn())
+    todo.push_back(fn.get());
+  while (!todo.empty()) {
+    torch::autograd::Node *n = todo.back();
+    todo.pop_back();
+    if (!seen.insert(n).second)
+      continue;
+    if (wanted.count(n))
+      return true;
+    for (const auto &e : n->next_edges())
+      if (e.function)
+        todo.push_back(e.function.get());
+  }
+  return false;
+}
+
 void copies_in(ConversionState &state) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> lows;
@@ -197,6 +255,7 @@ void copies_in(ConversionState &state) {
     // variable_data shares the fp32 storage; the optimizer's tensor keeps its identity.
     state.masters.push_back(t.variable_data());
     lows.push_back(torch::empty(t.sizes(), t.options().dtype(state.low)));
+    remember_accumulator(t);
   }
   std::vector<torch::Tensor> srcs;
   srcs.reserve(state.masters.size());
@@ -214,6 +273,7 @@ void masters_in(ConversionState &state) {
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < state.swapped.size(); ++i) {
     auto &t = state.swapped[i];
+    remember_accumulator(t);
     t.set_data(state.masters[i]);
     // A `.backward()` while the copies were in accumulated low-precision grads.
     if (t.grad().defined() && t.grad().scalar_type() != t.scalar_type())
@@ -410,6 +470,24 @@ std::vector<torch::Tensor> grads_of(const torch::Tensor &value,
   if (value.requires_grad() && !inputs.empty())
     raw = torch::autograd::grad({value}, inputs, /*grad_outputs=*/{}, /*retain_graph=*/false,
                                 /*create_graph=*/false, /*allow_unused=*/true);
+  // A parameter without a gradient: unused, or used through a graph whose accumulator a swap of
+  // its data replaced. The second would silently train on zeros; say so instead.
+  for (std::size_t k = 0; k < raw.size(); ++k) {
+    if (raw[k].defined())
+      continue;
+    auto stale = stale_for(inputs[k]);
+    if (!stale.empty() && graph_reaches(value, stale)) {
+      if (grad_scope_depth <= 1)
+        restore_masters();
+      throw Error(fmt::format(
+          "amp::value_and_grad: the loss is differentiated through the output of an O2/O3 model's "
+          "forward that ran outside this call (in an earlier value_and_grad, e.g. a GAN's "
+          "generator output from the discriminator's step); its graph used the model's "
+          "low-precision weight copies, swapped out since, so parameter {} of the list would get "
+          "no gradient. Run that forward again inside this function, or convert the model at O1",
+          where[k]));
+    }
+  }
   if (grad_scope_depth <= 1)
     restore_masters();
   std::vector<torch::Tensor> grads(params.size());

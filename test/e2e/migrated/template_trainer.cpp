@@ -1,6 +1,7 @@
 // e2e before-program: the training step is a member function of a class template (the model type
-// a template parameter, instantiated once), with the scaler a data member, the optimizer held by
-// a std::shared_ptr, and autocast switched by a run-time flag member (off with E2E_FP32=1).
+// a template parameter, instantiated twice: an MLP module and a torch::nn::Sequential), with the
+// scaler a data member, the optimizer held by a std::shared_ptr, and autocast switched by a
+// run-time flag member (off with E2E_FP32=1). Both instantiations train, one after the other.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -51,5 +52,14 @@ int main() {
   for (int step = 0; step < e2e::kSteps; ++step)
     std::printf("step %d loss %.6f\n", step,
                 trainer.train_step(data.input(step), data.target(step)));
-  e2e::log_params(trainer.parameters());
+  torch::nn::Sequential seq(torch::nn::Linear(e2e::kInputs, 48), torch::nn::ReLU(),
+                            torch::nn::Linear(48, e2e::kClasses), torch::nn::LogSoftmax(1));
+  Trainer<torch::nn::Sequential> second(seq, 0.05);
+  for (int step = 0; step < e2e::kSteps; ++step)
+    std::printf("step %d loss %.6f\n", e2e::kSteps + step,
+                second.train_step(data.input(step), data.target(step)));
+  auto params = trainer.parameters();
+  for (const auto &p : second.parameters())
+    params.push_back(p);
+  e2e::log_params(params);
 }

@@ -121,6 +121,8 @@ Tensor mse_loss(const Tensor &input, const Tensor &target);
 Tensor cross_entropy(const Tensor &input, const Tensor &target);
 Tensor log_softmax(const Tensor &input, int64_t dim);
 Tensor relu(const Tensor &x);
+Tensor isfinite(const Tensor &x);
+Tensor isnan(const Tensor &x);
 Tensor matmul(const Tensor &a, const Tensor &b);
 using NoGradGuard = c10::NoGradGuard;
 
