@@ -23,6 +23,23 @@ bool StepPlanner::blockScaleInsideBackwardReceiver() {
                 "loss.backward();` (rewritten as a mixed step) or migrate this step by hand");
       return true;
     }
+    // `torch::autograd::backward({scaler.scale(loss)})`: the same computation, as a free function.
+    for (const Stmt *P = PM.getParent(SC.Call); P; P = PM.getParent(P)) {
+      const auto *CE = dyn_cast<CallExpr>(P);
+      const FunctionDecl *FD = CE ? CE->getDirectCallee() : nullptr;
+      if (!FD || isa<CXXMethodDecl>(FD) || !FD->getIdentifier())
+        continue;
+      std::string Name = qualifiedName(FD);
+      if (Name != "torch::autograd::backward" && Name != "torch::autograd::grad")
+        continue;
+      block(CE->getBeginLoc(),
+            "the scaled loss is backpropagated by `" + Name + "(...)`, which the rewrite does not "
+            "take for a training step's backward; write it as `" +
+                firstLine(text(SC.Call->getSourceRange())) +
+                ".backward()` (the same computation) to have it migrated, or migrate this step by "
+                "hand");
+      return true;
+    }
   }
   return false;
 }
