@@ -5,21 +5,6 @@ using namespace clang;
 
 namespace ampmigrate {
 
-namespace {
-
-/// Every variable an expression reads.
-class VariablesRead : public AnalysedBodyVisitor {
-public:
-  std::vector<const ValueDecl *> Found;
-  bool visitStmt(Stmt *S) override {
-    if (const auto *E = dyn_cast<DeclRefExpr>(S))
-      Found.push_back(E->getDecl());
-    return true;
-  }
-};
-
-} // namespace
-
 class StepPlanner::GuardCalls : public AstVisitor {
 public:
   explicit GuardCalls(const RuleSet &Rules) : Rules(Rules) {}

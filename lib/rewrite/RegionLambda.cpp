@@ -183,16 +183,6 @@ public:
   }
 };
 
-class DeclRefs : public AnalysedBodyVisitor {
-public:
-  std::set<const ValueDecl *> Found;
-  bool visitStmt(Stmt *S) override {
-    if (const auto *E = dyn_cast<DeclRefExpr>(S))
-      Found.insert(E->getDecl());
-    return true;
-  }
-};
-
 } // namespace
 
 const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const Stmt *> Region,
@@ -218,7 +208,7 @@ const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const 
     return nullptr;
   TailHazards H;
   for (const ImplicitBackward *Bi : Desc.AllBackwards) {
-    DeclRefs R;
+    VariablesRead R;
     if (Bi->Scale && Bi->Scale->Call->getNumArgs())
       R.walk(Bi->Scale->Call->getArg(0));
     else if (Bi->Loss)

@@ -62,6 +62,17 @@ struct FunctionPlanning {
   std::map<std::pair<const clang::ValueDecl *, unsigned>, Conversion> Conversions;
 };
 
+/// Every variable an expression or statement names, in order (with repeats).
+class VariablesRead : public AnalysedBodyVisitor {
+public:
+  std::vector<const clang::ValueDecl *> Found;
+  bool visitStmt(clang::Stmt *S) override {
+    if (const auto *E = llvm::dyn_cast<clang::DeclRefExpr>(S))
+      Found.push_back(E->getDecl());
+    return true;
+  }
+};
+
 class StepPlanner {
 public:
   StepPlanner(clang::ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
