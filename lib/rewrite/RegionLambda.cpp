@@ -71,18 +71,26 @@ public:
   }
 };
 
+/// The variable an assignment (`v = ...`, `v += ...`, a class's operator=) or, with
+/// `IncDec`, an increment or decrement writes; null for anything else.
+const VarDecl *assignedVariable(const Stmt *S, bool IncDec) {
+  const Expr *Lhs = nullptr;
+  if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isAssignmentOp())
+    Lhs = BO->getLHS();
+  else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S); OC && OC->isAssignmentOp() && OC->getNumArgs())
+    Lhs = OC->getArg(0);
+  else if (const auto *UO = dyn_cast<UnaryOperator>(S); IncDec && UO && UO->isIncrementDecrementOp())
+    Lhs = UO->getSubExpr();
+  const auto *E = Lhs ? dyn_cast<DeclRefExpr>(Lhs->IgnoreParenImpCasts()) : nullptr;
+  return E ? dyn_cast<VarDecl>(E->getDecl()) : nullptr;
+}
+
 class LocalAssignments : public AnalysedBodyVisitor {
 public:
   std::vector<std::pair<const VarDecl *, SourceLocation>> Found;
   bool visitStmt(Stmt *S) override {
-    const Expr *Lhs = nullptr;
-    if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isAssignmentOp())
-      Lhs = BO->getLHS();
-    else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S); OC && OC->isAssignmentOp() && OC->getNumArgs())
-      Lhs = OC->getArg(0);
-    if (const auto *E = Lhs ? dyn_cast<DeclRefExpr>(Lhs->IgnoreParenImpCasts()) : nullptr)
-      if (const auto *V = dyn_cast<VarDecl>(E->getDecl()))
-        Found.push_back({V, S->getBeginLoc()});
+    if (const VarDecl *V = assignedVariable(S, /*IncDec=*/false))
+      Found.push_back({V, S->getBeginLoc()});
     return true;
   }
 };
@@ -164,13 +172,7 @@ public:
       const auto *R = E ? dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts()) : nullptr;
       return R && LossVars.count(R->getDecl());
     };
-    if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isAssignmentOp() && Writes(BO->getLHS()))
-      Found = S;
-    else if (const auto *UO = dyn_cast<UnaryOperator>(S); UO && UO->isIncrementDecrementOp() &&
-                                                           Writes(UO->getSubExpr()))
-      Found = S;
-    else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
-             OC && OC->isAssignmentOp() && OC->getNumArgs() && Writes(OC->getArg(0)))
+    if (const VarDecl *V = assignedVariable(S, /*IncDec=*/true); V && LossVars.count(V))
       Found = S;
     else if (const auto *MC = dyn_cast<CXXMemberCallExpr>(S)) {
       // An in-place tensor method (`loss.nan_to_num_()`) on the loss.
