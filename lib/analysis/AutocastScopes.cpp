@@ -12,6 +12,16 @@ unsigned FunctionAnalyser::endOffsetOfBlock(const Stmt *S) const {
   return offsetOf(FD->getBody()->getEndLoc());
 }
 
+const CXXCatchStmt *FunctionAnalyser::handlerOf(const Stmt *S) const {
+  for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P)) {
+    if (const auto *H = dyn_cast<CXXCatchStmt>(P))
+      return H;
+    if (isa<LambdaExpr>(P))
+      return nullptr;
+  }
+  return nullptr;
+}
+
 void FunctionAnalyser::buildScopes() {
   std::vector<const AutocastCall *> Enables;
   for (const AutocastCall &A : FA.AutocastCalls)
@@ -40,16 +50,23 @@ void FunctionAnalyser::buildScopes() {
         Close = C;
         Used[J] = true;
         // Several closing calls for one enable (a disable in a `catch` and another after the
-        // `try`): the scope ends at the last; the earlier ones belong to it.
+        // `try`): the scope ends at the last; the earlier ones belong to it. A disable in a
+        // handler after the one on the normal path (`try { on; ...; off; step } catch (...)
+        // { off; continue; }`) belongs to the scope too, but does not end it.
         for (size_t K = J + 1; TurnsOn && K < Enables.size(); ++K) {
           const AutocastCall *D = Enables[K];
           if (Used[K] || !sameDevice(*E, *D))
             continue;
           if (D->Turns != AutocastCall::State::Off && D->Turns != AutocastCall::State::Restore)
             break;
+          Used[K] = true;
+          const CXXCatchStmt *H = handlerOf(D->Call);
+          if (H && H != handlerOf(Close->Call)) {
+            ExtraCloses.push_back(D);
+            continue;
+          }
           ExtraCloses.push_back(Close);
           Close = D;
-          Used[K] = true;
         }
         break;
       }

@@ -91,6 +91,8 @@ private:
   };
   std::vector<PendingGuard> Guards;
 
+  /// The `catch` handler S is in (within this function, outside lambdas); null if none.
+  const clang::CXXCatchStmt *handlerOf(const clang::Stmt *S) const;
   unsigned offsetOf(clang::SourceLocation L) const {
     return SM.getFileOffset(SM.getExpansionLoc(L));
   }

@@ -308,8 +308,13 @@ void FunctionAnalyser::classifyDecl(const DeclStmt *DS) {
     if (!RD || nameIn(RD, Rules.Ignore))
       continue;
     bool Disables = false;
-    if (isAutocastGuardClass(RD, Rules, &Disables))
-      Guards.push_back({VD, DS, Disables});
+    if (!isAutocastGuardClass(RD, Rules, &Disables))
+      continue;
+    // One class for both directions (`Guard on(true); ... { Guard off(false); ... }`).
+    if (!Disables && VD->getInit())
+      if (auto On = guardUseTurnsOn(dyn_cast<CXXConstructExpr>(strip(VD->getInit())), Rules))
+        Disables = !*On;
+    Guards.push_back({VD, DS, Disables});
   }
 }
 

@@ -211,6 +211,32 @@ bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *D
   return false;
 }
 
+std::optional<bool> guardUseTurnsOn(const CXXConstructExpr *Use, const RuleSet &Rules) {
+  const CXXConstructorDecl *Ctor = Use ? Use->getConstructor() : nullptr;
+  const FunctionDecl *Def = nullptr;
+  if (!Ctor || !Ctor->hasBody(Def) || !Def->getBody())
+    return std::nullopt;
+  AutocastCallCollector C(Rules);
+  C.walk(Def->getBody());
+  for (auto &[CE, R] : C.Found) {
+    if (R->Role != AutocastRole::Enable || R->EnabledArg < 0 ||
+        (unsigned)R->EnabledArg >= CE->getNumArgs())
+      continue;
+    const auto *DRE = dyn_cast<DeclRefExpr>(CE->getArg(R->EnabledArg)->IgnoreParenImpCasts());
+    const auto *PVD = DRE ? dyn_cast<ParmVarDecl>(DRE->getDecl()) : nullptr;
+    if (!PVD || PVD->getDeclContext() != Def)
+      return std::nullopt; // a constant (the class's own) or a computed value
+    unsigned I = PVD->getFunctionScopeIndex();
+    if (I >= Use->getNumArgs())
+      return std::nullopt;
+    const Expr *A = Use->getArg(I);
+    if (const auto *D = dyn_cast<CXXDefaultArgExpr>(A))
+      A = D->getExpr();
+    return boolConstant(A, Ctor->getASTContext());
+  }
+  return std::nullopt;
+}
+
 std::string StepFinder::textOf(const ASTContext &Ctx, SourceRange R) {
   std::optional<CharSourceRange> CR =
       tooling::getFileRange(CharSourceRange::getTokenRange(R), Ctx, /*IncludeMacroExpansion=*/true);

@@ -53,6 +53,29 @@ void try_disable(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler.update();
 }
+
+// A disable on the normal path before the backward, and another in a handler that skips the batch:
+// the scope ends at the first; the handler's goes with it.
+void catch_skip(Net &model, torch::optim::SGD &optimizer, const std::vector<torch::Tensor> &batches,
+                const torch::Tensor &target) {
+  torch::amp::GradScaler scaler;
+  for (const auto &data : batches) {
+    try {
+      at::autocast::set_enabled(true);
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+      auto loss = torch::nll_loss(model->forward(data), target);
+      at::autocast::set_enabled(false);
+      scaler.scale(loss).backward();
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+      scaler.step(optimizer);
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+      scaler.update();
+    } catch (const std::exception &) {
+      at::autocast::set_enabled(false);
+      continue;
+    }
+  }
+}
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
@@ -75,3 +98,16 @@ void try_disable(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  for (const auto &data : batches) {{{$}}
+// CHECK-FIXES-NEXT: {{^}}    try {{{$}}
+// CHECK-FIXES-NEXT: {{^}}      auto grad_fn = amp::value_and_grad([&] {
+// CHECK-FIXES-NEXT: {{^}}        auto loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}        return scaler.scale(loss);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      }, amp::parameters_of(optimizer));{{$}}
+// CHECK-FIXES-NEXT: {{^}}      auto [scaled_loss, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}      scaler.step(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      scaler.update();{{$}}
+// CHECK-FIXES-NEXT: {{^}}    } catch (const std::exception &) {{{$}}
+// CHECK-FIXES-NEXT: {{^}}      continue;{{$}}
+// CHECK-FIXES-NEXT: {{^}}    }

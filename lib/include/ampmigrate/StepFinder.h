@@ -4,6 +4,7 @@
 #include "ampmigrate/TrainingStep.h"
 #include "clang/Basic/SourceLocation.h"
 #include <functional>
+#include <optional>
 
 namespace ampmigrate {
 
@@ -33,6 +34,9 @@ bool isScalerClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
 /// A class whose constructor switches autocast (an RAII guard); sets `Disables` for guards that
 /// turn it off.
 bool isAutocastGuardClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables);
+/// A guard whose constructor passes one of its parameters to the enable call (`Guard(bool on)`):
+/// whether this use turns autocast on, when its argument is a constant; nullopt otherwise.
+std::optional<bool> guardUseTurnsOn(const clang::CXXConstructExpr *Use, const RuleSet &Rules);
 std::string qualifiedName(const clang::NamedDecl *D);
 /// The `parameters()` / `named_parameters()` call a parameter-list expression names (through
 /// temporaries and copies); null for anything else.

@@ -1,5 +1,6 @@
 // e2e before-program: a project's own RAII autocast guard (saves the state, nests, clears the
-// cache), a scaler held by std::shared_ptr, no clipping, Adam, a model with BatchNorm1d.
+// cache), a scaler held by std::shared_ptr, no clipping, Adam, a model with BatchNorm1d. The same
+// guard class turns autocast off again for a penalty term computed in fp32 inside the scope.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -31,6 +32,7 @@ int main() {
   e2e::Mlp model(/*batch_norm=*/true);
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(3e-3));
   auto scaler = std::make_shared<amp::GradScaler>(amp::GradScalerOptions().init_scale(4096.0).growth_factor(2.0).backoff_factor(0.5).growth_interval(10));
+  auto penalty = torch::randn({e2e::kClasses, e2e::kClasses}) * 0.1;
   model->train();
   auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
   for (int step = 0; step < e2e::kSteps; ++step) {
@@ -40,6 +42,10 @@ int main() {
     auto grad_fn = amp::value_and_grad([&] {
       auto output = amp::cast_to_adapter_tensor(amp_model(input));
       loss = torch::nll_loss(output, target);
+      {
+        AutocastGuard fp32(false);  // the penalty in full precision
+        loss = loss + 0.1 * output.to(torch::kFloat).matmul(penalty).pow(2).mean();
+      }
       return scaler->scale(loss);
     }, amp::parameters_of(optimizer));
     auto [scaled, grads] = grad_fn();

@@ -1,5 +1,6 @@
 // e2e before-program: a project's own RAII autocast guard (saves the state, nests, clears the
-// cache), a scaler held by std::shared_ptr, no clipping, Adam, a model with BatchNorm1d.
+// cache), a scaler held by std::shared_ptr, no clipping, Adam, a model with BatchNorm1d. The same
+// guard class turns autocast off again for a penalty term computed in fp32 inside the scope.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -30,6 +31,7 @@ int main() {
   e2e::Mlp model(/*batch_norm=*/true);
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(3e-3));
   auto scaler = std::make_shared<train::GradScaler>(4096.0, 2.0, 0.5, 10);
+  auto penalty = torch::randn({e2e::kClasses, e2e::kClasses}) * 0.1;
   model->train();
   for (int step = 0; step < e2e::kSteps; ++step) {
     auto input = data.input(step);
@@ -39,6 +41,10 @@ int main() {
       AutocastGuard guard(true);
       auto output = model(input);
       loss = torch::nll_loss(output, target);
+      {
+        AutocastGuard fp32(false);  // the penalty in full precision
+        loss = loss + 0.1 * output.to(torch::kFloat).matmul(penalty).pow(2).mean();
+      }
     }
     auto scaled = scaler->scale(loss);
     scaled.backward();
