@@ -18,6 +18,123 @@ StepPlanner::StepPlanner(ASTContext &Ctx, const RuleSet &Rules, const FunctionAn
   graftLambdaBodies(PM, FA.Function->getBody());
 }
 
+namespace {
+
+/// A conditional directive of the step's file (`#if`, `#ifdef`, `#ifndef` open; `#elif`,
+/// `#else` switch branches; `#endif` closes), found by lexing the file: the AST keeps none.
+struct Directive {
+  unsigned Offset; ///< of the `#`
+  enum Kinds { Open, Branch, Close } Kind;
+};
+
+std::vector<Directive> conditionalDirectives(const SourceManager &SM, FileID File,
+                                             const LangOptions &LO) {
+  std::vector<Directive> Out;
+  StringRef Buffer = SM.getBufferData(File);
+  Lexer L(SM.getLocForStartOfFile(File), LO, Buffer.begin(), Buffer.begin(), Buffer.end());
+  Token Tok;
+  while (!L.LexFromRawLexer(Tok)) {
+    if (!Tok.is(tok::hash) || !Tok.isAtStartOfLine())
+      continue;
+    unsigned At = SM.getFileOffset(Tok.getLocation());
+    if (L.LexFromRawLexer(Tok))
+      break;
+    if (!Tok.is(tok::raw_identifier) || Tok.isAtStartOfLine())
+      continue;
+    StringRef Name = Tok.getRawIdentifier();
+    if (Name == "if" || Name == "ifdef" || Name == "ifndef")
+      Out.push_back({At, Directive::Open});
+    else if (Name == "elif" || Name == "elifdef" || Name == "elifndef" || Name == "else")
+      Out.push_back({At, Directive::Branch});
+    else if (Name == "endif")
+      Out.push_back({At, Directive::Close});
+  }
+  return Out;
+}
+
+/// The branches (the offset of the directive that opened each) that enclose `Offset`, outermost
+/// first.
+std::vector<unsigned> branchesAt(const std::vector<Directive> &Ds, unsigned Offset) {
+  std::vector<unsigned> Open;
+  for (const Directive &D : Ds) {
+    if (D.Offset >= Offset)
+      break;
+    if (D.Kind == Directive::Open)
+      Open.push_back(D.Offset);
+    else if (D.Kind == Directive::Branch && !Open.empty())
+      Open.back() = D.Offset;
+    else if (D.Kind == Directive::Close && !Open.empty())
+      Open.pop_back();
+  }
+  return Open;
+}
+
+} // namespace
+
+std::optional<std::string> StepPlanner::splitsConditional(const std::vector<Edit> &Edits) const {
+  if (Edits.empty())
+    return std::nullopt;
+  std::vector<Directive> Ds = conditionalDirectives(SM, File, LO);
+  if (Ds.empty())
+    return std::nullopt;
+  auto Describe = [&](unsigned At) {
+    unsigned Line = SM.getLineNumber(File, At);
+    StringRef Text = Buffer.substr(At).split('\n').first.rtrim();
+    return "`" + Text.str() + "` at line " + std::to_string(Line);
+  };
+  const std::string Consequence =
+      ", so the rewritten step (one value_and_grad function over the forward, the model "
+      "converted once) would compile in one configuration only; migrate by hand (for "
+      "`#ifdef USE_AMP` around the autocast calls: a run-time flag migrates, with the level "
+      "chosen from it)";
+  auto IsInclude = [](const Edit &E) {
+    return E.Length == 0 && StringRef(E.Text).ltrim().starts_with("#include");
+  };
+  auto Ref = llvm::find_if(Edits, [&](const Edit &E) { return !IsInclude(E); });
+  if (Ref == Edits.end())
+    return std::nullopt;
+  const std::vector<unsigned> First = branchesAt(Ds, Ref->Offset);
+  for (const Edit &E : Edits) {
+    if (IsInclude(E))
+      continue;
+    // Directives inside a replaced range must come through whole: a balanced conditional (one
+    // inside the forward region, moved into the function) that the replacement carries over.
+    int Depth = 0;
+    const Directive *Broken = nullptr;
+    for (const Directive &D : Ds) {
+      if (D.Offset < E.Offset || D.Offset >= E.Offset + E.Length)
+        continue;
+      Depth += D.Kind == Directive::Open ? 1 : D.Kind == Directive::Close ? -1 : 0;
+      StringRef Line = Buffer.substr(D.Offset).split('\n').first.trim();
+      if (Depth < 0 || (D.Kind == Directive::Branch && Depth == 0) ||
+          !StringRef(E.Text).contains(Line)) {
+        Broken = &D;
+        break;
+      }
+    }
+    if (!Broken && Depth != 0)
+      Broken = &*llvm::find_if(Ds, [&](const Directive &D) { return D.Offset >= E.Offset; });
+    for (const Directive &D : Ds)
+      if (&D == Broken)
+        return "the rewrite would replace code that holds the preprocessor directive " +
+               Describe(D.Offset) + ": part of this step is inside a preprocessor conditional " +
+               "and part outside it" + Consequence;
+    for (unsigned End : {E.Offset, E.Offset + E.Length}) {
+      std::vector<unsigned> Here = branchesAt(Ds, End);
+      if (Here == First)
+        continue;
+      // The first branch the two places do not share.
+      size_t K = 0;
+      while (K < Here.size() && K < First.size() && Here[K] == First[K])
+        ++K;
+      unsigned At = K < Here.size() ? Here[K] : First[K];
+      return "part of this step is inside the preprocessor conditional " + Describe(At) +
+             " and part outside it" + Consequence;
+    }
+  }
+  return std::nullopt;
+}
+
 MigrationPlan StepPlanner::plan() {
   MigrationPlan P;
   P.Step = &T;
@@ -41,6 +158,10 @@ MigrationPlan StepPlanner::plan() {
   StepEmitter(Desc, Tgt, Out).emit();
   for (const auto &[At, Text] : Insertions)
     Edits.push_back({At, 0, Text});
+  if (std::optional<std::string> Why = splitsConditional(Edits)) {
+    P.Blockers.push_back({stepLoc(), *Why});
+    return P;
+  }
   std::vector<tooling::Replacement> Unit;
   for (const Edit &E : Edits)
     Unit.emplace_back(FilePath, E.Offset, E.Length, E.Text);

@@ -161,6 +161,10 @@ private:
   /// The feasibility stage: the split-step path (checkSplitHalf), or feasible(). True when the
   /// step has no blockers, and so is emitted.
   bool planAll();
+  /// Why the step's edits in its own file would split a preprocessor conditional (an edit that
+  /// replaces a directive, or edits in different branches), else nullopt. The include insertion
+  /// is not part of the step's structure and is not compared.
+  std::optional<std::string> splitsConditional(const std::vector<Edit> &Edits) const;
 
   /// The step's shape (backwards, steps, scope, optimizers, a mixed step's condition) and the
   /// names and parameters in Desc, then checkConcerns(). False (with the blockers) when the step
