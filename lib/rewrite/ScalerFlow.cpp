@@ -260,6 +260,15 @@ bool StepPlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDe
     Add(CI->getMember());
     return true;
   }
+  // A member initialised from it (`scaler_(std::move(scaler))`): the parent map names the
+  // constructor, not its initializer.
+  if (const auto *Ctor = Parent.get<CXXConstructorDecl>())
+    for (const CXXCtorInitializer *CI : Ctor->inits())
+      if (CI->getMember() && CI->isWritten() && CI->getInit() &&
+          throughSameObject(CI->getInit(), Class) == throughSameObject(E, Class)) {
+        Add(CI->getMember());
+        return true;
+      }
   const FunctionDecl *Callee = nullptr;
   llvm::ArrayRef<const Expr *> Args;
   if (const auto *C = Parent.get<CallExpr>(); C && !isa<CXXOperatorCallExpr>(C)) {
@@ -386,7 +395,12 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
     if (TypeSourceInfo *TSI = DD->getTypeSourceInfo()) {
       TypeLocFinder TF(Class);
       TF.walk(TSI->getTypeLoc());
-      const TemplateTypeParmDecl *Param = TF.Ranges.empty() ? scalerTemplateParameter(DD->getType()) : nullptr;
+      // `auto s = std::make_shared<Port>(...)`: the deduced type names make_shared's parameter;
+      // the spelling to change is the initializer's, collected below.
+      const TemplateTypeParmDecl *Param =
+          TF.Ranges.empty() && !DD->getType()->getContainedDeducedType()
+              ? scalerTemplateParameter(DD->getType())
+              : nullptr;
       if (Param) {
         block(At, "the scaler " + Name + " at " + where(DD->getLocation()) +
                       " is declared with the template parameter '" + Param->getNameAsString() +
