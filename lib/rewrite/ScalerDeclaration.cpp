@@ -42,17 +42,66 @@ const DeclStmt *StepPlanner::declStmtOf(const VarDecl *VD) const {
   return F.Found;
 }
 
+std::optional<std::string> StepPlanner::differingDefault(const std::string &Setter,
+                                                          const Expr *Default) const {
+  // The target's defaults (amp::GradScalerOptions, as torch.amp.GradScaler's).
+  static const std::map<std::string, double> TargetDefaults = {
+      {"init_scale", 65536.0}, {"growth_factor", 2.0}, {"backoff_factor", 0.5},
+      {"growth_interval", 2000.0}, {"enabled", 1.0}};
+  auto It = TargetDefaults.find(Setter);
+  if (It == TargetDefaults.end())
+    return std::nullopt;
+  Expr::EvalResult R;
+  if (!Default || Default->isValueDependent() || !Default->EvaluateAsRValue(R, Ctx))
+    return std::string();
+  double V;
+  bool Integral = false;
+  if (R.Val.isFloat())
+    V = R.Val.getFloat().convertToDouble();
+  else if (R.Val.isInt()) {
+    V = static_cast<double>(R.Val.getInt().getExtValue());
+    Integral = true;
+  } else
+    return std::string();
+  if (V == It->second)
+    return std::nullopt;
+  if (Setter == "enabled")
+    return std::string(V != 0 ? "true" : "false");
+  if (Setter == "growth_interval" || Integral)
+    return std::to_string(static_cast<long long>(V));
+  char Buf[64];
+  std::snprintf(Buf, sizeof Buf, "%.17g", V);
+  std::string Text = Buf;
+  if (Text.find_first_of(".eEn") == std::string::npos)
+    Text += ".0";
+  return Text;
+}
+
 bool StepPlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<const Expr *> Args,
                              SourceLocation Loc, std::string &Out) {
   Out = Tgt.ScalerOptions + "()";
   for (unsigned I = 0; I < Args.size(); ++I) {
-    if (isa<CXXDefaultArgExpr>(Args[I]))
-      continue;
     std::string Param = I < Ctor->getNumParams() ? Ctor->getParamDecl(I)->getNameAsString() : "";
     std::string Setter;
     for (const auto &[Opt, Names] : Rules.ScalerOptionParams)
       if (llvm::is_contained(Names, Param))
         Setter = Opt;
+    if (const auto *Default = dyn_cast<CXXDefaultArgExpr>(Args[I])) {
+      // The class's own default, where it differs from the target's: written out, or the
+      // migrated scaler would run with other settings (a port defaulting growth_interval to 10).
+      if (Setter.empty())
+        continue;
+      std::optional<std::string> Value = differingDefault(Setter, Default->getExpr());
+      if (!Value)
+        continue;
+      if (Value->empty()) {
+        block(Loc, "the scaler constructor's default for '" + Param + "' is not a constant; write "
+                   "the argument out or migrate by hand");
+        return false;
+      }
+      Out += "." + Setter + "(" + *Value + ")";
+      continue;
+    }
     if (Setter.empty()) {
       block(Loc, "scaler constructor argument " + std::to_string(I + 1) +
                      (Param.empty() ? "" : " ('" + Param + "')") +
@@ -60,6 +109,27 @@ bool StepPlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<cons
       return false;
     }
     Out += "." + Setter + "(" + text(Args[I]->getSourceRange()) + ")";
+  }
+  // make_shared / emplace pass the written arguments only: the rest take the class's defaults.
+  for (unsigned I = Args.size(); I < Ctor->getNumParams(); ++I) {
+    const ParmVarDecl *P = Ctor->getParamDecl(I);
+    if (!P->hasDefaultArg() || P->hasUnparsedDefaultArg() || P->hasUninstantiatedDefaultArg())
+      continue;
+    std::string Setter;
+    for (const auto &[Opt, Names] : Rules.ScalerOptionParams)
+      if (llvm::is_contained(Names, P->getNameAsString()))
+        Setter = Opt;
+    if (Setter.empty())
+      continue;
+    std::optional<std::string> Value = differingDefault(Setter, P->getDefaultArg());
+    if (!Value)
+      continue;
+    if (Value->empty()) {
+      block(Loc, "the scaler constructor's default for '" + P->getNameAsString() +
+                     "' is not a constant; write the argument out or migrate by hand");
+      return false;
+    }
+    Out += "." + Setter + "(" + *Value + ")";
   }
   return true;
 }
@@ -178,15 +248,11 @@ bool StepPlanner::constructionOptions(const Expr *Construction, const CXXRecordD
     for (const Expr *A : Args)
       if (!isa<CXXDefaultArgExpr>(A))
         ++NumWritten;
-    if (!NumWritten)
-      return true;
     Ctor = CE->getConstructor();
   } else {
     const auto *MC = cast<CallExpr>(Construction);
     Args.append(MC->arg_begin(), MC->arg_end());
     NumWritten = Args.size();
-    if (!NumWritten)
-      return true;
     for (const CXXConstructorDecl *C : Class->getDefinition()->ctors())
       if (!C->isCopyOrMoveConstructor() && C->getNumParams() >= NumWritten &&
           C->getMinRequiredArguments() <= NumWritten) {
@@ -196,6 +262,8 @@ bool StepPlanner::constructionOptions(const Expr *Construction, const CXXRecordD
         }
         Ctor = C;
       }
+    if (!Ctor && !NumWritten)
+      return true; // the implicit default constructor: no defaults of its own
     if (!Ctor) {
       block(MC->getBeginLoc(), "no scaler constructor fits these arguments");
       return false;
@@ -203,6 +271,16 @@ bool StepPlanner::constructionOptions(const Expr *Construction, const CXXRecordD
   }
   if (!mapOptions(Ctor, Args, Construction->getBeginLoc(), Opts))
     return false;
+  if (!NumWritten) {
+    if (Opts != Tgt.ScalerOptions + "()") {
+      block(Construction->getBeginLoc(),
+            "the scaler is constructed with its class's defaults, which differ from " +
+                Tgt.ScalerClass + "'s; write them out (" + Opts + ") or migrate by hand");
+      return false;
+    }
+    Opts.clear();
+    return true;
+  }
   Written = SourceRange(Args.front()->getBeginLoc(), Args[NumWritten - 1]->getEndLoc());
   return true;
 }

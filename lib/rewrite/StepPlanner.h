@@ -471,6 +471,10 @@ private:
     class ConstructFinder;
 
   /// `amp::GradScalerOptions().init_scale(a)...` from the arguments of the user's constructor.
+  /// A scaler class's default for the option `Setter`, written for the target where it differs
+  /// from the target's default; nullopt where it does not, "" where it is not a constant.
+  std::optional<std::string> differingDefault(const std::string &Setter,
+                                              const clang::Expr *Default) const;
   bool mapOptions(const clang::CXXConstructorDecl *Ctor, llvm::ArrayRef<const clang::Expr *> Args,
                   clang::SourceLocation Loc, std::string &Out);
   /// The options that replace the written arguments of one construction of the scaler (a
