@@ -181,6 +181,21 @@ std::optional<bool> boolConstant(const Expr *E, const ASTContext &Ctx) {
   return std::nullopt;
 }
 
+/// The bool argument of the first enable call in a constructor's body (the guard's switch), with
+/// the definition in `Def`; null when its body has none.
+static const Expr *enableArgument(const CXXConstructorDecl *Ctor, const RuleSet &Rules,
+                                  const FunctionDecl *&Def) {
+  if (!Ctor->hasBody(Def) || !Def->getBody())
+    return nullptr;
+  AutocastCallCollector C(Rules);
+  C.walk(Def->getBody());
+  for (auto &[CE, R] : C.Found)
+    if (R->Role == AutocastRole::Enable && R->EnabledArg >= 0 &&
+        (unsigned)R->EnabledArg < CE->getNumArgs())
+      return CE->getArg(R->EnabledArg);
+  return nullptr;
+}
+
 bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables) {
   if (!RD)
     return false;
@@ -194,15 +209,8 @@ bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *D
     return false;
   for (const CXXConstructorDecl *Ctor : RD->ctors()) {
     const FunctionDecl *Def = nullptr;
-    if (!Ctor->hasBody(Def) || !Def->getBody())
-      continue;
-    AutocastCallCollector C(Rules);
-    C.walk(Def->getBody());
-    for (auto &[CE, R] : C.Found) {
-      if (R->Role != AutocastRole::Enable || R->EnabledArg < 0 ||
-          (unsigned)R->EnabledArg >= CE->getNumArgs())
-        continue;
-      auto V = boolConstant(CE->getArg(R->EnabledArg), RD->getASTContext());
+    if (const Expr *On = enableArgument(Ctor, Rules, Def)) {
+      auto V = boolConstant(On, RD->getASTContext());
       if (Disables)
         *Disables = V.has_value() && !*V;
       return true;
@@ -214,27 +222,20 @@ bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *D
 std::optional<bool> guardUseTurnsOn(const CXXConstructExpr *Use, const RuleSet &Rules) {
   const CXXConstructorDecl *Ctor = Use ? Use->getConstructor() : nullptr;
   const FunctionDecl *Def = nullptr;
-  if (!Ctor || !Ctor->hasBody(Def) || !Def->getBody())
+  const Expr *On = Ctor ? enableArgument(Ctor, Rules, Def) : nullptr;
+  if (!On)
     return std::nullopt;
-  AutocastCallCollector C(Rules);
-  C.walk(Def->getBody());
-  for (auto &[CE, R] : C.Found) {
-    if (R->Role != AutocastRole::Enable || R->EnabledArg < 0 ||
-        (unsigned)R->EnabledArg >= CE->getNumArgs())
-      continue;
-    const auto *DRE = dyn_cast<DeclRefExpr>(CE->getArg(R->EnabledArg)->IgnoreParenImpCasts());
-    const auto *PVD = DRE ? dyn_cast<ParmVarDecl>(DRE->getDecl()) : nullptr;
-    if (!PVD || PVD->getDeclContext() != Def)
-      return std::nullopt; // a constant (the class's own) or a computed value
-    unsigned I = PVD->getFunctionScopeIndex();
-    if (I >= Use->getNumArgs())
-      return std::nullopt;
-    const Expr *A = Use->getArg(I);
-    if (const auto *D = dyn_cast<CXXDefaultArgExpr>(A))
-      A = D->getExpr();
-    return boolConstant(A, Ctor->getASTContext());
-  }
-  return std::nullopt;
+  const auto *DRE = dyn_cast<DeclRefExpr>(On->IgnoreParenImpCasts());
+  const auto *PVD = DRE ? dyn_cast<ParmVarDecl>(DRE->getDecl()) : nullptr;
+  if (!PVD || PVD->getDeclContext() != Def)
+    return std::nullopt; // a constant (the class's own) or a computed value
+  unsigned I = PVD->getFunctionScopeIndex();
+  if (I >= Use->getNumArgs())
+    return std::nullopt;
+  const Expr *A = Use->getArg(I);
+  if (const auto *D = dyn_cast<CXXDefaultArgExpr>(A))
+    A = D->getExpr();
+  return boolConstant(A, Ctor->getASTContext());
 }
 
 std::string StepFinder::textOf(const ASTContext &Ctx, SourceRange R) {
