@@ -21,13 +21,10 @@ namespace ampmigrate {
 
 /// Shape helpers of StepFinder.cpp that the function analysis uses too.
 bool nameIn(const clang::NamedDecl *D, const std::vector<std::string> &Names);
-bool returnsTensors(clang::QualType T, const RuleSet &Rules);
 bool methodNamed(const clang::CXXMethodDecl *M, const std::vector<std::string> &Names);
 std::optional<bool> boolConstant(const clang::Expr *E, const clang::ASTContext &Ctx);
 /// An expression without parentheses, implicit casts, temporaries and copies.
 const clang::Expr *strip(const clang::Expr *E);
-/// The object an expression names (a variable, a member, `*this`), through `*`, `->` and holders.
-ObjectRef resolveObject(const clang::Expr *E);
 
 /// Finds the autocast calls in a function body (used for guard recognition).
 class AutocastCallCollector : public AstVisitor {

@@ -218,6 +218,7 @@ void FunctionAnalyser::classifyMemberCall(const CXXMemberCallExpr *MC) {
     F.Model = resolveObject(Obj);
     F.Receiver = MC->getImplicitObjectArgument()->isImplicitCXXThis() ? nullptr : receiverExpr(Obj);
     F.ReturnsTensors = returnsTensors(MC->getType(), Rules);
+  F.UncastTensors = holdsUncastTensors(MC->getType(), Rules);
     if (F.Model)
       FA.Forwards.push_back(F);
   }
@@ -246,6 +247,7 @@ void FunctionAnalyser::classifyCallOperator(const CXXOperatorCallExpr *OC) {
   F.Model = resolveObject(OC->getArg(0));
   F.Receiver = strip(OC->getArg(0));
   F.ReturnsTensors = returnsTensors(OC->getType(), Rules);
+  F.UncastTensors = holdsUncastTensors(OC->getType(), Rules);
   if (F.Model)
     FA.Forwards.push_back(F);
 }

@@ -67,8 +67,10 @@ bool isTensorType(QualType T, const RuleSet &Rules) {
   return RD && isDerivedFromAny(RD, Rules.TensorClasses);
 }
 
+namespace {
+
 /// Tensor, or a tuple/pair/vector whose elements are tensors.
-bool returnsTensors(QualType T, const RuleSet &Rules) {
+bool tensorOrContainer(QualType T, const RuleSet &Rules) {
   if (isTensorType(T, Rules))
     return true;
   T = T.getNonReferenceType().getCanonicalType();
@@ -93,6 +95,44 @@ bool returnsTensors(QualType T, const RuleSet &Rules) {
       return false;
   }
   return true;
+}
+
+
+/// A struct amp::cast_to_adapter_tensor maps field by field (the runtime's conditions, torch.h:
+/// an aggregate without bases, 1 to 12 fields, each a tensor, a container of them or a scalar).
+bool castableAggregate(QualType T, const RuleSet &Rules) {
+  const auto *RD = T.getNonReferenceType().getCanonicalType()->getAsCXXRecordDecl();
+  if (!RD || !RD->hasDefinition() || RD->isUnion() || !RD->isAggregate() || RD->getNumBases() ||
+      isa<ClassTemplateSpecializationDecl>(RD))
+    return false;
+  unsigned Fields = 0;
+  bool Tensors = false;
+  for (const FieldDecl *F : RD->fields()) {
+    ++Fields;
+    QualType FT = F->getType();
+    if (tensorOrContainer(FT, Rules))
+      Tensors = true;
+    else if (!FT->isArithmeticType() && !FT->isEnumeralType())
+      return false;
+  }
+  return Tensors && Fields >= 1 && Fields <= 12;
+}
+
+} // namespace
+
+bool returnsTensors(QualType T, const RuleSet &Rules) {
+  return tensorOrContainer(T, Rules) || castableAggregate(T, Rules);
+}
+
+bool holdsUncastTensors(QualType T, const RuleSet &Rules) {
+  if (returnsTensors(T, Rules))
+    return false;
+  const auto *RD = T.getNonReferenceType().getCanonicalType()->getAsCXXRecordDecl();
+  if (!RD || !RD->hasDefinition())
+    return false;
+  return llvm::any_of(RD->fields(), [&](const FieldDecl *F) {
+    return tensorOrContainer(F->getType(), Rules);
+  });
 }
 
 bool methodNamed(const CXXMethodDecl *M, const std::vector<std::string> &Names) {

@@ -111,6 +111,17 @@ bool StepPlanner::removeInto(const Stmt *St, SourceLocation Why, std::vector<Edi
 }
 
 bool StepPlanner::rewriteForward(const ForwardCall &F, const std::string &Conv, std::vector<Edit> &Out) {
+  if (F.UncastTensors) {
+    // Autocast's fp32 ops after the forward (the loss) cast its half outputs back up; the
+    // converted model's outputs reach them as they are unless cast_to_adapter_tensor reaches them.
+    block(F.Call->getBeginLoc(),
+          "the forward returns '" + F.Call->getType().getUnqualifiedType().getAsString() +
+              "', whose tensors " + Tgt.CastOutput + " cannot cast back to fp32 (it casts "
+              "tensors, tuples, pairs and vectors of them, and aggregates of such fields and "
+              "scalars without base classes, up to 12 fields), so the loss would be computed from "
+              "low-precision outputs; return such a type, or migrate this step by hand");
+    return false;
+  }
   unsigned CB, CE;
   if (!fileRange(F.Call->getSourceRange(), CB, CE)) {
     block(F.Call->getBeginLoc(), "the model call is inside a macro body");

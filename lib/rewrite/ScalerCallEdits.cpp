@@ -187,6 +187,122 @@ bool StepPlanner::paramsOfStep(const Expr *Params, const ScalerCall **OfOptimize
   return false;
 }
 
+namespace {
+
+/// The parameter list an optimizer variable or member is constructed from, where the construction
+/// is in sight: `SGD opt(model->parameters(), ...)`, `auto opt = std::make_shared<Adam>(params,
+/// ...)`, a member's default initialiser, a constructor's member initialiser or a top-level
+/// assignment in a constructor's body (`opt_ = std::make_unique<SGD>(...)`). Null otherwise.
+const Expr *constructionParams(const Expr *Init) {
+  for (int Guard = 0; Init && Guard < 6; ++Guard) {
+    Init = Init->IgnoreImplicit();
+    if (const auto *EWC = dyn_cast<ExprWithCleanups>(Init)) {
+      Init = EWC->getSubExpr();
+      continue;
+    }
+    if (const auto *New = dyn_cast<CXXNewExpr>(Init)) {
+      Init = New->getInitializer();
+      continue;
+    }
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(Init)) {
+      if (CE->getNumArgs() == 1 && CE->getConstructor()->isCopyOrMoveConstructor()) {
+        Init = CE->getArg(0);
+        continue;
+      }
+      return CE->getNumArgs() ? CE->getArg(0) : nullptr;
+    }
+    if (const auto *CE = dyn_cast<CallExpr>(Init)) {
+      const auto *FD = CE->getDirectCallee();
+      if (FD && FD->getIdentifier() &&
+          (FD->getName() == "make_shared" || FD->getName() == "make_unique") && CE->getNumArgs())
+        return CE->getArg(0);
+      return nullptr;
+    }
+    return nullptr;
+  }
+  return nullptr;
+}
+
+const Expr *optimizerParamsArg(const ValueDecl *D) {
+  if (const auto *VD = dyn_cast_or_null<VarDecl>(D))
+    return isa<ParmVarDecl>(VD) ? nullptr : constructionParams(VD->getInit());
+  const auto *FD = dyn_cast_or_null<FieldDecl>(D);
+  if (!FD)
+    return nullptr;
+  if (FD->hasInClassInitializer())
+    if (const Expr *P = constructionParams(FD->getInClassInitializer()))
+      return P;
+  const auto *RD = dyn_cast<CXXRecordDecl>(FD->getParent());
+  if (!RD || !RD->hasDefinition())
+    return nullptr;
+  for (const CXXConstructorDecl *Ctor : RD->ctors()) {
+    for (const CXXCtorInitializer *I : Ctor->inits())
+      if (I->isWritten() && I->getMember() == FD)
+        if (const Expr *P = constructionParams(I->getInit()))
+          return P;
+    const auto *Body = dyn_cast_or_null<CompoundStmt>(Ctor->getBody());
+    for (const Stmt *S : Body ? Body->body() : llvm::ArrayRef<Stmt *>()) {
+      const Expr *L = nullptr, *R = nullptr;
+      if (const auto *EWC = dyn_cast<ExprWithCleanups>(S))
+        S = EWC->getSubExpr();
+      if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isAssignmentOp())
+        L = BO->getLHS(), R = BO->getRHS();
+      else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
+               OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2)
+        L = OC->getArg(0), R = OC->getArg(1);
+      const auto *ME = L ? dyn_cast<MemberExpr>(L->IgnoreParenImpCasts()) : nullptr;
+      if (ME && ME->getMemberDecl() == FD)
+        if (const Expr *P = constructionParams(R))
+          return P;
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+std::optional<std::string> StepPlanner::clipWiderThanOptimizer(const Expr *Params) const {
+  // The explicit grads are the optimizer's parameters'. A clip of the model's parameters is the
+  // same clip only where the optimizer holds the model's parameters: one built on a part of the
+  // model (`SGD opt(model->head->parameters())`) leaves the others' grads out of the norm, where
+  // clip_grad_norm_ counted them (scaled: unscale_ only unscaled the optimizer's).
+  ObjectRef Clipped = parametersOwner(Params);
+  if (!Clipped)
+    return std::nullopt;
+  for (const ScalerCall *S : T.Steps) {
+    const Expr *Built = optimizerParamsArg(S->Optimizer.Decl);
+    if (!Built)
+      continue;
+    const CXXMemberCallExpr *Call = parametersCall(Built);
+    if (!Call)
+      continue;
+    ObjectRef Holds = resolveObject(Call->getImplicitObjectArgument());
+    if (!Holds) {
+      // A member of a member (`model_->head`, which resolveObject leaves unnamed): a part of the
+      // clipped model when reached from it.
+      const Expr *Obj = Call->getImplicitObjectArgument()->IgnoreParenImpCasts();
+      if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj);
+          OC && OC->getOperator() == OO_Arrow && OC->getNumArgs())
+        Obj = OC->getArg(0)->IgnoreParenImpCasts();
+      const auto *ME = dyn_cast<MemberExpr>(Obj);
+      if (!ME || !isa<FieldDecl>(ME->getMemberDecl()) || !(resolveObject(ME->getBase()) == Clipped))
+        continue;
+    } else if (isa_and_nonnull<ParmVarDecl>(Holds.Decl) || Holds == Clipped) {
+      // A constructor's parameter (`Trainer(Net m) : model_(m), opt_(m->parameters())`) may well
+      // be the model the clip names through a member: not known to differ.
+      continue;
+    }
+    return "the clip covers `" + text(Params->getSourceRange()) + "`, but the optimizer `" +
+           text(S->OptimizerArg->getSourceRange()) + "` holds `" + text(Built->getSourceRange()) +
+           "` (" + where(Built->getBeginLoc()) + "): the explicit grads are the optimizer's "
+           "parameters', so the migrated clip would leave the other parameters' gradients out of "
+           "the norm that clip_grad_norm_ counts them in (still scaled: unscale_ only unscales "
+           "the optimizer's); clip the optimizer's parameters if that is what is meant, or "
+           "migrate this step by hand";
+  }
+  return std::nullopt;
+}
+
 void StepPlanner::checkClips() {
   for (const ClipCall *C : T.Clips) {
     unsigned O = off(C->Call->getBeginLoc());
@@ -231,6 +347,11 @@ void StepPlanner::checkClips() {
                                    "optimizer's; the explicit grads cover the optimizer's parameters");
       continue;
     }
+    if (!OfOptimizer)
+      if (std::optional<std::string> Why = clipWiderThanOptimizer(Params)) {
+        block(Params->getBeginLoc(), *Why);
+        continue;
+      }
     std::string G = Desc.GradsName;
     if (!Desc.PerOptimizer.empty()) {
       if (!OfOptimizer) {

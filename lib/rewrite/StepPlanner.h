@@ -402,6 +402,8 @@ private:
 
   /// Each clip: refused, or its form and names recorded in Desc.Clips.
   void checkClips();
+  /// Why a clip of a model's parameters would cover more than the optimizer's, where seen.
+  std::optional<std::string> clipWiderThanOptimizer(const clang::Expr *Params) const;
 
   /// Statements between the backward and step() that touch `.grad`: the explicit grads never
   /// reach it, so such a statement would silently act on nothing after the rewrite. Each one is

@@ -79,9 +79,13 @@ function(amp_e2e_programs before_dir migrated_dir programs)
         set_tests_properties(e2e.${program}.expected_output PROPERTIES LABELS e2e)
       endif()
       if(NOT AMP_E2E_RANKS_${program})
+        set(rtol "")
+        if(AMP_E2E_RTOL_${program} AND level STREQUAL "O1")
+          set(rtol --rtol ${AMP_E2E_RTOL_${program}})
+        endif()
         add_test(NAME e2e.${program}.${level}
                  COMMAND ${Python3_EXECUTABLE} ${compare} --before $<TARGET_FILE:${before_exe}>
-                         --after $<TARGET_FILE:${after_exe}> --level ${level})
+                         --after $<TARGET_FILE:${after_exe}> --level ${level} ${rtol})
         set_tests_properties(e2e.${program}.${level} PROPERTIES LABELS e2e)
       endif()
       # Data-parallel programs: e2e.<program>.<level>.<n>ranks for each n in AMP_E2E_RANKS_<program>.

@@ -1283,4 +1283,39 @@ TEST(Adapter, CastsContainers) {
   EXPECT_EQ(vec[1].scalar_type(), torch::kFloat);
 }
 
+// A forward's aggregate result: every tensor field cast, scalars and fp32/integer tensors kept.
+struct HeadsOutput {
+  Tensor logits;
+  std::vector<Tensor> aux;
+  std::tuple<Tensor, Tensor> pair;
+  Tensor mask;
+  double weight;
+};
+struct OneField {
+  Tensor x;
+};
+
+TEST(Adapter, CastsAggregateFields) {
+  static_assert(amp::detail::aggregate_fields<HeadsOutput>() == 5);
+  static_assert(amp::detail::aggregate_fields<OneField>() == 1);
+  auto t = torch::ones({2}, torch::kBFloat16) * 1.5;
+  HeadsOutput in{t, {t.to(torch::kHalf)}, {t, t}, torch::zeros({2}, torch::kBool), 0.25};
+  HeadsOutput out = amp::cast_to_adapter_tensor(in);
+  EXPECT_EQ(out.logits.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(out.logits.equal(torch::full({2}, 1.5)));
+  ASSERT_EQ(out.aux.size(), 1u);
+  EXPECT_EQ(out.aux[0].scalar_type(), torch::kFloat);
+  EXPECT_EQ(std::get<0>(out.pair).scalar_type(), torch::kFloat);
+  EXPECT_EQ(std::get<1>(out.pair).scalar_type(), torch::kFloat);
+  EXPECT_EQ(out.mask.scalar_type(), torch::kBool);
+  EXPECT_EQ(out.weight, 0.25);
+  EXPECT_EQ(in.logits.scalar_type(), torch::kBFloat16); // the argument is left as it was
+  EXPECT_EQ(amp::cast_to_adapter_tensor(OneField{t}).x.scalar_type(), torch::kFloat);
+  // The gradient flows through the cast, as for a tensor result.
+  auto w = torch::ones({2}, torch::requires_grad());
+  auto y = amp::cast_to_adapter_tensor(OneField{(w * 2).to(torch::kBFloat16)}).x.sum();
+  y.backward();
+  EXPECT_TRUE(w.grad().equal(torch::full({2}, 2.0)));
+}
+
 } // namespace

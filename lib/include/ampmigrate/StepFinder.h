@@ -30,6 +30,11 @@ private:
 /// Shape recognisers on declarations, shared by the analysis and the planner.
 bool isDerivedFromAny(const clang::CXXRecordDecl *RD, const std::vector<std::string> &Names);
 bool isTensorType(clang::QualType T, const RuleSet &Rules);
+/// A forward's result amp::cast_to_adapter_tensor casts back to fp32: a tensor, a tuple, pair or
+/// vector of them, or an aggregate of such fields and scalars.
+bool returnsTensors(clang::QualType T, const RuleSet &Rules);
+/// A class result with tensor fields that the cast cannot reach (not such an aggregate).
+bool holdsUncastTensors(clang::QualType T, const RuleSet &Rules);
 bool isScalerClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
 /// A class whose constructor switches autocast (an RAII guard); sets `Disables` for guards that
 /// turn it off.
@@ -41,6 +46,8 @@ std::string qualifiedName(const clang::NamedDecl *D);
 /// The `parameters()` / `named_parameters()` call a parameter-list expression names (through
 /// temporaries and copies); null for anything else.
 const clang::CXXMemberCallExpr *parametersCall(const clang::Expr *E);
+/// The object an expression names (a variable, a member, `*this`), through `*`, `->` and holders.
+ObjectRef resolveObject(const clang::Expr *E);
 /// Whose parameters such an expression names (the model or optimizer of `x.parameters()`).
 ObjectRef parametersOwner(const clang::Expr *E);
 /// `t.grad()` / `t.mutable_grad()` on a tensor.

@@ -123,7 +123,8 @@ struct ForwardCall {
   const clang::Expr *Call = nullptr; ///< CXXMemberCallExpr (forward) or CXXOperatorCallExpr (())
   ObjectRef Model;
   const clang::Expr *Receiver = nullptr; ///< the expression naming the model, null for implicit this
-  bool ReturnsTensors = false;           ///< Tensor, tuple or vector of Tensors
+  bool ReturnsTensors = false;           ///< what amp::cast_to_adapter_tensor casts (returnsTensors)
+  bool UncastTensors = false;            ///< a class result whose tensors the cast cannot reach
 };
 
 /// A statement inside a step's gradient window (first scaled backward .. last step()) that reads

@@ -133,6 +133,64 @@ template <class T, class F> std::decay_t<T> map_tensors(T &&value, const F &f) {
   }
 }
 
+/// A forward's aggregate result (`struct Output { torch::Tensor logits, aux_loss; };`): its fields,
+/// counted by brace initialisation and reached by a structured binding. For aggregates without
+/// base classes whose fields are tensors, vectors or tuples of them, or scalars (a field that is
+/// itself an aggregate or an array would take several initialisers and be miscounted); up to 12.
+struct any_field {
+  template <class T> operator T() const; // unevaluated only
+};
+template <class V, class Seq, class = void> struct brace_init_with : std::false_type {};
+template <class V, std::size_t... I>
+struct brace_init_with<V, std::index_sequence<I...>,
+                       std::void_t<decltype(V{(void(I), any_field{})...})>> : std::true_type {};
+inline constexpr std::size_t max_aggregate_fields = 12;
+template <class V, std::size_t N = 0> constexpr std::size_t aggregate_fields() {
+  if constexpr (N > max_aggregate_fields) {
+    return N;
+  } else if constexpr (brace_init_with<V, std::make_index_sequence<N + 1>>::value) {
+    return aggregate_fields<V, N + 1>();
+  } else {
+    return N;
+  }
+}
+template <class V>
+inline constexpr bool is_field_aggregate =
+    std::is_class_v<V> && std::is_aggregate_v<V> && !std::is_empty_v<V>;
+
+/// `V{f(a), f(b), ...}` from references to an aggregate's fields.
+template <class V, class F, class Fields> V rebuild_aggregate(const F &f, const Fields &fields) {
+  return std::apply([&f](const auto &...x) { return V{map_tensors(x, f)...}; }, fields);
+}
+
+#define AMP_DETAIL_MAP_FIELDS(N, ...)                                                              \
+  if constexpr (n == N) {                                                                          \
+    const auto &[__VA_ARGS__] = value;                                                             \
+    return rebuild_aggregate<V>(f, std::tie(__VA_ARGS__));                                         \
+  } else
+
+/// Maps `f` over the fields of an aggregate (see aggregate_fields); one case per field count,
+/// since a structured binding names every field.
+template <class V, class F> V map_aggregate(const V &value, const F &f) {
+  constexpr std::size_t n = aggregate_fields<V>();
+  static_assert(n >= 1 && n <= max_aggregate_fields,
+                "amp::cast_to_adapter_tensor: an aggregate of 1 to 12 fields");
+  AMP_DETAIL_MAP_FIELDS(1, a1)
+  AMP_DETAIL_MAP_FIELDS(2, a1, a2)
+  AMP_DETAIL_MAP_FIELDS(3, a1, a2, a3)
+  AMP_DETAIL_MAP_FIELDS(4, a1, a2, a3, a4)
+  AMP_DETAIL_MAP_FIELDS(5, a1, a2, a3, a4, a5)
+  AMP_DETAIL_MAP_FIELDS(6, a1, a2, a3, a4, a5, a6)
+  AMP_DETAIL_MAP_FIELDS(7, a1, a2, a3, a4, a5, a6, a7)
+  AMP_DETAIL_MAP_FIELDS(8, a1, a2, a3, a4, a5, a6, a7, a8)
+  AMP_DETAIL_MAP_FIELDS(9, a1, a2, a3, a4, a5, a6, a7, a8, a9)
+  AMP_DETAIL_MAP_FIELDS(10, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10)
+  AMP_DETAIL_MAP_FIELDS(11, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11)
+  AMP_DETAIL_MAP_FIELDS(12, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12)
+  return value;
+}
+#undef AMP_DETAIL_MAP_FIELDS
+
 template <class H> auto &module_of(const std::shared_ptr<H> &h) { return *h; }
 template <class H> H &module_of(const torch::nn::ModuleHolder<H> &h) { return *h.ptr(); }
 template <class M> M &module_of(const std::reference_wrapper<M> &r) { return r.get(); }
@@ -225,12 +283,17 @@ auto auto_mixed_precision(Model &&model, const char *level,
 
 // ---- tensors back to fp32 ------------------------------------------------------------------------
 /// fp16/bf16 tensors become fp32 copies; other tensors are returned as they are. Also for tuples,
-/// pairs and vectors of tensors.
+/// pairs and vectors of tensors, and for a forward's aggregate result (`struct Output {
+/// torch::Tensor logits, aux; }`, fields: tensors, vectors or tuples of them, scalars; no base
+/// classes, no aggregate or array fields; up to 12).
 torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x);
 template <class T> std::decay_t<T> cast_to_adapter_tensor(T &&x) {
-  return detail::map_tensors(std::forward<T>(x), [](const torch::Tensor &t) {
-    return cast_to_adapter_tensor(t);
-  });
+  auto cast = [](const torch::Tensor &t) { return cast_to_adapter_tensor(t); };
+  using V = std::decay_t<T>;
+  if constexpr (detail::is_field_aggregate<V> && !detail::is_tuple_like<V>::value)
+    return detail::map_aggregate(static_cast<const V &>(x), cast);
+  else
+    return detail::map_tensors(std::forward<T>(x), cast);
 }
 
 // ---- explicit gradients --------------------------------------------------------------------------

@@ -52,6 +52,8 @@ torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x);
 template <class... Ts> std::tuple<Ts...> cast_to_adapter_tensor(const std::tuple<Ts...> &x);
 template <class A, class B> std::pair<A, B> cast_to_adapter_tensor(const std::pair<A, B> &x);
 std::vector<torch::Tensor> cast_to_adapter_tensor(const std::vector<torch::Tensor> &x);
+/// An aggregate result (the real header maps its fields; the tool emits it only for aggregates).
+template <class T, class = std::enable_if_t<std::is_aggregate_v<T>>> T cast_to_adapter_tensor(const T &x);
 
 template <class Fn> class ValueAndGrad {
 public:
