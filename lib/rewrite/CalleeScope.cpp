@@ -190,7 +190,7 @@ void StepPlanner::checkCalleeScope() {
     if (It == Names.end()) {
       It = Names.emplace(F.Model.Decl, ampmigrate::freshName(CalleeNames, convertedModelBase(F.Model))).first;
       std::string Level, Dtype;
-      if (!levelExpr(S, S.Begin, Level) || !dtypeArg(S, S.Begin, Dtype))
+      if (!levelExpr(S, S.Begin, Level) || !conversionArgs(S, S.Begin, Dtype))
         return;
       Conversions += "auto " + It->second + " = " + Tgt.Convert + "(" + modelText(F.Model) + ", " +
                      Level + Dtype + ");";

@@ -85,7 +85,19 @@ std::string StepPlanner::deviceOf(const CallExpr *CE, const AutocastFunctionRule
   return V == 0 ? "cpu" : V == 1 ? "cuda" : "device-type-" + std::to_string(V);
 }
 
-bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out) {
+bool StepPlanner::conversionArgs(const AutocastScope &S, unsigned At, std::string &Out) {
+  std::string Device;
+  if (!dtypeArg(S, At, Out, Device))
+    return false;
+  // CUDA's autocast scope did nothing for a model left on the CPU (a CUDA program's fallback):
+  // the conversion keeps that, mixed precision on CUDA only. Named whether or not a dtype is.
+  if (Device == "cuda" && !Tgt.CudaDeviceType.empty())
+    Out += ", " + Tgt.CudaDeviceType;
+  return true;
+}
+
+bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out,
+                           std::string &EnableDeviceOut) {
   Out.clear();
   struct DtypeCall {
     const CallExpr *Call;
@@ -113,6 +125,7 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
         Dtypes.push_back({Call, deviceOf(Call, *R)});
     }
   }
+  EnableDeviceOut = EnableDevice;
   std::vector<const CallExpr *> Applies;
   for (const DtypeCall &D : Dtypes)
     if (EnableDevice.empty() || D.Device.empty() || D.Device == EnableDevice)

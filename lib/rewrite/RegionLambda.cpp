@@ -540,7 +540,7 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
         BeforeLoop = conversionBeforeLoop(F->Model, R0, At);
       }
       std::string Level, Dtype;
-      if (!levelExpr(S, BeforeLoop ? At : RB, Level) || !dtypeArg(S, BeforeLoop ? At : RB, Dtype))
+      if (!levelExpr(S, BeforeLoop ? At : RB, Level) || !conversionArgs(S, BeforeLoop ? At : RB, Dtype))
         return;
       std::string Rhs = " = " + Tgt.Convert + "(" + modelText(F->Model) + ", " + Level + Dtype + ");\n";
       const FunctionPlanning::Conversion *Earlier = nullptr;

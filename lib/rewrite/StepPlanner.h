@@ -271,7 +271,10 @@ private:
   /// third argument (`", at::kBFloat16"`), so that the converted model computes in the dtype the
   /// scope chose; "" when the scope sets none (the runtime's default for the model's device).
   /// False (and a blocker) when it cannot be carried to the conversion at `At`.
-  bool dtypeArg(const AutocastScope &S, unsigned At, std::string &Out);
+  /// The conversion's arguments after the level: `, dtype` when the scope sets one, then the
+  /// device type of a CUDA scope (`, torch::kCUDA`).
+  bool conversionArgs(const AutocastScope &S, unsigned At, std::string &Out);
+  bool dtypeArg(const AutocastScope &S, unsigned At, std::string &Out, std::string &EnableDevice);
 
   /// What goes when an autocast call's statement goes: the statement, or the whole
   /// `if (use_amp) { ... }` around it when that block holds nothing but this scope's calls (an

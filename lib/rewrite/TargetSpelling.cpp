@@ -108,7 +108,7 @@ TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const FunctionDecl 
   if (!Need)
     return T;
   TargetApi R = T;
-  for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.ScalerClass,
+  for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.CudaDeviceType, &R.ScalerClass,
                          &R.ScalerOptions, &R.Clip, &R.ClipInPlace, &R.ClipValueInPlace, &R.GlobalNorm,
                          &R.Accumulate,
                          &R.ParametersOf,

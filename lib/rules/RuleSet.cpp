@@ -228,6 +228,7 @@ template <> struct MappingTraits<TargetApi> {
     Io.mapOptional("level-enum", T.LevelEnum, D.LevelEnum);
     Io.mapOptional("value-and-grad", T.ValueAndGrad, D.ValueAndGrad);
     Io.mapOptional("cast-output", T.CastOutput, D.CastOutput);
+    Io.mapOptional("cuda-device-type", T.CudaDeviceType, D.CudaDeviceType);
     Io.mapOptional("scaler-class", T.ScalerClass, D.ScalerClass);
     Io.mapOptional("scaler-options", T.ScalerOptions, D.ScalerOptions);
     Io.mapOptional("clip", T.Clip, D.Clip);

@@ -57,7 +57,7 @@ void train_then_validate(Net &model, torch::optim::SGD &optimizer, torch::amp::G
   }
 }
 // The training step is rewritten, the validation scopes are kept as written.
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES: {{^}}    torch::NoGradGuard no_grad;{{$}}
 // CHECK-FIXES-NEXT: {{^}}    at::autocast::set_enabled(true);{{$}}

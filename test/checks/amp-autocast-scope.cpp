@@ -16,7 +16,7 @@ void train(int epochs, double max_norm) {
   torch::amp::GradScaler scaler;
   // CHECK-FIXES: {{^}}  amp::GradScaler scaler;
   torch::Tensor data, target;
-  // CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);
+  // CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);
   for (int epoch = 0; epoch < epochs; ++epoch) {
     optimizer.zero_grad();
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: zero_grad() is redundant: explicit gradients from amp::value_and_grad never accumulate in .grad [amp-zero-grad]

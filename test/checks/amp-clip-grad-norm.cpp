@@ -55,7 +55,7 @@ void norm_in_expression(Net &model, torch::optim::SGD &optimizer, const torch::T
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
@@ -65,7 +65,7 @@ void norm_in_expression(Net &model, torch::optim::SGD &optimizer, const torch::T
 // CHECK-FIXES-NEXT: {{^}}  auto norm = amp::clip_by_global_norm_(grads, max_norm).item<double>();{{$}}
 // CHECK-FIXES: {{^}}  scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}

@@ -38,7 +38,7 @@ float train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES-NEXT: {{^}}            const torch::Tensor &target, double max_norm) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler; // c1 scaler{{$}}
 // CHECK-FIXES-NEXT: {{^}}  // c2 zero{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  int n;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}

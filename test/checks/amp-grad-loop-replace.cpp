@@ -46,7 +46,7 @@ void replace_before_unscale(Net &model, torch::optim::SGD &opt, torch::amp::Grad
 }
 // CHECK-FIXES: {{^}}void replace_before_unscale(Net &model, torch::optim::SGD &opt, amp::GradScaler &scaler, const torch::Tensor &x) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}

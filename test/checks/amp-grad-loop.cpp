@@ -93,7 +93,7 @@ void two_optimizers_model_loop(Net &enc, Net &dec, torch::optim::SGD &enc_opt,
 // CHECK-FIXES: {{^}}void scaled(Net &model, torch::optim::SGD &optimizer, amp::GradScaler &scaler,{{$}}
 // CHECK-FIXES-NEXT: {{^}}            const torch::Tensor &data, int world) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_model->forward(data)).sum();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
@@ -110,7 +110,7 @@ void two_optimizers_model_loop(Net &enc, Net &dec, torch::optim::SGD &enc_opt,
 // CHECK-FIXES-NEXT: {{^}}  scaler.update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}}{{$}}
 // CHECK-FIXES: {{^}}void bf16(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto loss = amp::cast_to_adapter_tensor(amp_model->forward(data)).sum();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return loss;{{$}}
@@ -123,8 +123,8 @@ void two_optimizers_model_loop(Net &enc, Net &dec, torch::optim::SGD &enc_opt,
 // CHECK-FIXES: {{^}}void two_optimizers(Net &enc, Net &dec, torch::optim::SGD &enc_opt, torch::optim::SGD &dec_opt,{{$}}
 // CHECK-FIXES-NEXT: {{^}}                    amp::GradScaler &scaler, const torch::Tensor &data) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_dec = amp::auto_mixed_precision(dec, amp::Level::O2);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_enc = amp::auto_mixed_precision(enc, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_dec = amp::auto_mixed_precision(dec, amp::Level::O2, torch::kCUDA);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_enc = amp::auto_mixed_precision(enc, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_dec->forward(amp::cast_to_adapter_tensor(amp_enc->forward(data)))).sum();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}

@@ -141,7 +141,7 @@ float alias_after(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScal
 // CHECK-FIXES-NEXT: {{^}}}{{$}}
 // CHECK-FIXES: {{^}}float kept_meanings(Net &model, torch::optim::SGD &optimizer, amp::GradScaler &scaler,{{$}}
 // CHECK-FIXES-NEXT: {{^}}                    const torch::Tensor &data, const torch::Tensor &target) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  static int calls = 0;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  constexpr double kWeight = 0.5;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor extra;{{$}}

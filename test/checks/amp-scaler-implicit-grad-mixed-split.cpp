@@ -51,7 +51,7 @@ void train_optional(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, 
 // CHECK-FIXES: {{^}}  std::optional<amp::GradScaler> scaler;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  if (use_amp){{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler = amp::GradScaler(amp::GradScalerOptions().init_scale(1024.0));{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, scaler ? amp::Level::O1 : amp::Level::O0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, scaler ? amp::Level::O1 : amp::Level::O0, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < 8; ++i) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).mean();{{$}}
@@ -98,7 +98,7 @@ void train_pointer(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler *s
 // CHECK-FIXES: {{^}}void train_pointer(Net &model, torch::optim::SGD &opt, amp::GradScaler *scaler,{{$}}
 // CHECK-FIXES-NEXT: {{^}}                   const torch::Tensor &x) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return (scaler != nullptr) ? scaler->scale(loss) : loss;{{$}}

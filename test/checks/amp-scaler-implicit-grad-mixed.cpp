@@ -44,7 +44,7 @@ float train_is_enabled(Net &model, torch::optim::SGD &opt, const torch::Tensor &
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024.0).growth_factor(2.0).backoff_factor(0.5).growth_interval(2000).enabled(use_amp));{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(x)), y);{{$}}
@@ -95,7 +95,7 @@ void train_plain_first(Net &model, torch::optim::SGD &opt, torch::amp::GradScale
 }
 // CHECK-FIXES: {{^}}void train_plain_first(Net &model, torch::optim::SGD &opt, amp::GradScaler &scaler,{{$}}
 // CHECK-FIXES-NEXT: {{^}}                       const Config &cfg, const torch::Tensor &x, const torch::Tensor &y) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, !cfg.fp32 ? amp::Level::O2 : amp::Level::O0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, !cfg.fp32 ? amp::Level::O2 : amp::Level::O0, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < 4; ++i) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(x)), y);{{$}}

@@ -40,7 +40,7 @@ public:
   torch::amp::GradScaler scaler_;
 };
 float run_trainer(Trainer<Net> &t, const torch::Tensor &x) { return t.train_step(x); }
-// CHECK-FIXES: {{^}}    auto amp_model = amp::auto_mixed_precision(model_, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}    auto amp_model = amp::auto_mixed_precision(model_, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES: {{^}}    scaler_.step(*opt_, grads);{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler_;{{$}}
 
@@ -96,7 +96,7 @@ void run_both(Net &a, Other &b, torch::optim::SGD &opt, const torch::Tensor &x) 
 }
 // CHECK-FIXES: {{^}}float twice_instantiated(M &model, torch::optim::SGD &opt, const torch::Tensor &x) {{[{]}}{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{[{]}}{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();{{$}}

@@ -44,7 +44,7 @@ void shared_pointer(Net &model, std::shared_ptr<torch::optim::SGD> opt, const to
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler *scaler = new amp::GradScaler();{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler->scale(loss);{{$}}
@@ -52,7 +52,7 @@ void shared_pointer(Net &model, std::shared_ptr<torch::optim::SGD> opt, const to
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler->step(*opt, grads);{{$}}
 // CHECK-FIXES: {{^}}  auto scaler = std::make_shared<amp::GradScaler>();{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler->scale(loss);{{$}}

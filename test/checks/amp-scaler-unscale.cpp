@@ -49,7 +49,7 @@ void unscale_through_pointers(Net &model, torch::optim::Optimizer *opt, const to
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024.0));{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::mse_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
@@ -58,7 +58,7 @@ void unscale_through_pointers(Net &model, torch::optim::Optimizer *opt, const to
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler *scaler = new amp::GradScaler();{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::mse_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler->scale(loss);{{$}}

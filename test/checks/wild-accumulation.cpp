@@ -32,7 +32,7 @@ void accumulate(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &d
   scaler.update();
 }
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);
 // CHECK-FIXES-NEXT: {{^}}  std::vector<torch::Tensor> grads;
 // CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < k; ++i) {
 // CHECK-FIXES-NEXT: {{^}}    torch::Tensor loss;
@@ -75,7 +75,7 @@ void accumulate_epochs(torch::Tensor data, torch::Tensor target, int steps, int 
   }
 }
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);
 // CHECK-FIXES-NEXT: {{^}}  std::vector<torch::Tensor> grads;
 // CHECK-FIXES-NEXT: {{^}}  for (int step = 0; step < steps; ++step) {
 // CHECK-FIXES-NEXT: {{^}}    grads.clear();

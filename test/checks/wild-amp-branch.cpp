@@ -41,7 +41,7 @@ void train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(65536.0).growth_factor(2.0).backoff_factor(0.5).growth_interval(2000).enabled(use_amp));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, use_amp ? amp::Level::O2 : amp::Level::O0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, use_amp ? amp::Level::O2 : amp::Level::O0, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return use_amp ? scaler.scale(loss) : loss;{{$}}

@@ -125,7 +125,7 @@ void accumulated(Net &model, torch::optim::SGD &optimizer, c10::intrusive_ptr<c1
 // CHECK-FIXES: {{^}}void accumulated(Net &model, torch::optim::SGD &optimizer, c10::intrusive_ptr<c10d::ProcessGroup> pg,{{$}}
 // CHECK-FIXES-NEXT: {{^}}                 const torch::Tensor &data, int micro) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  std::vector<torch::Tensor> grads;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (int m = 0; m < micro; ++m) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    torch::Tensor loss;{{$}}

@@ -46,8 +46,8 @@ void train(Net &gen, Net &disc, torch::optim::Adam &opt_g,
   }
 }
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler_g(amp::GradScalerOptions().init_scale(1024.0)), scaler_d(amp::GradScalerOptions().init_scale(512.0));{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_gen = amp::auto_mixed_precision(gen, amp::Level::O1);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_disc = amp::auto_mixed_precision(disc, amp::Level::O1);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_gen = amp::auto_mixed_precision(gen, amp::Level::O1, torch::kCUDA);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_disc = amp::auto_mixed_precision(disc, amp::Level::O1, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (int step = 0; step < 100; ++step) {{[{]}}{{$}}
 // CHECK-FIXES-NEXT: {{^}}    torch::Tensor fake;{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{[{]}}{{$}}

@@ -51,7 +51,7 @@ void train_step(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScaler
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}void train_step(Net &model, torch::optim::SGD &optimizer, amp::GradScaler &scaler,{{$}}
 // CHECK-FIXES: {{^}}  torch::Tensor loss;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto logits = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
 // CHECK-FIXES-NEXT: {{^}}    {

@@ -78,7 +78,7 @@ void catch_skip(Net &model, torch::optim::SGD &optimizer, const std::vector<torc
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto loss = torch::nll_loss(output, target);{{$}}
@@ -98,7 +98,7 @@ void catch_skip(Net &model, torch::optim::SGD &optimizer, const std::vector<torc
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (const auto &data : batches) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    try {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto grad_fn = amp::value_and_grad([&] {

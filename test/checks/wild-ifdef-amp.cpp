@@ -56,7 +56,7 @@ void inside_one_conditional(Net &model, torch::optim::SGD &optimizer, const torc
 // CHECK-FIXES: {{^}}  at::autocast::set_enabled(true);{{$}}
 // CHECK-FIXES: {{^}}  scaler.scale(loss).backward();{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  #ifdef AMP_DEBUG{{$}}

@@ -53,7 +53,7 @@ void guarded(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data
 // CHECK-FIXES-NEXT: {{^}}#define AMP_ON() { at::autocast::set_enabled(true); }
 // CHECK-FIXES-NEXT: {{^}}#define AMP_OFF() { at::autocast::set_enabled(false); at::autocast::clear_cache(); }
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
 // CHECK-FIXES: {{^}}    return scaler.scale(loss);{{$}}
@@ -61,7 +61,7 @@ void guarded(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, use_amp ? amp::Level::O2 : amp::Level::O0);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, use_amp ? amp::Level::O2 : amp::Level::O0, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
 // CHECK-FIXES: {{^}}    return scaler.scale(loss);{{$}}

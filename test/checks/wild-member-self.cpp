@@ -41,7 +41,7 @@ int main() {
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler own_scaler;{{$}}
-// CHECK-FIXES: {{^}}  auto amp_self = amp::auto_mixed_precision(*this, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_self = amp::auto_mixed_precision(*this, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::cross_entropy(amp::cast_to_adapter_tensor(amp_self->forward(x)), y);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return own_scaler.scale(loss);{{$}}

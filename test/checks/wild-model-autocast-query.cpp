@@ -83,7 +83,7 @@ void train_plain(PlainNet &model, torch::optim::SGD &opt, const torch::Tensor &x
 // CHECK-FIXES: {{^}}void train_plain(PlainNet &model, torch::optim::SGD &opt, const torch::Tensor &x) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}

@@ -43,8 +43,8 @@ void encoder_decoder(Net &enc, Net &dec, const torch::Tensor &data, const torch:
   }
 }
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;
-// CHECK-FIXES-NEXT: {{^}}  auto amp_dec = amp::auto_mixed_precision(dec, amp::Level::O2);
-// CHECK-FIXES-NEXT: {{^}}  auto amp_enc = amp::auto_mixed_precision(enc, amp::Level::O2);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_dec = amp::auto_mixed_precision(dec, amp::Level::O2, torch::kCUDA);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_enc = amp::auto_mixed_precision(enc, amp::Level::O2, torch::kCUDA);
 // CHECK-FIXES-NEXT: {{^}}  for (int step = 0; step < steps; ++step) {
 // CHECK-FIXES-NEXT: {{^}}    torch::Tensor loss;
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {
@@ -131,7 +131,7 @@ void after_accumulation(Net &model, torch::optim::SGD &opt_a, torch::optim::SGD 
 }
 // CHECK-FIXES: {{^}}void after_accumulation(
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);
 // CHECK-FIXES-NEXT: {{^}}  std::vector<torch::Tensor> grads;
 // CHECK-FIXES: {{^}}    }, amp::parameters_of(opt_a, opt_b));
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, micro_grads] = grad_fn();

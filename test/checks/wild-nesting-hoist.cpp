@@ -46,7 +46,7 @@ float hoisted(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &dat
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  auto scaler = std::make_unique<amp::GradScaler>();{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, at::kBFloat16);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, at::kBFloat16, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}

@@ -44,7 +44,7 @@ void train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto output = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
 // CHECK-FIXES: {{^}}    return scaler.scale(loss);{{$}}

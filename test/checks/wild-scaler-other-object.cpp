@@ -99,7 +99,7 @@ void two_objects(Net &model, Replica &a, Replica &b, const torch::Tensor &x) {
 // CHECK-FIXES-NEXT: {{^}}}{{$}}
 // CHECK-FIXES: {{^}}void step_via_state(Net &model, TrainState *state, const torch::Tensor &x) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return state->scaler->scale(loss);{{$}}
@@ -116,7 +116,7 @@ void two_objects(Net &model, Replica &a, Replica &b, const torch::Tensor &x) {
 // CHECK-FIXES-NEXT: {{^}}};{{$}}
 // CHECK-FIXES: {{^}}void step_via_value(Net &model, Run &run, const torch::Tensor &x) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return run.scaler.scale(loss);{{$}}

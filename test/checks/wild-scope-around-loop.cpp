@@ -111,7 +111,7 @@ void closes_inside(Net &model, torch::optim::SGD &opt, const std::vector<torch::
 }
 // CHECK-FIXES: {{^}}void pair_around_loop(Net &model, torch::optim::SGD &opt, const std::vector<torch::Tensor> &data) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (const auto &x : data) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto input = x * 2;{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
@@ -126,7 +126,7 @@ void closes_inside(Net &model, torch::optim::SGD &opt, const std::vector<torch::
 // CHECK-FIXES: {{^}}void flag_around_epochs(Net &model, torch::optim::SGD &opt, const std::vector<torch::Tensor> &data,{{$}}
 // CHECK-FIXES-NEXT: {{^}}                        bool use_amp) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, use_amp ? amp::Level::O2 : amp::Level::O0);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, use_amp ? amp::Level::O2 : amp::Level::O0, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (int epoch = 0; epoch < 3; ++epoch) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    for (const auto &x : data) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto grad_fn = amp::value_and_grad([&] {{{$}}
@@ -141,7 +141,7 @@ void closes_inside(Net &model, torch::optim::SGD &opt, const std::vector<torch::
 // CHECK-FIXES-NEXT: {{^}}}{{$}}
 // CHECK-FIXES: {{^}}void guard_before_loop(Net &model, torch::optim::SGD &opt, const std::vector<torch::Tensor> &data) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (const auto &x : data) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).sum();{{$}}

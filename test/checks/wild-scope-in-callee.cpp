@@ -33,7 +33,7 @@ torch::Tensor Trainer::forward_loss(const torch::Tensor &x, const torch::Tensor 
   return loss;
 }
 // CHECK-FIXES: {{^}}torch::Tensor Trainer::forward_loss(const torch::Tensor &x, const torch::Tensor &y) {
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model_, amp::Level::O2);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model_, amp::Level::O2, torch::kCUDA);
 // CHECK-FIXES: {{^}}  auto out = amp::cast_to_adapter_tensor(amp_model->forward(x));
 // CHECK-FIXES-NEXT: {{^}}  auto loss = torch::nll_loss(out, y);
 // CHECK-FIXES-NEXT: {{^}}  return loss;
@@ -91,7 +91,7 @@ void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, const tor
   }
 }
 // CHECK-FIXES: {{^}}torch::Tensor compute_loss(Net &model, const torch::Tensor &x, const torch::Tensor &y) {
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);
 // CHECK-FIXES: {{^}}  return torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(x)), y);
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;
 // CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < steps; ++i) {

@@ -49,8 +49,8 @@ void two_losses(Net &model0, Net &model1, torch::optim::SGD &optimizer0, torch::
   }
 }
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model0 = amp::auto_mixed_precision(model0, amp::Level::O2);
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model1 = amp::auto_mixed_precision(model1, amp::Level::O2);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model0 = amp::auto_mixed_precision(model0, amp::Level::O2, torch::kCUDA);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model1 = amp::auto_mixed_precision(model1, amp::Level::O2, torch::kCUDA);
 // CHECK-FIXES-NEXT: {{^}}  for (int epoch = 0; epoch < epochs; ++epoch) {
 // CHECK-FIXES-NEXT: {{^}}    torch::Tensor loss0, loss1;
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {

@@ -29,7 +29,7 @@ void train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  std::shared_ptr<amp::GradScaler> scaler ={{$}}
 // CHECK-FIXES-NEXT: {{^}}      std::make_shared<amp::GradScaler>(amp::GradScalerOptions().init_scale(1024.0).growth_factor(2.0).backoff_factor(0.5).growth_interval(100));{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler->scale(loss);{{$}}

@@ -56,7 +56,7 @@ void Trainer::optimizer_step() {
 // CHECK-FIXES-NEXT: {{^}}  float last_loss_ = 0;{{$}}
 // CHECK-FIXES-NEXT: {{^}}};{{$}}
 // CHECK-FIXES: {{^}}void Trainer::forward_backward(const torch::Tensor &x) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model_, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model_, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    loss = amp::cast_to_adapter_tensor(amp_model->forward(x)).mean();{{$}}

@@ -35,7 +35,7 @@ void nested(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScaler &sc
 
 // CHECK-FIXES: {{^}}void nested(Net &model, torch::optim::SGD &optimizer, amp::GradScaler &scaler,{{$}}
 // CHECK-FIXES-NEXT: {{^}}            const std::vector<torch::Tensor> &batches) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto run_epoch = [&, amp_model]() {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto step = [&, amp_model](const torch::Tensor &batch) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto grad_fn = amp::value_and_grad([&] {{{$}}
@@ -57,7 +57,7 @@ void by_copy(Net model, torch::optim::SGD *opt, torch::amp::GradScaler *scaler, 
 }
 
 // CHECK-FIXES: {{^}}void by_copy(Net model, torch::optim::SGD *opt, amp::GradScaler *scaler, const torch::Tensor &batch) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto step = [=]() {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto loss = amp::cast_to_adapter_tensor(amp_model->forward(batch)).mean();{{$}}

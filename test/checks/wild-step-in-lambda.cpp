@@ -48,7 +48,7 @@ float per_batch(Net &model, torch::optim::SGD &optimizer, const std::vector<torc
 // CHECK-FIXES: {{^}}float per_batch(Net &model, torch::optim::SGD &optimizer, const std::vector<torch::Tensor> &batches) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  float total = 0;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto train_step = [&, amp_model](const torch::Tensor &batch) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    torch::Tensor loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
@@ -89,7 +89,7 @@ void generic_per_epoch(torch::optim::SGD &optimizer, const std::vector<torch::Te
 // CHECK-FIXES: {{^}}void generic_per_epoch(torch::optim::SGD &optimizer, const std::vector<torch::Tensor> &batches) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  Net model;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  for (int epoch = 0; epoch < 3; ++epoch) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto train_step = [&, amp_model](auto &batch) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto grad_fn = amp::value_and_grad([&] {{{$}}
@@ -120,7 +120,7 @@ void on_a_thread(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScale
 
 // CHECK-FIXES: {{^}}void on_a_thread(Net &model, torch::optim::SGD &optimizer, amp::GradScaler &scaler,{{$}}
 // CHECK-FIXES-NEXT: {{^}}                 const torch::Tensor &batch) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto task = std::async(std::launch::async, [&model, &optimizer, &scaler, batch, amp_model] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto loss = amp::cast_to_adapter_tensor(amp_model->forward(batch)).mean();{{$}}
@@ -146,7 +146,7 @@ std::function<void(Net &, const torch::Tensor &)> model_parameter(torch::optim::
 
 // CHECK-FIXES: {{^}}                                                                  amp::GradScaler &scaler) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  return [&](Net &m, const torch::Tensor &batch) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}    auto amp_m = amp::auto_mixed_precision(m, amp::Level::O2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto amp_m = amp::auto_mixed_precision(m, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto loss = amp::cast_to_adapter_tensor(amp_m->forward(batch)).mean();{{$}}
 

@@ -47,7 +47,7 @@ void Trainer::step(const torch::Tensor &data, const torch::Tensor &target) {
 
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  std::optional<::amp::GradScaler> scaler_;{{$}}
-// CHECK-FIXES: {{^}}  auto amp_model = ::amp::auto_mixed_precision(model_, ::amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = ::amp::auto_mixed_precision(model_, ::amp::Level::O2, ::torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = ::amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    auto [logits, l] = ::amp::cast_to_adapter_tensor(amp_model->forward(data, target));{{$}}
 // CHECK-FIXES: {{^}}    return scaler_->scale(loss);{{$}}

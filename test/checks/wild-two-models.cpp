@@ -35,8 +35,8 @@ void train(NetImpl &enc, Net &dec, torch::optim::Adam &optimizer, const torch::T
 }
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
-// CHECK-FIXES: {{^}}  auto amp_enc = amp::auto_mixed_precision(enc, amp::Level::O2);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  auto amp_dec = amp::auto_mixed_precision(dec, amp::Level::O2);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_enc = amp::auto_mixed_precision(enc, amp::Level::O2, torch::kCUDA);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_dec = amp::auto_mixed_precision(dec, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
 // CHECK-FIXES-NEXT: {{^}}    {
 // CHECK-FIXES-NEXT: {{^}}      auto h = amp::cast_to_adapter_tensor(amp_enc.forward(data));{{$}}

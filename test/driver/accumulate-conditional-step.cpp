@@ -24,7 +24,7 @@ void train(torch::nn::Linear model, torch::optim::SGD &opt, std::vector<torch::T
   }
 }
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;
-// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);
 // CHECK-FIXES-NEXT: {{^}}  std::vector<torch::Tensor> grads;
 // CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < 100; ++i) {
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {

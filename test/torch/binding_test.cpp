@@ -1173,6 +1173,29 @@ TEST(Levels, DtypesSeenInForward) {
   }
 }
 
+// An autocast scope of one device type (CUDA's `set_enabled(true)`) did nothing for a model left
+// on the CPU: converted for CUDA only, a CPU model trains in fp32 as it did.
+TEST(Levels, DeviceTypeLimitsTheLevel) {
+  auto x = torch::randn({4, 6});
+  for (const char *level : {"O1", "O2", "O3"}) {
+    Probe model;
+    auto amp_model = amp::auto_mixed_precision(model, level, torch::kCUDA);
+    EXPECT_EQ(amp_model.level(), amp::Level::O0) << level;
+    amp_model->forward(x);
+    EXPECT_EQ(model->input_dtype, torch::kFloat) << level;
+    EXPECT_EQ(model->weight_dtype, torch::kFloat) << level;
+    EXPECT_EQ(model->linear_dtype, torch::kFloat) << level;
+    // The same request again is the same conversion; another device type is not.
+    EXPECT_NO_THROW(amp::auto_mixed_precision(model, level, torch::kCUDA));
+    EXPECT_THROW(amp::auto_mixed_precision(model, level), std::runtime_error);
+  }
+  Probe cpu;
+  auto on_cpu = amp::auto_mixed_precision(cpu, amp::Level::O1, torch::kBFloat16, torch::kCPU);
+  EXPECT_EQ(on_cpu.level(), amp::Level::O1);
+  on_cpu->forward(x);
+  EXPECT_EQ(cpu->linear_dtype, torch::kBFloat16);
+}
+
 TEST(Levels, LayerNormAtO2DoesNotHitTheAutocastTrap) {
   for (const char *level : {"O2", "O3"}) {
     auto m = torch::nn::Sequential(torch::nn::Linear(8, 8),

@@ -346,7 +346,7 @@ TEST(StepMembership, MixedStepIsRewrittenOnBothPaths) {
             std::string::npos)
       << Out;
   EXPECT_NE(Out.find("std::optional<amp::GradScaler> &scaler"), std::string::npos) << Out;
-  EXPECT_NE(Out.find("amp::auto_mixed_precision(model, scaler ? amp::Level::O2 : amp::Level::O0)"),
+  EXPECT_NE(Out.find("amp::auto_mixed_precision(model, scaler ? amp::Level::O2 : amp::Level::O0, torch::kCUDA)"),
             std::string::npos)
       << Out;
   EXPECT_EQ(Out.find("backward"), std::string::npos) << Out;
@@ -414,7 +414,7 @@ TEST(StepMembership, LambdaStepConvertsTheCapturedModelOnceOutsideIt) {
   std::string Blockers;
   std::string Out = A.migrated(&Blockers);
   EXPECT_EQ(Blockers, "");
-  EXPECT_NE(Out.find("  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2);\n"
+  EXPECT_NE(Out.find("  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);\n"
                      "  auto step = [&, amp_model](const auto &batch) {\n"),
             std::string::npos)
       << Out;

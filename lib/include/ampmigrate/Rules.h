@@ -59,6 +59,9 @@ struct TargetApi {
   std::string LevelEnum = "amp::Level";
   std::string ValueAndGrad = "amp::value_and_grad";
   std::string CastOutput = "amp::cast_to_adapter_tensor";
+  /// The conversion's last argument for a CUDA autocast scope (mixed precision on CUDA only:
+  /// the scope did nothing for a model left on the CPU). Empty: not written.
+  std::string CudaDeviceType = "torch::kCUDA";
   std::string ScalerClass = "amp::GradScaler";
   std::string ScalerOptions = "amp::GradScalerOptions";
   std::string Clip = "amp::clip_by_global_norm";

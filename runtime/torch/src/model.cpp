@@ -65,7 +65,9 @@ struct ConversionState : std::enable_shared_from_this<ConversionState> {
   torch::nn::Module *module = nullptr;
   std::shared_ptr<torch::nn::Module> owner;
   Level level = Level::O0;
+  Level requested_level = Level::O0;
   std::optional<torch::Dtype> requested_dtype;
+  std::optional<torch::DeviceType> requested_device_type;
   torch::Device device = torch::kCPU;
   torch::Dtype low = torch::kBFloat16;
   std::vector<torch::Tensor> swapped;
@@ -340,7 +342,8 @@ ConversionState::~ConversionState() {
 
 std::shared_ptr<ConversionState> convert(torch::nn::Module &module,
                                          std::shared_ptr<torch::nn::Module> owner, Level level,
-                                         std::optional<torch::Dtype> dtype) {
+                                         std::optional<torch::Dtype> dtype,
+                                         std::optional<torch::DeviceType> device_type) {
   // A Level cast from an out-of-range integer would fall through every policy switch.
   if (level != Level::O0 && level != Level::O1 && level != Level::O2 && level != Level::O3)
     throw Error(fmt::format("amp::auto_mixed_precision: invalid Level value {} (O0, O1, O2 or O3)",
@@ -353,10 +356,12 @@ std::shared_ptr<ConversionState> convert(torch::nn::Module &module,
   auto it = registry.find(&module);
   if (it != registry.end()) {
     if (auto existing = it->second.lock()) {
-      if (existing->level != level || existing->requested_dtype != dtype)
+      if (existing->requested_level != level || existing->requested_dtype != dtype ||
+          existing->requested_device_type != device_type)
         throw Error(fmt::format("amp::auto_mixed_precision: this module is already converted at "
-                                "{} (with another dtype or level now); convert each module once",
-                                level_name(existing->level)));
+                                "{} (with another dtype, level or device type now); convert each "
+                                "module once",
+                                level_name(existing->requested_level)));
       if (owner && !existing->owner)
         existing->owner = std::move(owner);
       return existing;
@@ -365,9 +370,14 @@ std::shared_ptr<ConversionState> convert(torch::nn::Module &module,
   auto state = std::make_shared<ConversionState>();
   state->module = &module;
   state->owner = std::move(owner);
-  state->level = level;
+  state->requested_level = level;
   state->requested_dtype = dtype;
+  state->requested_device_type = device_type;
   state->device = device_of(module);
+  // Mixed precision for one device type only (the original's autocast scope was that device's):
+  // elsewhere the model trains as it did, in fp32.
+  state->level = device_type && state->device.type() != *device_type ? Level::O0 : level;
+  level = state->level;
   state->low = dtype.value_or(state->device.is_cuda() ? torch::kHalf : torch::kBFloat16);
   if (level == Level::O2 || level == Level::O3) {
     std::unordered_set<const c10::TensorImpl *> seen;

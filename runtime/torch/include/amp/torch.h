@@ -61,9 +61,11 @@ struct ConversionState;
 
 /// Looks up or creates the conversion of `module` (idempotent per Module*). `owner` keeps the
 /// module alive when the caller handed over ownership; null for non-owning conversions.
+/// `device_type`: the level applies where the module is on that device type, and O0 elsewhere.
 std::shared_ptr<ConversionState> convert(torch::nn::Module &module,
                                          std::shared_ptr<torch::nn::Module> owner, Level level,
-                                         std::optional<torch::Dtype> dtype);
+                                         std::optional<torch::Dtype> dtype,
+                                         std::optional<torch::DeviceType> device_type = std::nullopt);
 Level level_of(const ConversionState &state);
 
 /// The level's policy for the length of one forward call: autocast on (O1, O2), low-precision
@@ -243,42 +245,55 @@ private:
 };
 
 /// Converts `model` to `level`. Idempotent per module object: converting the same module again
-/// returns a handle to the same conversion (a different level or dtype for it throws).
-/// `dtype` picks the low-precision type (default: fp16 on CUDA, bf16 on the CPU).
+/// returns a handle to the same conversion (a different level, dtype or device type for it
+/// throws). `dtype` picks the low-precision type (default: fp16 on CUDA, bf16 on the CPU).
+/// `device_type` limits mixed precision to a model on that device type, as an autocast scope of
+/// one device type did (`at::autocast::set_enabled(true)` is CUDA's: a model left on the CPU, a
+/// CUDA program's fallback, trained in fp32): on another device the conversion is O0.
 template <class M>
 MixedPrecisionModel<std::shared_ptr<M>>
 auto_mixed_precision(const std::shared_ptr<M> &model, Level level,
-                     std::optional<torch::Dtype> dtype = std::nullopt) {
+                     std::optional<torch::Dtype> dtype = std::nullopt,
+                     std::optional<torch::DeviceType> device_type = std::nullopt) {
   static_assert(std::is_base_of_v<torch::nn::Module, M>, "expects a torch::nn::Module");
-  auto state = detail::convert(*model, model, level, dtype);
+  auto state = detail::convert(*model, model, level, dtype, device_type);
   return {model, std::move(state)};
 }
 
 template <class Impl>
 MixedPrecisionModel<torch::nn::ModuleHolder<Impl>>
 auto_mixed_precision(const torch::nn::ModuleHolder<Impl> &model, Level level,
-                     std::optional<torch::Dtype> dtype = std::nullopt) {
-  auto state = detail::convert(*model.ptr(), model.ptr(), level, dtype);
+                     std::optional<torch::Dtype> dtype = std::nullopt,
+                     std::optional<torch::DeviceType> device_type = std::nullopt) {
+  auto state = detail::convert(*model.ptr(), model.ptr(), level, dtype, device_type);
   return {model, std::move(state)};
 }
 
 /// Non-owning: the module must outlive the returned handle (e.g. `*this` inside a module).
 template <class M, std::enable_if_t<std::is_base_of_v<torch::nn::Module, M>, int> = 0>
 MixedPrecisionModel<std::reference_wrapper<M>>
-auto_mixed_precision(M &model, Level level, std::optional<torch::Dtype> dtype = std::nullopt) {
-  auto state = detail::convert(model, nullptr, level, dtype);
+auto_mixed_precision(M &model, Level level, std::optional<torch::Dtype> dtype = std::nullopt,
+                     std::optional<torch::DeviceType> device_type = std::nullopt) {
+  auto state = detail::convert(model, nullptr, level, dtype, device_type);
   return {std::ref(model), std::move(state)};
 }
 
+/// `auto_mixed_precision(model, Level::O1, torch::kCUDA)`: the default dtype, one device type.
 template <class Model>
-auto auto_mixed_precision(Model &&model, const std::string &level,
-                          std::optional<torch::Dtype> dtype = std::nullopt) {
-  return auto_mixed_precision(std::forward<Model>(model), parse_level(level), dtype);
+auto auto_mixed_precision(Model &&model, Level level, torch::DeviceType device_type) {
+  return auto_mixed_precision(std::forward<Model>(model), level, std::nullopt, device_type);
 }
-template <class Model>
-auto auto_mixed_precision(Model &&model, const char *level,
-                          std::optional<torch::Dtype> dtype = std::nullopt) {
-  return auto_mixed_precision(std::forward<Model>(model), parse_level(level), dtype);
+
+/// The level by name ("O1"), then the same arguments as above.
+template <class Model, class... Rest>
+auto auto_mixed_precision(Model &&model, const std::string &level, Rest &&...rest) {
+  return auto_mixed_precision(std::forward<Model>(model), parse_level(level),
+                              std::forward<Rest>(rest)...);
+}
+template <class Model, class... Rest>
+auto auto_mixed_precision(Model &&model, const char *level, Rest &&...rest) {
+  return auto_mixed_precision(std::forward<Model>(model), parse_level(level),
+                              std::forward<Rest>(rest)...);
 }
 
 // ---- tensors back to fp32 ------------------------------------------------------------------------

@@ -37,16 +37,22 @@ public:
 template <class Impl>
 MixedPrecisionModel<torch::nn::ModuleHolder<Impl>>
 auto_mixed_precision(const torch::nn::ModuleHolder<Impl> &model, Level level,
-                     std::optional<c10::ScalarType> dtype = std::nullopt);
+                     std::optional<c10::ScalarType> dtype = std::nullopt,
+                     std::optional<c10::DeviceType> device_type = std::nullopt);
 template <class M>
 MixedPrecisionModel<std::shared_ptr<M>> auto_mixed_precision(const std::shared_ptr<M> &model,
                                                              Level level,
-                                                             std::optional<c10::ScalarType> dtype = std::nullopt);
+                                                             std::optional<c10::ScalarType> dtype = std::nullopt,
+                                                             std::optional<c10::DeviceType> device_type = std::nullopt);
 
 /// Non-owning (a `torch::nn::Module&`, e.g. `*this`).
 template <class M, std::enable_if_t<std::is_base_of_v<torch::nn::Module, M>, int> = 0>
 MixedPrecisionModel<std::reference_wrapper<M>> auto_mixed_precision(M &model, Level level,
-                                                                    std::optional<c10::ScalarType> dtype = std::nullopt);
+                                                                    std::optional<c10::ScalarType> dtype = std::nullopt,
+                                                                    std::optional<c10::DeviceType> device_type = std::nullopt);
+/// Mixed precision on one device type only (the default dtype).
+template <class Model> auto auto_mixed_precision(Model &&model, Level level, c10::DeviceType device_type)
+    -> decltype(auto_mixed_precision(std::forward<Model>(model), level, std::nullopt, device_type));
 
 torch::Tensor cast_to_adapter_tensor(const torch::Tensor &x);
 template <class... Ts> std::tuple<Ts...> cast_to_adapter_tensor(const std::tuple<Ts...> &x);
