@@ -97,10 +97,14 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
       AmpActionFactory Factory(Rules, Opts, Res);
       ErrorCollector Errors;
       // With a cache, the parses (and the verification's) run on a file system that records what
-      // they probed and read.
+      // they probed and read. Either has a working directory of its own: ClangTool moves to each
+      // compile command's directory, which on the process-wide real file system would move every
+      // other thread of -j (relative inputs then named files under the build directory).
       DependencyLog Deps;
       llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS =
-          Cache ? makeRecordingFileSystem(Deps) : llvm::vfs::getRealFileSystem();
+          Cache ? makeRecordingFileSystem(Deps)
+                : llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem>(
+                      llvm::vfs::createPhysicalFileSystem().release());
       bool Parsed = Opts.Parser ? Opts.Parser(Cmds, File, Factory, Errors)
                                 : parseTU(DB, File, Opts.Overlays, {}, Factory, Errors, FS);
       Errors.OS.flush();

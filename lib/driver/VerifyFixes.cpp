@@ -226,7 +226,9 @@ void verifyReportFixes(Report &R, const DriverOptions &Opts, const tooling::Comp
   TUResult Res;
   Res.Findings = std::move(R.Findings);
   Res.Fixes = std::move(R.StepFixes);
-  verifyFixes(Res, DB, absolutePath(Opts.Files.front()), Opts, llvm::vfs::getRealFileSystem());
+  verifyFixes(Res, DB, absolutePath(Opts.Files.front()), Opts,
+              llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem>(
+                  llvm::vfs::createPhysicalFileSystem().release()));
   R.Findings = std::move(Res.Findings);
   R.StepFixes = std::move(Res.Fixes);
   sortAndDeduplicate(R);
