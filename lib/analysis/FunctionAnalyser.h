@@ -237,6 +237,7 @@ private:
   bool bodyTouchesGrad(const clang::FunctionDecl *F, int Depth);
 
   void addGradAccesses(TrainingStep &T);
+  void addGradReadsAfter(TrainingStep &T);
 };
 
 } // namespace ampmigrate

@@ -314,6 +314,37 @@ void FunctionAnalyser::addGradAccesses(TrainingStep &T) {
       continue;
     T.GradAccesses.push_back(A);
   }
+  addGradReadsAfter(T);
+}
+
+void FunctionAnalyser::addGradReadsAfter(TrainingStep &T) {
+  const CallExpr *Last = nullptr;
+  for (const auto *List : {&T.Steps, &T.Plain.Steps})
+    for (const ScalerCall *S : *List)
+      if (offsetOf(S->Call->getBeginLoc()) == T.GradientEnd)
+        Last = S->Call;
+  if (!Last)
+    return;
+  // The rest of the iteration of the innermost loop around the step, else of the function.
+  unsigned Limit = offsetOf(FD->getBody()->getEndLoc());
+  for (const Stmt *P = PM.getParent(Last); P; P = PM.getParent(P))
+    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P)) {
+      Limit = offsetOf(P->getEndLoc());
+      break;
+    }
+  // A later backward starts another step, whose own window owns what follows.
+  for (const CallExpr *CE : AllCalls) {
+    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+    const auto *MD = MC ? MC->getMethodDecl() : nullptr;
+    unsigned O = offsetOf(CE->getBeginLoc());
+    if (MD && MD->getIdentifier() && MD->getName() == "backward" && O > T.GradientEnd && O < Limit)
+      Limit = O;
+  }
+  for (const CallExpr *CE : AllCalls) {
+    unsigned O = offsetOf(CE->getBeginLoc());
+    if (O > T.GradientEnd && O < Limit && isGradAccessor(CE))
+      T.GradReadsAfter.push_back(CE);
+  }
 }
 
 } // namespace ampmigrate

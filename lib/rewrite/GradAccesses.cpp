@@ -61,6 +61,18 @@ public:
 };
 
 void StepPlanner::checkGradAccesses() {
+  for (const CallExpr *CE : T.GradReadsAfter) {
+    const Stmt *Holder = CE;
+    for (const Stmt *P = PM.getParent(Holder); P && !isa<CompoundStmt>(P); P = PM.getParent(P))
+      Holder = P;
+    block(CE->getBeginLoc(),
+          "`" + firstLine(text(Holder->getSourceRange())) + "` uses .grad after the step (" +
+              where(CE->getBeginLoc()) + "), where the original's gradients still are; the "
+              "explicit grads of " + Tgt.ValueAndGrad + " never reach .grad, so it would find "
+              "none: read the step's grads there instead (the list of the optimizer's "
+              "parameters, in order), or migrate this step by hand");
+    return;
+  }
   for (const GradAccess &A : T.GradAccesses) {
     std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
     // Reports name the statement that holds the access itself.

@@ -22,6 +22,11 @@ public:
 const Expr *StepPlanner::runTimeFlag(const AutocastScope &S) const {
   if (S.Enable && S.Enable->GuardCondition)
     return S.Enable->GuardCondition;
+  // `if (bf16) { set_autocast_cpu_dtype(...); set_cpu_enabled(true); }`: the enable shares its
+  // block with the scope's other calls, and the whole if goes with them (removalUnit).
+  if (S.Enable && S.Enable->Removable)
+    if (const auto *If = dyn_cast<IfStmt>(removalUnit(S, S.Enable->Removable)))
+      return If->getCond();
   // `set_cpu_enabled(use_amp)`: the enable's own argument is the switch.
   if (S.Enable && S.Enable->Turns == AutocastCall::State::Unknown && S.Enable->Rule &&
       S.Enable->Rule->EnabledArg >= 0 &&

@@ -179,6 +179,9 @@ struct TrainingStep {
   llvm::SmallVector<const ZeroGradCall *, 2> ZeroGrads;
   llvm::SmallVector<const ForwardCall *, 2> Forwards;
   llvm::SmallVector<GradAccess, 2> GradAccesses;
+  /// `.grad()` calls after the last step(), in what is left of its loop's iteration (or block)
+  /// before the next backward: implicit grads are still in `.grad` there, explicit ones never.
+  llvm::SmallVector<const clang::CallExpr *, 1> GradReadsAfter;
   ObjectRef Scaler;
   const clang::CXXRecordDecl *ScalerClass = nullptr;
   /// A step without a loss scaler (bf16 or fp32 autocast): a plain `loss.backward()` of a loss

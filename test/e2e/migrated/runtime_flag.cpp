@@ -1,7 +1,7 @@
 // e2e before-program: AMP behind a run-time flag, as every real project has it (`use_amp` from the
-// command line or a config; here the environment): `if (use_amp)` around the enable and the
-// disable. The migrated program converts the model at `use_amp ? <level> : O0`, so its fp32 mode
-// (E2E_FP32=1) computes what the original's did.
+// command line or a config; here the environment): `if (use_amp)` around the enable (in a block with
+// the dtype call) and the disable. The migrated program converts the model at `use_amp ? <level> :
+// O0`, so its fp32 mode (E2E_FP32=1) computes what the original's did.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -19,7 +19,7 @@ int main() {
   amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024.0));
   const bool use_amp = std::getenv("E2E_FP32") == nullptr;
   model->train();
-  auto amp_model = amp::auto_mixed_precision(model, use_amp ? amp::Level::O1 : amp::Level::O0);
+  auto amp_model = amp::auto_mixed_precision(model, use_amp ? amp::Level::O1 : amp::Level::O0, at::kBFloat16);
   for (int step = 0; step < e2e::kSteps; ++step) {
     auto input = data.input(step);
     auto target = data.target(step);

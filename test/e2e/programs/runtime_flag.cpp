@@ -1,7 +1,7 @@
 // e2e before-program: AMP behind a run-time flag, as every real project has it (`use_amp` from the
-// command line or a config; here the environment): `if (use_amp)` around the enable and the
-// disable. The migrated program converts the model at `use_amp ? <level> : O0`, so its fp32 mode
-// (E2E_FP32=1) computes what the original's did.
+// command line or a config; here the environment): `if (use_amp)` around the enable (in a block with
+// the dtype call) and the disable. The migrated program converts the model at `use_amp ? <level> :
+// O0`, so its fp32 mode (E2E_FP32=1) computes what the original's did.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -24,8 +24,10 @@ int main() {
     optimizer.zero_grad();
     torch::Tensor loss;
     {
-      if (use_amp)
+      if (use_amp) {
+        at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
         at::autocast::set_cpu_enabled(true);
+      }
       auto output = model->forward(input);
       loss = torch::nll_loss(output, target);
       if (use_amp) {
