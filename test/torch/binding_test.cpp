@@ -242,6 +242,20 @@ TEST(Scaler, UpdateWithNewScale) {
   EXPECT_EQ(s.get_scale(), 64.0);
 }
 
+// A resumed run restores its scale with update(new_scale) before its first step: the scale the
+// first scale() starts from (a project scaler allowed it; the migrated program threw).
+TEST(Scaler, UpdateWithNewScaleBeforeTheFirstScale) {
+  amp::GradScaler s(amp::GradScalerOptions().init_scale(1024.0));
+  s.update(256.0);
+  EXPECT_EQ(s.get_scale(), 256.0);
+  EXPECT_TRUE(s.scale(torch::tensor(2.0)).equal(torch::tensor(512.0)));
+  amp::GradScaler t;
+  t.update(torch::tensor(32.0));
+  EXPECT_TRUE(t.scale(torch::tensor(1.0)).equal(torch::tensor(32.0)));
+  EXPECT_NE(message_of([&] { amp::GradScaler().update(-1.0); }).find("finite and > 0"),
+            std::string::npos);
+}
+
 TEST(Scaler, DisabledPassesThrough) {
   auto p = torch::ones({2}, torch::requires_grad());
   torch::optim::SGD opt({p}, 1.0);

@@ -491,8 +491,14 @@ void GradScaler::update() {
 void GradScaler::update(double new_scale) {
   if (!options_.enabled())
     return;
-  check_scale_exists("update");
   check_scale_value("amp::GradScaler::update", new_scale);
+  if (!scale_.defined()) {
+    // Before the first scale() (a resumed run restoring its scale): the scale it will start
+    // from, as load_state_dict would set it.
+    loaded_scale_ = new_scale;
+    per_optimizer_.clear();
+    return;
+  }
   torch::NoGradGuard no_grad;
   scale_.fill_(new_scale);
   per_optimizer_.clear();
@@ -501,11 +507,14 @@ void GradScaler::update(double new_scale) {
 void GradScaler::update(const torch::Tensor &new_scale) {
   if (!options_.enabled())
     return;
-  check_scale_exists("update");
   if (new_scale.numel() != 1 || !new_scale.is_floating_point())
     throw Error("amp::GradScaler::update: new_scale must be a one-element floating tensor");
   // An explicit new scale is rare: checking its value is worth the one host read.
   check_scale_value("amp::GradScaler::update", new_scale.item<double>());
+  if (!scale_.defined()) {
+    update(new_scale.item<double>());
+    return;
+  }
   torch::NoGradGuard no_grad;
   scale_.copy_(new_scale.reshape({}));
   per_optimizer_.clear();
