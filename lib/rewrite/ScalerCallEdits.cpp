@@ -153,40 +153,6 @@ void StepPlanner::checkOptimizerSteps(llvm::ArrayRef<const ScalerCall *> Steps, 
   }
 }
 
-bool StepPlanner::paramsOfStep(const Expr *Params, const ScalerCall **OfOptimizer) const {
-  // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's,
-  // through temporaries, copies and a local list initialised from it (parametersCall).
-  const CXXMemberCallExpr *MC = parametersCall(Params);
-  if (!MC || MC->getMethodDecl()->getName() != "parameters")
-    return false;
-  const Expr *Obj = MC->getImplicitObjectArgument()->IgnoreParenImpCasts();
-  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj); OC && OC->getNumArgs())
-    Obj = OC->getArg(0)->IgnoreParenImpCasts();
-  const ValueDecl *D = nullptr;
-  if (const auto *DRE = dyn_cast<DeclRefExpr>(Obj))
-    D = DRE->getDecl();
-  else if (const auto *ME = dyn_cast<MemberExpr>(Obj))
-    D = ME->getMemberDecl();
-  else if (isa<CXXThisExpr>(Obj))
-    return llvm::any_of(T.Forwards, [](const ForwardCall *F) { return F->Model.IsThis; });
-  if (!D)
-    return false;
-  if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
-    return true;
-  if (Desc.CalleeFA && llvm::any_of(Desc.CalleeFA->Forwards, [&](const ForwardCall &F) { return callerModel(F.Model) == D; }))
-    return true;
-  // A step split over two methods: the model the scaling half runs (a member of the class).
-  if (Desc.Split && llvm::any_of(Desc.Split->ScalingHalf->Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
-    return true;
-  for (const ScalerCall *S : T.Steps)
-    if (S->Optimizer.Decl == D) {
-      if (OfOptimizer)
-        *OfOptimizer = S;
-      return true;
-    }
-  return false;
-}
-
 namespace {
 
 /// The parameter list an optimizer variable or member is constructed from, where the construction
@@ -259,7 +225,94 @@ const Expr *optimizerParamsArg(const ValueDecl *D) {
   return nullptr;
 }
 
+
+/// Whether two parameter-list expressions name the same object's parameters():
+/// `model->head->parameters()` in an optimizer's construction and in a clip.
+bool sameParameterList(const Expr *A, const Expr *B, const ASTContext &Ctx) {
+  const CXXMemberCallExpr *CA = parametersCall(A), *CB = parametersCall(B);
+  if (!CA || !CB || CA->getMethodDecl()->getName() != CB->getMethodDecl()->getName())
+    return false;
+  ObjectRef OA = resolveObject(CA->getImplicitObjectArgument());
+  ObjectRef OB = resolveObject(CB->getImplicitObjectArgument());
+  if (OA || OB)
+    return OA == OB;
+  // Members of members (`model_->head`, unnamed by resolveObject): the same spelling.
+  auto Spelled = [&](const CXXMemberCallExpr *C) {
+    std::string T = StepFinder::textOf(Ctx, C->getImplicitObjectArgument()->getSourceRange());
+    llvm::erase_if(T, [](char Ch) { return Ch == ' ' || Ch == '\n' || Ch == '\t'; });
+    return T;
+  };
+  std::string SA = Spelled(CA);
+  return !SA.empty() && SA == Spelled(CB);
+}
+
 } // namespace
+
+bool StepPlanner::paramsOfStep(const Expr *Params, const ScalerCall **OfOptimizer) const {
+  // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's,
+  // through temporaries, copies and a local list initialised from it (parametersCall).
+  const CXXMemberCallExpr *MC = parametersCall(Params);
+  if (!MC || MC->getMethodDecl()->getName() != "parameters")
+    return false;
+  const Expr *Obj = MC->getImplicitObjectArgument()->IgnoreParenImpCasts();
+  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj); OC && OC->getNumArgs())
+    Obj = OC->getArg(0)->IgnoreParenImpCasts();
+  const ValueDecl *D = nullptr;
+  if (const auto *DRE = dyn_cast<DeclRefExpr>(Obj))
+    D = DRE->getDecl();
+  else if (const auto *ME = dyn_cast<MemberExpr>(Obj))
+    D = ME->getMemberDecl();
+  else if (isa<CXXThisExpr>(Obj))
+    return llvm::any_of(T.Forwards, [](const ForwardCall *F) { return F->Model.IsThis; });
+  if (!D)
+    return llvm::any_of(T.Steps, [&](const ScalerCall *S) {
+      const Expr *Built = optimizerParamsArg(S->Optimizer.Decl);
+      bool Same = Built && sameParameterList(Built, Params, Ctx);
+      if (Same && OfOptimizer)
+        *OfOptimizer = S;
+      return Same;
+    });
+  if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
+    return true;
+  if (Desc.CalleeFA && llvm::any_of(Desc.CalleeFA->Forwards, [&](const ForwardCall &F) { return callerModel(F.Model) == D; }))
+    return true;
+  // A step split over two methods: the model the scaling half runs (a member of the class).
+  if (Desc.Split && llvm::any_of(Desc.Split->ScalingHalf->Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
+    return true;
+  for (const ScalerCall *S : T.Steps)
+    if (S->Optimizer.Decl == D) {
+      if (OfOptimizer)
+        *OfOptimizer = S;
+      return true;
+    }
+  // The very list the optimizer was built from (`SGD opt(model->head->parameters())`, a clip of
+  // `model->head->parameters()`): the optimizer's parameters.
+  for (const ScalerCall *S : T.Steps)
+    if (const Expr *Built = optimizerParamsArg(S->Optimizer.Decl);
+        Built && sameParameterList(Built, Params, Ctx)) {
+      if (OfOptimizer)
+        *OfOptimizer = S;
+      return true;
+    }
+  return false;
+}
+
+std::optional<std::string> StepPlanner::clipOfFirstGroup(const Expr *Params,
+                                                        const ScalerCall &Of) const {
+  // libtorch's Optimizer::parameters() is its first parameter group's list; the explicit grads
+  // (parameters_of) are every group's. An optimizer built from groups clips more once migrated.
+  const CXXMemberCallExpr *MC = parametersCall(Params);
+  if (!MC || !(resolveObject(MC->getImplicitObjectArgument()) == Of.Optimizer))
+    return std::nullopt;
+  const Expr *Built = optimizerParamsArg(Of.Optimizer.Decl);
+  if (!Built || parametersCall(Built) || returnsTensors(Built->getType(), Rules))
+    return std::nullopt;
+  return "the clip covers `" + text(Params->getSourceRange()) + "`, which libtorch's Optimizer "
+         "gives as its first parameter group only, and `" + text(Of.OptimizerArg->getSourceRange()) +
+         "` is built from parameter groups (`" + text(Built->getSourceRange()) + "`, " +
+         where(Built->getBeginLoc()) + "): the explicit grads are every group's, so the migrated "
+         "clip would cover the other groups too; migrate this step by hand";
+}
 
 std::optional<std::string> StepPlanner::clipWiderThanOptimizer(const Expr *Params) const {
   // The explicit grads are the optimizer's parameters'. A clip of the model's parameters is the
@@ -349,6 +402,11 @@ void StepPlanner::checkClips() {
     }
     if (!OfOptimizer)
       if (std::optional<std::string> Why = clipWiderThanOptimizer(Params)) {
+        block(Params->getBeginLoc(), *Why);
+        continue;
+      }
+    if (OfOptimizer && !Tgt.ParametersOf.empty())
+      if (std::optional<std::string> Why = clipOfFirstGroup(Params, *OfOptimizer)) {
         block(Params->getBeginLoc(), *Why);
         continue;
       }

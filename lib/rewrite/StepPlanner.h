@@ -407,6 +407,8 @@ private:
   void checkClips();
   /// Why a clip of a model's parameters would cover more than the optimizer's, where seen.
   std::optional<std::string> clipWiderThanOptimizer(const clang::Expr *Params) const;
+  /// Why a clip of `optimizer.parameters()` (its first group) would cover more once migrated.
+  std::optional<std::string> clipOfFirstGroup(const clang::Expr *Params, const ScalerCall &Of) const;
 
   /// Statements between the backward and step() that touch `.grad`: the explicit grads never
   /// reach it, so such a statement would silently act on nothing after the rewrite. Each one is

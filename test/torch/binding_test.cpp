@@ -992,6 +992,30 @@ TEST(ValueAndGrad, FreshDenseGradsAreNotCopied) {
   EXPECT_TRUE(torch::equal(grads[0], torch::full({16, 8}, 2.0)));
 }
 
+// A frozen parameter (requires_grad_(false)) left in an optimizer with weight decay: backward()
+// gave it no .grad and AdamW skipped it; its zero grad from value_and_grad must not move it.
+TEST(Step, FrozenParametersStayWhereTheyAre) {
+  auto frozen = torch::ones({3});
+  auto trained = torch::ones({3}, torch::requires_grad());
+  torch::optim::AdamW opt({frozen, trained}, torch::optim::AdamWOptions(0.1).weight_decay(0.5));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(2.0));
+  for (int i = 0; i < 3; ++i) {
+    auto grad_fn = amp::value_and_grad([&] { return scaler.scale((trained * trained).sum()); },
+                                       amp::parameters_of(opt));
+    auto [loss, grads] = grad_fn();
+    ASSERT_EQ(grads.size(), 2u);
+    scaler.unscale_(opt, grads);
+    scaler.step(opt, grads);
+    scaler.update();
+    auto plain = amp::value_and_grad([&] { return (trained * trained).sum(); },
+                                     amp::parameters_of(opt))();
+    amp::step(opt, plain.second);
+  }
+  EXPECT_TRUE(frozen.equal(torch::ones({3})));
+  EXPECT_FALSE(frozen.grad().defined());
+  EXPECT_LT(trained[0].item<double>(), 1.0);
+}
+
 TEST(ValueAndGrad, UnusedParametersGetZeros) {
   Probe model;
   auto grad_fn = amp::value_and_grad(

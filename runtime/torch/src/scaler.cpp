@@ -164,7 +164,11 @@ void step_with(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &g
       torch::Tensor &p = *params[i];
       saved.push_back(p.grad());
       const torch::Tensor &g = grads[i];
-      if (g.defined() && (g.scalar_type() != p.scalar_type() || g.device() != p.device()))
+      if (!p.requires_grad())
+        // A frozen parameter: value_and_grad gives it zeros, where backward() gave it no .grad
+        // and the optimizer skipped it (weight decay and momentum included).
+        p.mutable_grad() = torch::Tensor();
+      else if (g.defined() && (g.scalar_type() != p.scalar_type() || g.device() != p.device()))
         p.mutable_grad() = g.to(p.options());
       else
         p.mutable_grad() = g;

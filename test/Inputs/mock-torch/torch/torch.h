@@ -182,9 +182,18 @@ struct SGDOptions {
   SGDOptions &momentum(double m);
   SGDOptions &weight_decay(double w);
 };
+struct OptimizerOptions {
+  virtual ~OptimizerOptions() = default;
+};
+class OptimizerParamGroup {
+public:
+  OptimizerParamGroup(std::vector<Tensor> params);
+  OptimizerParamGroup(std::vector<Tensor> params, std::unique_ptr<OptimizerOptions> options);
+};
 class SGD : public Optimizer {
 public:
   SGD(std::vector<Tensor> params, SGDOptions options);
+  SGD(std::vector<OptimizerParamGroup> groups, SGDOptions options);
 };
 struct AdamOptions {
   AdamOptions(double lr = 1e-3);
