@@ -99,6 +99,41 @@ static llvm::Error writeOutputFile(llvm::StringRef Path, llvm::StringRef Text) {
   return llvm::createStringError(EC, "%s: %s", Path.str().c_str(), EC.message().c_str());
 }
 
+/// The inputs as files: a directory stands for the C++ sources under it (sorted; hidden folders
+/// and CMake's own left out). A path that does not exist is an error naming it.
+static llvm::Expected<std::vector<std::string>> expandInputs(const std::vector<std::string> &In) {
+  std::vector<std::string> Out;
+  for (const std::string &F : In) {
+    llvm::sys::fs::file_status St;
+    if (llvm::sys::fs::status(F, St))
+      return llvm::createStringError(std::make_error_code(std::errc::no_such_file_or_directory),
+                                     "%s: no such file or directory", F.c_str());
+    if (!llvm::sys::fs::is_directory(St)) {
+      Out.push_back(F);
+      continue;
+    }
+    std::vector<std::string> Found;
+    std::error_code EC;
+    for (llvm::sys::fs::recursive_directory_iterator I(F, EC), E; I != E && !EC; I.increment(EC)) {
+      llvm::StringRef Name = llvm::sys::path::filename(I->path());
+      if (I->type() == llvm::sys::fs::file_type::directory_file) {
+        if (Name.starts_with(".") || Name == "CMakeFiles")
+          I.no_push();
+        continue;
+      }
+      llvm::StringRef Ext = llvm::sys::path::extension(Name);
+      if (Ext == ".cpp" || Ext == ".cc" || Ext == ".cxx" || Ext == ".c++" || Ext == ".C")
+        Found.push_back(I->path());
+    }
+    if (EC)
+      return llvm::createStringError(EC, "%s: cannot list the directory: %s", F.c_str(),
+                                     EC.message().c_str());
+    llvm::sort(Found);
+    Out.insert(Out.end(), Found.begin(), Found.end());
+  }
+  return Out;
+}
+
 static int printStats(const Report &R, const DriverStats &DS, bool Cached, llvm::raw_ostream &OS) {
   unsigned Scanned = 0, Skipped = 0, Failed = 0;
   for (const FileOutcome &F : R.Files)
@@ -231,7 +266,12 @@ int main(int argc, const char **argv) {
   if (Jobs == 0)
     return fail(2, "-j must be at least 1");
 
-  std::vector<std::string> Inputs(Files.begin(), Files.end());
+  auto Expanded = expandInputs(std::vector<std::string>(Files.begin(), Files.end()));
+  if (!Expanded)
+    return fail(2, llvm::toString(Expanded.takeError()));
+  std::vector<std::string> Inputs = std::move(*Expanded);
+  if (Inputs.empty())
+    return fail(2, "no C++ sources (.cpp, .cc, .cxx) in the directories given");
   if (!Shard.empty()) {
     unsigned K, N;
     if (llvm::Error E = parseShard(Shard, K, N))
@@ -254,7 +294,7 @@ int main(int argc, const char **argv) {
     FilesByConfig[P].push_back(F);
   }
   std::string DBError;
-  auto DB = makeCompilationDatabase(BuildPath, CompilerArgs, Files, DBError);
+  auto DB = makeCompilationDatabase(BuildPath, CompilerArgs, Inputs, DBError);
   if (!DB)
     return fail(2, DBError);
 
