@@ -1,6 +1,7 @@
 // Fix verification: a TU re-parsed with its edits in memory; a step that fails is withdrawn.
 #include "DriverInternal.h"
 #include "ampmigrate/EditMerge.h"
+#include "ampmigrate/FixApplier.h"
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/Frontend/CompilerInstance.h"
@@ -187,6 +188,16 @@ void verifyFixes(TUResult &Res, const tooling::CompilationDatabase &DB, const st
   std::vector<const StepFix *> All;
   for (const StepFix &F : Res.Fixes)
     All.push_back(&F);
+  // A file edited on disk since the parse: its old offsets would land in the new text, and the
+  // parse of that would withdraw the steps for a reason that is not theirs. The fixes stay as
+  // they are; the write refuses the file ("changed since it was analysed").
+  for (const StepFix &F : Res.Fixes)
+    for (const tooling::Replacement &R : F.Edits) {
+      auto D = Res.Digests.find(absolutePath(R.getFilePath()));
+      const std::string *Now = D == Res.Digests.end() ? nullptr : Texts.get(D->first);
+      if (Now && digestOf(*Now) != D->second)
+        return;
+    }
   if (All.empty() || whyFixesFail(DB, File, Opts, All, Texts, FS).empty() || cancelled(Opts))
     return;
   std::vector<StepFix> Kept;
