@@ -94,6 +94,11 @@ public:
 
   void check(const MatchFinder::MatchResult &Result) override {
     ASTContext &Ctx = *Result.Context;
+    // A file that does not parse is not analysed (as by the CLI and the language server): its
+    // AST lacks what the errors cut off, and findings on it would be wrong (a disable after the
+    // error seen as missing). clang-tidy reports the compiler's errors itself.
+    if (Ctx.getDiagnostics().hasErrorOccurred())
+      return;
     std::string Error;
     std::vector<Finding> Findings = compute(Ctx, Error);
     if (!Error.empty()) {
