@@ -264,14 +264,20 @@ bool StepPlanner::paramsOfStep(const Expr *Params, const ScalerCall **OfOptimize
     D = ME->getMemberDecl();
   else if (isa<CXXThisExpr>(Obj))
     return llvm::any_of(T.Forwards, [](const ForwardCall *F) { return F->Model.IsThis; });
+  // The very list an optimizer was built from (`SGD opt(model->head->parameters())`, a clip of
+  // `model->head->parameters()`): that optimizer's parameters.
+  auto BuiltFromIt = [&] {
+    for (const ScalerCall *S : T.Steps)
+      if (const Expr *Built = optimizerParamsArg(S->Optimizer.Decl);
+          Built && sameParameterList(Built, Params, Ctx)) {
+        if (OfOptimizer)
+          *OfOptimizer = S;
+        return true;
+      }
+    return false;
+  };
   if (!D)
-    return llvm::any_of(T.Steps, [&](const ScalerCall *S) {
-      const Expr *Built = optimizerParamsArg(S->Optimizer.Decl);
-      bool Same = Built && sameParameterList(Built, Params, Ctx);
-      if (Same && OfOptimizer)
-        *OfOptimizer = S;
-      return Same;
-    });
+    return BuiltFromIt();
   if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model.Decl == D; }))
     return true;
   if (Desc.CalleeFA && llvm::any_of(Desc.CalleeFA->Forwards, [&](const ForwardCall &F) { return callerModel(F.Model) == D; }))
@@ -285,16 +291,7 @@ bool StepPlanner::paramsOfStep(const Expr *Params, const ScalerCall **OfOptimize
         *OfOptimizer = S;
       return true;
     }
-  // The very list the optimizer was built from (`SGD opt(model->head->parameters())`, a clip of
-  // `model->head->parameters()`): the optimizer's parameters.
-  for (const ScalerCall *S : T.Steps)
-    if (const Expr *Built = optimizerParamsArg(S->Optimizer.Decl);
-        Built && sameParameterList(Built, Params, Ctx)) {
-      if (OfOptimizer)
-        *OfOptimizer = S;
-      return true;
-    }
-  return false;
+  return BuiltFromIt();
 }
 
 std::optional<std::string> StepPlanner::clipOfFirstGroup(const Expr *Params,
