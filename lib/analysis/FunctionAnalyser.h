@@ -187,6 +187,8 @@ private:
   // ---- steps ----------------------------------------------------------------------------------
 
   void groupSteps();
+  std::vector<unsigned> stepCuts(const ObjectRef &Scaler) const;
+  void groupStep(const ObjectRef &Scaler, unsigned Lo, unsigned Hi);
 
   /// Whether the loss of a plain backward is computed in the scope: its initialisation, or an
   /// assignment to it, lies within [Begin, End] of the scope.

@@ -12,56 +12,100 @@ void FunctionAnalyser::groupSteps() {
     if (C.Scaler && !llvm::is_contained(Scalers, C.Scaler))
       Scalers.push_back(C.Scaler);
   for (const ObjectRef &Sc : Scalers) {
-    TrainingStep T;
-    T.Scaler = Sc;
-    for (const ScalerCall &C : FA.ScalerCalls) {
-      if (!(C.Scaler == Sc))
-        continue;
-      T.ScalerClass = C.ScalerClass;
-      switch (C.Kind) {
-      case ScalerCall::Method::Unscale: T.Unscales.push_back(&C); break;
-      case ScalerCall::Method::Step: T.Steps.push_back(&C); break;
-      case ScalerCall::Method::Update: T.Updates.push_back(&C); break;
-      case ScalerCall::Method::Scale: break;
-      case ScalerCall::Method::GetScale:
-      case ScalerCall::Method::IsEnabled: T.Others.push_back(&C); break;
-      }
-    }
-    for (const ImplicitBackward &B : FA.Backwards)
-      if (B.Scale->Scaler == Sc)
-        T.Backwards.push_back(&B);
-    bool Implicit = !T.Backwards.empty() ||
-                    llvm::any_of(T.Unscales, [](auto *C) { return !C->HasExplicitGrads; }) ||
-                    llvm::any_of(T.Steps, [](auto *C) { return !C->HasExplicitGrads; });
-    if (!Implicit)
-      continue; // already migrated
-    T.Begin = ~0u;
-    for (auto *B : T.Backwards)
-      T.Begin = std::min(T.Begin, offsetOf(B->Backward->getBeginLoc()));
-    for (auto *C : T.Steps)
-      T.Begin = std::min(T.Begin, offsetOf(C->Call->getBeginLoc()));
-    for (auto *C : T.Unscales)
-      T.Begin = std::min(T.Begin, offsetOf(C->Call->getBeginLoc()));
-    // The autocast scope: the last one that starts before the first backward.
-    unsigned FirstBackward = ~0u;
-    for (auto *B : T.Backwards)
-      FirstBackward = std::min(FirstBackward, offsetOf(B->Backward->getBeginLoc()));
-    for (const AutocastScope &S : FA.Scopes)
-      if (!S.DisablesAutocast && S.Begin < FirstBackward)
-        T.Scope = &S;
-    if (T.Scope)
-      T.Begin = std::min(T.Begin, T.Scope->Begin);
-    if (T.Scope)
-      for (const ForwardCall &F : FA.Forwards) {
-        unsigned O = offsetOf(F.Call->getBeginLoc());
-        if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, FirstBackward == ~0u ? 0 : FirstBackward))
-          T.Forwards.push_back(&F);
-      }
-    findPlainBranch(T);
-    addMembers(T);
-    FA.Steps.push_back(std::move(T));
+    std::vector<unsigned> Starts = stepCuts(Sc);
+    for (size_t Seg = 0; Seg <= Starts.size(); ++Seg)
+      groupStep(Sc, Seg == 0 ? 0 : Starts[Seg - 1], Seg < Starts.size() ? Starts[Seg] - 1 : ~0u);
   }
   llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
+}
+
+std::vector<unsigned> FunctionAnalyser::stepCuts(const ObjectRef &Sc) const {
+  // One scaler shared by complete steps one after the other: a GAN's discriminator and generator
+  // steps (each with its step(), with an update() each or one at the end: the scaler's state is
+  // per optimizer), a pre-training loop and a fine-tuning loop. A scaled backward after a step()
+  // of the scaler starts another step, when every step so found has a backward and a step() of
+  // its own. Otherwise (several backwards before the step()s, a step() alone) the scaler's calls
+  // stay one step, planned or reported as such. Returns where each step after the first starts.
+  std::vector<std::pair<unsigned, bool>> Events; // offset, is a backward (else a step())
+  for (const ScalerCall &C : FA.ScalerCalls)
+    if (C.Scaler == Sc && C.Kind == ScalerCall::Method::Step)
+      Events.push_back({offsetOf(C.Call->getBeginLoc()), false});
+  for (const ImplicitBackward &B : FA.Backwards)
+    if (B.Scale->Scaler == Sc)
+      Events.push_back({offsetOf(B.Backward->getBeginLoc()), true});
+  llvm::sort(Events);
+  std::vector<unsigned> Starts;
+  bool HasBackward = false, HasStep = false; // in the step being read
+  for (auto [Offset, IsBackward] : Events) {
+    if (IsBackward && HasStep) {
+      Starts.push_back(Offset);
+      HasBackward = HasStep = false;
+    }
+    if (IsBackward)
+      HasBackward = true;
+    else if (!HasBackward)
+      return {};
+    else
+      HasStep = true;
+  }
+  if (Starts.empty() || !HasStep)
+    return {};
+  return Starts;
+}
+
+void FunctionAnalyser::groupStep(const ObjectRef &Sc, unsigned Lo, unsigned Hi) {
+  auto In = [&](const clang::Stmt *S) {
+    unsigned O = offsetOf(S->getBeginLoc());
+    return O >= Lo && O <= Hi;
+  };
+  TrainingStep T;
+  T.Scaler = Sc;
+  for (const ScalerCall &C : FA.ScalerCalls) {
+    if (!(C.Scaler == Sc) || !In(C.Call))
+      continue;
+    T.ScalerClass = C.ScalerClass;
+    switch (C.Kind) {
+    case ScalerCall::Method::Unscale: T.Unscales.push_back(&C); break;
+    case ScalerCall::Method::Step: T.Steps.push_back(&C); break;
+    case ScalerCall::Method::Update: T.Updates.push_back(&C); break;
+    case ScalerCall::Method::Scale: break;
+    case ScalerCall::Method::GetScale:
+    case ScalerCall::Method::IsEnabled: T.Others.push_back(&C); break;
+    }
+  }
+  for (const ImplicitBackward &B : FA.Backwards)
+    if (B.Scale->Scaler == Sc && In(B.Backward))
+      T.Backwards.push_back(&B);
+  bool Implicit = !T.Backwards.empty() ||
+                  llvm::any_of(T.Unscales, [](auto *C) { return !C->HasExplicitGrads; }) ||
+                  llvm::any_of(T.Steps, [](auto *C) { return !C->HasExplicitGrads; });
+  if (!Implicit)
+    return; // already migrated
+  T.Begin = ~0u;
+  for (auto *B : T.Backwards)
+    T.Begin = std::min(T.Begin, offsetOf(B->Backward->getBeginLoc()));
+  for (auto *C : T.Steps)
+    T.Begin = std::min(T.Begin, offsetOf(C->Call->getBeginLoc()));
+  for (auto *C : T.Unscales)
+    T.Begin = std::min(T.Begin, offsetOf(C->Call->getBeginLoc()));
+  // The autocast scope: the last one that starts before the first backward.
+  unsigned FirstBackward = ~0u;
+  for (auto *B : T.Backwards)
+    FirstBackward = std::min(FirstBackward, offsetOf(B->Backward->getBeginLoc()));
+  for (const AutocastScope &S : FA.Scopes)
+    if (!S.DisablesAutocast && S.Begin < FirstBackward)
+      T.Scope = &S;
+  if (T.Scope)
+    T.Begin = std::min(T.Begin, T.Scope->Begin);
+  if (T.Scope)
+    for (const ForwardCall &F : FA.Forwards) {
+      unsigned O = offsetOf(F.Call->getBeginLoc());
+      if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, FirstBackward == ~0u ? 0 : FirstBackward))
+        T.Forwards.push_back(&F);
+    }
+  findPlainBranch(T);
+  addMembers(T);
+  FA.Steps.push_back(std::move(T));
 }
 
 bool FunctionAnalyser::computedIn(const AutocastScope &S, const ImplicitBackward &B) const {

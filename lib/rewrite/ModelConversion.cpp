@@ -111,6 +111,7 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
   std::vector<DtypeCall> Dtypes;
   std::string EnableDevice;
   const CXXConstructorDecl *GuardCtor = nullptr;
+  const CXXConstructExpr *GuardUse = nullptr;
   if (S.Enable) {
     EnableDevice = S.Enable->Device;
     for (const AutocastCall *A : S.Auxiliary)
@@ -118,6 +119,7 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
         Dtypes.push_back({A->Call, A->Device});
   } else if (const auto *VD = S.GuardVar ? dyn_cast<VarDecl>(S.GuardVar) : nullptr) {
     const auto *CE = VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
+    GuardUse = CE;
     GuardCtor = CE ? CE->getConstructor() : nullptr;
     if (!GuardCtor || !GuardCtor->hasBody())
       return true;
@@ -155,6 +157,31 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
   // The dtype must exist where the model is converted: a constant, or a variable declared
   // before that point (not a parameter or local of a guard's constructor).
   const Expr *D = DtypeOf(Applies.front());
+  // A parameter of the guard's constructor (`Guard(ScalarType dtype = kBFloat16)`): the argument
+  // of this use, or the parameter's default when the use gives none.
+  if (const auto *R = dyn_cast<DeclRefExpr>(D->IgnoreParenImpCasts()); R && GuardUse) {
+    const auto *P = dyn_cast<ParmVarDecl>(R->getDecl());
+    if (P && P->getDeclContext() == GuardCtor && P->getFunctionScopeIndex() < GuardUse->getNumArgs()) {
+      const Expr *A = GuardUse->getArg(P->getFunctionScopeIndex());
+      if (const auto *Def = dyn_cast<CXXDefaultArgExpr>(A)) {
+        VariablesRead DefRefs;
+        DefRefs.walk(Def->getExpr());
+        bool Constant = llvm::none_of(DefRefs.Found, [](const ValueDecl *V) {
+          const auto *VD = dyn_cast<VarDecl>(V);
+          return VD && (VD->isLocalVarDecl() || isa<ParmVarDecl>(VD) || VD->isStaticDataMember());
+        });
+        if (Constant && !Def->getExpr()->getBeginLoc().isMacroID()) {
+          D = Def->getExpr();
+          GuardCtor = nullptr; // the default is spelled where the constructor is declared
+        }
+      } else if (!A->getBeginLoc().isMacroID()) {
+        D = A;
+        GuardCtor = nullptr;
+      }
+      if (!GuardCtor)
+        Text = text(D->getSourceRange());
+    }
+  }
   const FunctionDecl *ScopeFn = Desc.CalleeScope == &S ? Desc.CalleeFA->Function : FA.Function;
   VariablesRead Refs;
   Refs.walk(D);

@@ -185,6 +185,53 @@ public:
   }
 };
 
+/// The first call of a statement that may compute differently with autocast off than on: a
+/// forward, a function given a module, a tensor result other than a test of values (isfinite,
+/// comparisons, detach). The scope's own calls are removed with the scope and do not count. Such
+/// a statement runs inside the scope in the original and after value_and_grad, without autocast,
+/// in the rewrite.
+class AutocastSensitive : public AnalysedBodyVisitor {
+public:
+  AutocastSensitive(const RuleSet &Rules, const std::set<const Stmt *> &ScopeCalls)
+      : Rules(Rules), ScopeCalls(ScopeCalls) {}
+  const RuleSet &Rules;
+  const std::set<const Stmt *> &ScopeCalls;
+  const CallExpr *Found = nullptr;
+  bool visitStmt(Stmt *S) override {
+    const auto *CE = dyn_cast<CallExpr>(S);
+    if (Found || !CE || ScopeCalls.count(CE))
+      return true;
+    auto IsModule = [&](const Expr *E) {
+      QualType T = E->getType().getNonReferenceType();
+      if (const auto *P = T->getAs<PointerType>())
+        T = P->getPointeeType();
+      const CXXRecordDecl *RD = T->getAsCXXRecordDecl();
+      return RD && (isDerivedFromAny(RD, Rules.ModuleClasses) ||
+                    isDerivedFromAny(RD, Rules.ModuleHolderTemplates));
+    };
+    bool Sensitive = llvm::any_of(CE->arguments(), IsModule);
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE))
+      Sensitive = Sensitive || IsModule(MC->getImplicitObjectArgument());
+    if (isTensorType(CE->getType(), Rules)) {
+      static const llvm::StringSet<> Tests = {"isfinite", "isnan", "isinf", "isneginf", "isposinf",
+                                              "all", "any", "detach", "logical_not", "eq", "ne",
+                                              "gt", "ge", "lt", "le"};
+      const FunctionDecl *FD = CE->getDirectCallee();
+      bool Test = false;
+      if (FD && FD->getIdentifier())
+        Test = Tests.contains(FD->getName());
+      else if (FD && FD->isOverloadedOperator())
+        Test = llvm::is_contained({OO_Exclaim, OO_EqualEqual, OO_ExclaimEqual, OO_Less, OO_Greater,
+                                   OO_LessEqual, OO_GreaterEqual, OO_AmpAmp, OO_PipePipe},
+                                  FD->getOverloadedOperator());
+      Sensitive = Sensitive || !Test;
+    }
+    if (Sensitive)
+      Found = CE;
+    return true;
+  }
+};
+
 } // namespace
 
 const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const Stmt *> Region,
@@ -203,8 +250,8 @@ const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const 
   }
   if (First == Region.size() || First == 0)
     return nullptr;
-  // Only after the scope has ended (autocast off again), not in a scope this region's first
-  // statement is a call of (a callee's scope ended inside the callee).
+  // Statements before the scope's end move only when autocast does not change them; not in a
+  // scope this region's first statement is a call of (a callee's scope ended inside the callee).
   unsigned ScopeEnd = Desc.CalleeScope ? off(Region.front()->getEndLoc()) : S.End;
   if (!Desc.CalleeScope && S.Shape != AutocastScope::Kind::CallPair)
     return nullptr;
@@ -223,20 +270,32 @@ const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const 
     H.StepCalls.insert(C.Call);
   for (const ZeroGradCall *Z : stepZeroGrads())
     H.StepCalls.insert(Z->Call);
+  // The scope's closing calls in the tail (`if (!finite) { set_enabled(false); continue; }`, the
+  // disable after it) are removed from the tail with the scope; its enable is not.
+  std::set<const Stmt *> ScopeCalls;
   for (const AutocastCall *A : S.Auxiliary)
-    H.StepCalls.insert(A->Call);
+    ScopeCalls.insert(A->Call);
+  if (S.Disable)
+    ScopeCalls.insert(S.Disable->Call);
+  if (Desc.CalleeScope)
+    H.StepCalls.insert(ScopeCalls.begin(), ScopeCalls.end());
   if (S.Enable)
     H.StepCalls.insert(S.Enable->Call);
-  if (S.Disable)
-    H.StepCalls.insert(S.Disable->Call);
   for (size_t I = First; I < Region.size(); ++I) {
-    if (off(Region[I]->getBeginLoc()) < ScopeEnd) {
-      Why = "it runs before the autocast scope ends";
-      return Region[I];
-    }
     if (Region[I]->getBeginLoc().isMacroID()) {
       Why = "it is inside a macro";
       return Region[I];
+    }
+    if (off(Region[I]->getBeginLoc()) < ScopeEnd) {
+      // It ran with autocast on; after the call it runs with autocast off: only a statement that
+      // computes the same either way (a test of the loss, a log line, a counter) may move.
+      AutocastSensitive AS(Rules, ScopeCalls);
+      AS.walk(Region[I]);
+      if (AS.Found) {
+        Why = "it runs before the autocast scope ends, and `" +
+              firstLine(text(AS.Found->getSourceRange())) + "` could compute differently without it";
+        return Region[I];
+      }
     }
     H.walk(Region[I]);
     if (H.Found) {
@@ -424,17 +483,18 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     block(EndStmt->getBeginLoc(), "the scaled backward does not start its line");
     return;
   }
-  std::string GuardText;
+  unsigned TailBegin = EndStmtOff; // the guard tail: [TailBegin, EndStmtOff)
   if (TailAt < Region.size()) {
-    unsigned TB = lineStart(off(Region[TailAt]->getBeginLoc()));
-    if (!onlySpace(TB, off(Region[TailAt]->getBeginLoc()))) {
+    TailBegin = lineStart(off(Region[TailAt]->getBeginLoc()));
+    if (!onlySpace(TailBegin, off(Region[TailAt]->getBeginLoc()))) {
       block(Region[TailAt]->getBeginLoc(), "the statement that leaves the iteration before the "
                                            "backward does not start its line");
       return;
     }
-    GuardText = Buffer.substr(TB, EndStmtOff - TB).str();
-    BodyEnd = TB;
+    BodyEnd = TailBegin;
   }
+  std::vector<Edit> TailEdits; // the scope's calls in the tail, removed from its text
+  auto InTail = [&](unsigned O) { return O >= TailBegin && O < EndStmtOff; };
   std::string Indent = indentAt(RB);
   if (!checkCrossStepGraph(RB, BodyEnd))
     return;
@@ -448,6 +508,8 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     unsigned O = off(St->getBeginLoc());
     if (O >= RB && O < BodyEnd)
       RemoveStmt(St, Why);
+    else if (InTail(O))
+      removeInto(St, Why, TailEdits);
     else
       removeInto(St, Why, Desc.Region.InFile);
   };
@@ -473,7 +535,7 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     RemoveCall(S.Disable);
     for (const AutocastCall *A : S.Auxiliary) {
       unsigned O = off(A->Call->getBeginLoc());
-      if (O >= RB && O < BodyEnd)
+      if ((O >= RB && O < BodyEnd) || InTail(O))
         RemoveCall(A);
       else if (A->Removable && Enclosing)
         RemoveCall(A); // with its `if (use_amp) { ... }` when that holds only the scope's calls
@@ -720,6 +782,20 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     ValueName = freshName("scaled_loss");
     AssignBack = B.SplitVar != nullptr;
   }
+  // The guard tail's text, less the scope's calls in it.
+  llvm::sort(TailEdits, [](const Edit &A, const Edit &B) { return A.Offset < B.Offset; });
+  std::string GuardText;
+  unsigned TailCur = TailBegin;
+  for (const Edit &E : TailEdits) {
+    if (E.Offset < TailCur || E.Offset + E.Length > EndStmtOff) {
+      block(SM.getLocForStartOfFile(File).getLocWithOffset(E.Offset),
+            "overlapping edits in the statements that leave the iteration before the backward");
+      return;
+    }
+    GuardText += Buffer.substr(TailCur, E.Offset - TailCur).str() + E.Text;
+    TailCur = E.Offset + E.Length;
+  }
+  GuardText += Buffer.substr(TailCur, EndStmtOff - TailCur).str();
   RegionLambda &L = Desc.Lambda.emplace();
   L.Guard = GuardText;
   L.Begin = RegionBegin;

@@ -72,21 +72,62 @@ void skip_micro(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &x
 // CHECK-FIXES-NEXT: {{^}}      break;{{$}}
 // CHECK-FIXES-NEXT: {{^}}    amp::accumulate_grads(grads, micro_grads);{{$}}
 
-// The check runs under autocast (before the scope ends): it stays, the step is manual.
+// The check runs under autocast, before the scope ends, and closes the scope itself before it
+// leaves: a test of the loss's values computes the same with autocast off, so it runs after the
+// call, without the scope's calls (removed with the scope).
 void skip_in_scope(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &x,
                    const torch::Tensor &y) {
   torch::amp::GradScaler scaler;
+  int skipped = 0;
   for (int step = 0; step < 100; ++step) {
     at::autocast::set_enabled(true);
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled{{.*}} [amp-autocast-scope]
     auto loss = torch::nll_loss(model->forward(x), y);
     if (!torch::isfinite(loss).item<bool>()) {
       at::autocast::set_enabled(false);
+      at::autocast::clear_cache();
+      ++skipped;
       continue;
     }
     at::autocast::set_enabled(false);
     // CHECK-MESSAGES: :[[@LINE-1]]:5: note: the scope ends here
-    // CHECK-MESSAGES: :[[@LINE-4]]:7: warning: not migrated automatically: the forward region contains a statement that leaves it (return, break, continue or goto), which cannot move into the function given to amp::value_and_grad; nor can it run after that call, before the step ({{.*}}:[[@LINE-6]]): it runs before the autocast scope ends [amp-manual-migration]
+    at::autocast::clear_cache();
+    scaler.scale(loss).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss {{.*}} [amp-scaler-implicit-grad]
+    scaler.step(optimizer);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+    scaler.update();
+  }
+}
+// CHECK-FIXES: {{^}}    torch::Tensor loss;{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}      loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(x)), y);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      return scaler.scale(loss);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(optimizer));{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}    if (!torch::isfinite(loss).item<bool>()) {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}      ++skipped;{{$}}
+// CHECK-FIXES-NEXT: {{^}}      continue;{{$}}
+// CHECK-FIXES-NEXT: {{^}}    }{{$}}
+// CHECK-FIXES-NEXT: {{^}}    scaler.step(optimizer, grads);{{$}}
+
+// A check under autocast that computes with an op autocast changes (a matmul) stays: the step is
+// manual, naming the op.
+void skip_in_scope_computes(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &x,
+                            const torch::Tensor &y) {
+  torch::amp::GradScaler scaler;
+  for (int step = 0; step < 100; ++step) {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled{{.*}} [amp-autocast-scope]
+    auto out = model->forward(x);
+    auto loss = torch::nll_loss(out, y);
+    if (torch::isnan(torch::matmul(out, out)).item<bool>()) {
+      at::autocast::set_enabled(false);
+      continue;
+    }
+    at::autocast::set_enabled(false);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: note: the scope ends here, without at::autocast::clear_cache(){{.*}}
+    // CHECK-MESSAGES: :[[@LINE-4]]:7: warning: not migrated automatically: the forward region contains a statement that leaves it {{.*}}; nor can it run after that call, before the step ({{.*}}:[[@LINE-6]]): it runs before the autocast scope ends, and `torch::matmul(out, out)` could compute differently without it [amp-manual-migration]
     scaler.scale(loss).backward();
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss {{.*}} [amp-scaler-implicit-grad]
     scaler.step(optimizer);

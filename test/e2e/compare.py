@@ -39,6 +39,11 @@ def step_events(stdout):
     return re.findall(r"^step (\d+) (skipped|applied)$", stdout, re.M)
 
 
+def scales(stdout):
+    """The "step <i> scale <s>" lines: the loss scale a program's scaler holds after step i."""
+    return re.findall(r"^step (\d+) scale (\S+)$", stdout, re.M)
+
+
 def run_as_ranks(exe, ranks, timeout):
     """Per rank (losses, fp32); exits unless every rank held rank 0's parameters after every step."""
     results = run_ranks([exe], ranks, timeout)
@@ -98,6 +103,13 @@ def main():
                   f"{[i for i, e in ev_after if e == 'skipped']}")
             if ev_before != ev_after:
                 sys.exit("FAIL: the scaler skipped different steps")
+        # The scale after each step ("step <i> scale <s>"), where a program logs it: the same.
+        sc_before, sc_after = scales(before_out), scales(after_out)
+        if sc_before or sc_after:
+            print(f"scales: original {[s for _, s in sc_before]}, migrated {[s for _, s in sc_after]}")
+            if len(sc_before) != len(sc_after) or any(
+                    a[0] != b[0] or float(a[1]) != float(b[1]) for a, b in zip(sc_before, sc_after)):
+                sys.exit("FAIL: the loss scales differ")
     print("PASS")
 
 

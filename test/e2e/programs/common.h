@@ -58,6 +58,10 @@ inline void log_step(int step, const torch::Tensor &loss) {
   std::printf("step %d loss %.6f\n", step, loss.item<double>());
 }
 
+/// "step <i> scale <s>": the loss scale after the step, which compare.py requires to be the same
+/// in the original and the migrated program, step by step.
+inline void log_scale(int step, double scale) { std::printf("step %d scale %.9g\n", step, scale); }
+
 /// "step <i> params <hash>": an FNV-1a hash of every parameter's bytes, so that the harness can
 /// check that data-parallel ranks hold bit-identical parameters after each step.
 inline void log_param_digest(int step, const std::vector<torch::Tensor> &params) {

@@ -1,0 +1,62 @@
+// e2e before-program: the robust loop of LLM/RL trainers. A batch whose loss is not finite is
+// skipped inside the autocast scope (`if (!finite) { close the scope; continue; }`: every 7th batch
+// is poisoned with a NaN); after unscale_ the clip's total norm is checked, and a non-finite norm
+// (two batches carry a zero-valued term whose gradient overflows) skips the optimizer's step while
+// update() still backs the scale off. The migrated program runs the loss check after
+// value_and_grad, with the scope's calls gone from it.
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "common.h"
+#include "loss_scaler.h"
+#include <amp/torch.h>
+
+int main() {
+  e2e::SyntheticData data;
+  torch::manual_seed(0);
+  e2e::Mlp model;
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(65536.0).growth_factor(2.0).backoff_factor(0.5).growth_interval(6));
+  int skipped_loss = 0, skipped_norm = 0;
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
+  for (int step = 0; step < e2e::kSteps; ++step) {
+    auto input = data.input(step);
+    if (step % 7 == 3)
+      input = input * std::nan("");
+    torch::Tensor loss;
+    auto grad_fn = amp::value_and_grad([&] {
+      auto output = amp::cast_to_adapter_tensor(amp_model->forward(input));
+      loss = torch::nll_loss(output, data.target(step));
+      if (step == 11 || step == 23) {
+        auto w = model->parameters()[0];
+        loss = loss + (w - w.detach()).sum() * 1e36;
+      }
+      return scaler.scale(loss);
+    }, amp::parameters_of(optimizer));
+    auto [scaled_loss, grads] = grad_fn();
+    if (!std::isfinite(loss.item<float>())) {
+      ++skipped_loss;
+      std::printf("step %d skipped\n", step); // the harness compares which steps were skipped
+      continue;
+    }
+    scaler.unscale_(optimizer, grads);
+    double norm = amp::clip_by_global_norm_(grads, 1.0).item<double>();
+    if (!std::isfinite(norm)) {
+      ++skipped_norm;
+      scaler.update();
+      std::printf("step %d skipped\n", step);
+      e2e::log_scale(step, scaler.get_scale());
+      continue;
+    }
+    scaler.step(optimizer, grads);
+    scaler.update();
+    std::printf("step %d applied\n", step);
+    e2e::log_scale(step, scaler.get_scale());
+    e2e::log_step(step, loss);
+  }
+  std::printf("skipped %d %d\n", skipped_loss, skipped_norm);
+  e2e::log_params(model->parameters());
+}
