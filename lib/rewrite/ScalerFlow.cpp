@@ -182,6 +182,61 @@ bool StepPlanner::isScalerCallOn(const Expr *R, const ValueDecl *H) const {
   return false;
 }
 
+namespace {
+
+/// `std::map<std::string, double>`: the state dict of the target's scaler (PyTorch's keys).
+bool isStateDictType(QualType T) {
+  const auto *Spec = dyn_cast_or_null<ClassTemplateSpecializationDecl>(
+      T.getNonReferenceType().getCanonicalType()->getAsCXXRecordDecl());
+  if (!Spec || qualifiedName(Spec->getSpecializedTemplate()) != "std::map" ||
+      Spec->getTemplateArgs().size() < 2)
+    return false;
+  QualType Key = Spec->getTemplateArgs()[0].getAsType(), Value = Spec->getTemplateArgs()[1].getAsType();
+  const auto *KeySpec = dyn_cast_or_null<ClassTemplateSpecializationDecl>(Key->getAsCXXRecordDecl());
+  return KeySpec && qualifiedName(KeySpec->getSpecializedTemplate()) == "std::basic_string" &&
+         KeySpec->getTemplateArgs()[0].getAsType()->isSpecificBuiltinType(BuiltinType::Char_S) &&
+         Value->isSpecificBuiltinType(BuiltinType::Double);
+}
+
+class StringLiterals : public AnalysedBodyVisitor {
+public:
+  std::vector<const StringLiteral *> Found;
+  bool visitStmt(Stmt *S) override {
+    if (const auto *L = dyn_cast<StringLiteral>(S))
+      Found.push_back(L);
+    return true;
+  }
+};
+
+} // namespace
+
+/// A port's `state_dict()` / `load_state_dict(state)` that the target's do the same as: the
+/// same types, and no key other than PyTorch's (the target's keys) in the port's body. Empty when
+/// it may stay; otherwise why not.
+std::string StepPlanner::stateDictUseProblem(const CXXMethodDecl *M) const {
+  if (!M->getIdentifier() || (M->getName() != "state_dict" && M->getName() != "load_state_dict"))
+    return "other than through scale/unscale_/step/update/get_scale";
+  bool Save = M->getName() == "state_dict";
+  if (Save ? (M->getNumParams() != 0 || !isStateDictType(M->getReturnType()))
+           : (M->getNumParams() != 1 || !isStateDictType(M->getParamDecl(0)->getType())))
+    return "through " + M->getNameAsString() + "(), whose " + (Save ? "result" : "argument") +
+           " is not a std::map<std::string, double> as " + Tgt.ScalerClass + "'s is";
+  const FunctionDecl *Def = M->getDefinition();
+  if (!Def || !Def->getBody())
+    return "through " + M->getNameAsString() + "(), whose body is not in this translation unit "
+                                                "(which keys does it use?)";
+  StringLiterals Lits;
+  Lits.walk(Def->getBody());
+  static const llvm::StringSet<> Keys = {"scale", "growth_factor", "backoff_factor",
+                                         "growth_interval", "_growth_tracker"};
+  for (const StringLiteral *L : Lits.Found)
+    if (!L->isOrdinary() || !Keys.contains(L->getString()))
+      return "through " + M->getNameAsString() + "(), whose state has the key `" +
+             text(L->getSourceRange()) + "`, not one of PyTorch's GradScaler (scale, growth_factor, "
+             "backoff_factor, growth_interval, _growth_tracker) that " + Tgt.ScalerClass + " uses";
+  return "";
+}
+
 template <class AddFn>
 bool StepPlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDecl *Class, AddFn Add) {
   SourceLocation At = stepLoc();
@@ -222,8 +277,14 @@ bool StepPlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDe
       throughSameObject(MC->getImplicitObjectArgument(), Class) == throughSameObject(E, Class)) {
     // A wrapper's own member (optional / smart pointer): `if (s)`, has_value(), reset(new X(..)).
     const CXXMethodDecl *M = MC->getMethodDecl();
-    if (!M || M->getParent()->getCanonicalDecl() == Class)
+    if (!M)
       return Fail("other than through scale/unscale_/step/update/get_scale");
+    if (M->getParent()->getCanonicalDecl() == Class) {
+      // The port's checkpointing (`auto s = scaler.state_dict(); ... scaler.load_state_dict(s)`)
+      // means the same with the target's scaler when its state is PyTorch's.
+      std::string Why = stateDictUseProblem(M);
+      return Why.empty() ? true : Fail(Why);
+    }
     // `optional.emplace(args...)` constructs the scaler from its constructor's arguments, as
     // make_shared does: they are mapped to the target's options the same way. An argument that is
     // itself a scaler (`emplace(Port(1024.0))`) is a copy, followed by its own spellings.

@@ -517,6 +517,7 @@ private:
   /// The class itself, a reference or pointer to it, or a wrapper whose first template argument
   /// holds it (std::shared_ptr, std::unique_ptr, std::optional).
   static bool holdsClass(clang::QualType QT, const clang::CXXRecordDecl *Class);
+  std::string stateDictUseProblem(const clang::CXXMethodDecl *M) const;
 
   static bool takesClass(const clang::FunctionDecl *FD, const clang::CXXRecordDecl *Class) {
     return llvm::any_of(FD->parameters(),

@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
 
 namespace train {
 
@@ -57,6 +59,22 @@ public:
   }
 
   double get_scale() const { return scale_; }
+
+  /// Checkpointing, with the keys and meaning of Python's GradScaler.state_dict().
+  std::map<std::string, double> state_dict() const {
+    return {{"scale", scale_},
+            {"growth_factor", growth_factor_},
+            {"backoff_factor", backoff_factor_},
+            {"growth_interval", static_cast<double>(growth_interval_)},
+            {"_growth_tracker", static_cast<double>(tracker_)}};
+  }
+  void load_state_dict(const std::map<std::string, double> &state) {
+    scale_ = state.at("scale");
+    growth_factor_ = state.at("growth_factor");
+    backoff_factor_ = state.at("backoff_factor");
+    growth_interval_ = static_cast<int>(state.at("growth_interval"));
+    tracker_ = static_cast<int>(state.at("_growth_tracker"));
+  }
 
 private:
   double scale_, growth_factor_, backoff_factor_;

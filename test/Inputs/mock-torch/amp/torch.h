@@ -2,6 +2,8 @@
 // code calls, with the same namespaces and signatures, declarations only. Lets lit tests run the
 // tool over already-migrated code (idempotence).
 #pragma once
+#include <map>
+#include <string>
 #include <optional>
 #include <torch/torch.h>
 #include <array>
@@ -125,5 +127,7 @@ public:
   void update(double new_scale);
   double get_scale() const;
   bool is_enabled() const;
+  std::map<std::string, double> state_dict() const;
+  void load_state_dict(const std::map<std::string, double> &state);
 };
 } // namespace amp
