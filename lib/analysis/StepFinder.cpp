@@ -581,7 +581,10 @@ public:
         FA.Instantiations = Insts.size();
         FA.Pattern = FD;
       }
-      if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty())
+      // A method that only clears .grad is kept too: it may call the two halves of a step split
+      // over two methods of its class, whose fix then clears the grads member there.
+      if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty() ||
+          (!FA.ZeroGrads.empty() && isa<CXXMethodDecl>(Analysed)))
         Out.Functions.push_back(std::move(FA));
     }
     return true;

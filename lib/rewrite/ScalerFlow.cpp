@@ -370,9 +370,34 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
                   ", whose overrides would keep their type; change them by hand");
     return false;
   }
+  // A function template whose scaler parameter has a type of its own (`template <class Model>
+  // void step(Model &m, Port &scaler)`): one source for every instantiation, and the callers of
+  // each pass the scaler. A type depending on a template parameter, an explicit specialization
+  // (a source of its own) or a member of a class template is left to the user.
+  llvm::SmallVector<const FunctionDecl *, 4> Callees{FD};
   if (FD->getTemplatedKind() != FunctionDecl::TK_NonTemplate) {
-    block(At, "the scaler " + Name + " is a parameter of the template " + Fn + "; change it by hand");
-    return false;
+    const FunctionTemplateDecl *FT = FD->getPrimaryTemplate();
+    const FunctionDecl *Pattern = FT ? FT->getTemplatedDecl() : nullptr;
+    unsigned PI = PV->getFunctionScopeIndex();
+    bool Plain = FD->getTemplatedKind() == FunctionDecl::TK_FunctionTemplateSpecialization &&
+                 Pattern && !isa<CXXMethodDecl>(Pattern) && PI < Pattern->getNumParams() &&
+                 !Pattern->getParamDecl(PI)->getType()->isDependentType();
+    std::string Why = "; change it by hand";
+    if (Plain) {
+      Callees.clear();
+      for (const FunctionDecl *Sp : FT->specializations()) {
+        if (Sp->getTemplateSpecializationKind() == TSK_ExplicitSpecialization) {
+          Plain = false;
+          Why = ", which has an explicit specialization at " + where(Sp->getLocation()) +
+                " that would keep its type; change them by hand";
+        }
+        Callees.push_back(Sp);
+      }
+    }
+    if (!Plain) {
+      block(At, "the scaler " + Name + " is a parameter of the template " + Fn + Why);
+      return false;
+    }
   }
   if (auto It = Index.NamedOtherwise.find(FD->getCanonicalDecl()); It != Index.NamedOtherwise.end()) {
     block(At, "the scaler " + Name + " is a parameter of " + Fn + ", which is named at " +
@@ -391,7 +416,8 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
       }
     }
   unsigned I = PV->getFunctionScopeIndex();
-  if (auto It = Index.Calls.find(FD->getCanonicalDecl()); It != Index.Calls.end())
+  for (const FunctionDecl *Callee : Callees)
+  if (auto It = Index.Calls.find(Callee->getCanonicalDecl()); It != Index.Calls.end())
     for (const Expr *Call : It->second) {
       const Expr *Arg = nullptr;
       if (const auto *C = dyn_cast<CallExpr>(Call); C && !isa<CXXOperatorCallExpr>(C))

@@ -46,8 +46,19 @@ void StepPlanner::checkSplitHalf() {
   for (const ZeroGradCall &Z : FA.ZeroGrads)
     if (llvm::is_contained(Owners, Z.Owner))
       Desc.SplitZeroGrads.push_back(&Z);
+  // The caller's zero_grad() of them (`opt_.zero_grad(); forward_backward(); optimizer_step();`)
+  // clears the member too; the scaling half's fix carries that edit.
+  std::set<const CallExpr *> CallerClears;
+  for (const FunctionAnalysis &F : TU.Functions)
+    if (F.Function->getCanonicalDecl() == S.Caller->getCanonicalDecl())
+      for (const ZeroGradCall &Z : F.ZeroGrads)
+        if (llvm::is_contained(Owners, Z.Owner) && Z.Statement) {
+          CallerClears.insert(Z.Call);
+          if (Scaling)
+            Desc.SplitZeroGrads.push_back(&Z);
+        }
   // Nothing else in the class may clear or read .grad: the member would not see it.
-  if (const std::string Other = otherGradUse(Class, S); !Other.empty()) {
+  if (const std::string Other = otherGradUse(Class, S, CallerClears); !Other.empty()) {
     Refuse(Other);
     return;
   }
@@ -107,13 +118,16 @@ void StepPlanner::checkSplitHalf() {
   checkScalerDecl();
 }
 
-std::string StepPlanner::otherGradUse(const CXXRecordDecl *Class, const SplitStep &S) const {
+std::string StepPlanner::otherGradUse(const CXXRecordDecl *Class, const SplitStep &S,
+                                      const std::set<const CallExpr *> &Clears) const {
   class Uses : public AnalysedBodyVisitor {
   public:
+    explicit Uses(const std::set<const CallExpr *> &Clears) : Clears(Clears) {}
+    const std::set<const CallExpr *> &Clears;
     const CallExpr *Found = nullptr;
     bool visitStmt(Stmt *S) override {
       const auto *CE = dyn_cast<CallExpr>(S);
-      if (!CE)
+      if (!CE || Clears.count(CE))
         return true;
       const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
       const CXXMethodDecl *M = MC ? MC->getMethodDecl() : nullptr;
@@ -129,7 +143,7 @@ std::string StepPlanner::otherGradUse(const CXXRecordDecl *Class, const SplitSte
     if (Def->getCanonicalDecl() == S.Scaling->Function->getCanonicalDecl() ||
         Def->getCanonicalDecl() == S.Stepping->Function->getCanonicalDecl())
       continue;
-    Uses U;
+    Uses U(Clears);
     U.walk(Def->getBody());
     if (U.Found)
       return "`" + firstLine(text(U.Found->getSourceRange())) + "` in '" + Def->getNameAsString() +

@@ -198,7 +198,8 @@ private:
 
   /// A statement of another method of the class that calls zero_grad() or reads or writes .grad
   /// (described), or "".
-  std::string otherGradUse(const clang::CXXRecordDecl *Class, const SplitStep &S) const;
+  std::string otherGradUse(const clang::CXXRecordDecl *Class, const SplitStep &S,
+                           const std::set<const clang::CallExpr *> &Clears) const;
 
   /// Several losses, each `scaler.scale(loss_i).backward()`, as consecutive statements of one
   /// block (PyTorch's multi-loss pattern, the first with retain_graph): `.grad` held the sum of

@@ -82,6 +82,36 @@ void Trainer::train_batch(const torch::Tensor &x) {
 
 class ClearsElsewhere {
 public:
+  void reset() { opt_.zero_grad(); }
+  void train_batch(const torch::Tensor &x) {
+    scaled(x);
+    stepped();
+  }
+
+private:
+  void scaled(const torch::Tensor &x) {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    auto loss = model_->forward(x).mean();
+    at::autocast::set_enabled(false);
+    scaler_.scale(loss).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: the step is split over two methods of 'ClearsElsewhere': its unscale_()/step()/update() are in 'stepped' (line [[#@LINE+4]]), both called from 'train_batch'; its grads would travel from 'scaled' to 'stepped' in a new member of the class, but `opt_.zero_grad()` in 'reset' ({{.*}}:[[#@LINE-13]]) clears or touches .grad outside the two methods, which the member would not follow: move both halves into one method or migrate by hand [amp-manual-migration]
+    // CHECK-MESSAGES: :[[@LINE-2]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  }
+  void stepped() {
+    scaler_.step(opt_);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: the step is split over two methods of 'ClearsElsewhere': its scaled backward is in 'scaled' (line [[#@LINE-6]]), both called from 'train_batch'; its grads would travel from 'scaled' to 'stepped' in a new member of the class, but `opt_.zero_grad()` in 'reset' ({{.*}}:[[#@LINE-18]]) clears or touches .grad outside the two methods, which the member would not follow: move both halves into one method or migrate by hand [amp-manual-migration]
+    // CHECK-MESSAGES: :[[@LINE-2]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+    scaler_.update();
+  }
+  Net model_;
+  torch::optim::SGD opt_;
+  torch::amp::GradScaler scaler_;
+};
+
+// The method calling both halves clears .grad first: that zero_grad() clears the member.
+class ClearsInCaller {
+public:
   void train_batch(const torch::Tensor &x) {
     opt_.zero_grad();
     scaled(x);
@@ -94,14 +124,13 @@ private:
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
     auto loss = model_->forward(x).mean();
     at::autocast::set_enabled(false);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: note: the scope ends here, without at::autocast::clear_cache(){{.*}}
     scaler_.scale(loss).backward();
-    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: the step is split over two methods of 'ClearsElsewhere': its unscale_()/step()/update() are in 'stepped' (line [[#@LINE+4]]), both called from 'train_batch'; its grads would travel from 'scaled' to 'stepped' in a new member of the class, but `opt_.zero_grad()` in 'train_batch' ({{.*}}:[[#@LINE-12]]) clears or touches .grad outside the two methods, which the member would not follow: move both halves into one method or migrate by hand [amp-manual-migration]
-    // CHECK-MESSAGES: :[[@LINE-2]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   }
   void stepped() {
     scaler_.step(opt_);
-    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: the step is split over two methods of 'ClearsElsewhere': its scaled backward is in 'scaled' (line [[#@LINE-6]]), both called from 'train_batch'; its grads would travel from 'scaled' to 'stepped' in a new member of the class, but `opt_.zero_grad()` in 'train_batch' ({{.*}}:[[#@LINE-17]]) clears or touches .grad outside the two methods, which the member would not follow: move both halves into one method or migrate by hand [amp-manual-migration]
-    // CHECK-MESSAGES: :[[@LINE-2]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
     scaler_.update();
   }
   Net model_;
@@ -135,5 +164,11 @@ private:
 
 // CHECK-FIXES: {{^}}class ClearsElsewhere {{{$}}
 // CHECK-FIXES-NEXT: {{^}}public:{{$}}
+// CHECK-FIXES-NEXT: {{^}}  void reset() { opt_.zero_grad(); }{{$}}
+// CHECK-FIXES: {{^}}class ClearsInCaller {{{$}}
+// CHECK-FIXES-NEXT: {{^}}public:{{$}}
 // CHECK-FIXES-NEXT: {{^}}  void train_batch(const torch::Tensor &x) {{{$}}
-// CHECK-FIXES-NEXT: {{^}}    opt_.zero_grad();{{$}}
+// CHECK-FIXES-NEXT: {{^}}    grads_.clear();{{$}}
+// CHECK-FIXES: {{^}}    scaler_.step(opt_, grads_);{{$}}
+// CHECK-FIXES: {{^}}  amp::GradScaler scaler_;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  std::vector<torch::Tensor> grads_; // the grads from scaled() to stepped(){{$}}

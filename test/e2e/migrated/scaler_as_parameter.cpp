@@ -1,6 +1,7 @@
 // e2e before-program: the scaler crosses function boundaries. A trainer class holds it as a
 // std::shared_ptr member made with make_shared and constructor arguments, and passes it by
-// reference to a free step function that holds the autocast scope and the whole scaled step.
+// reference to a free step function that holds the autocast scope and the whole scaled step: a
+// function template over the model whose scaler parameter has a type of its own.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -10,7 +11,8 @@
 #include "loss_scaler.h"
 #include <amp/torch.h>
 
-torch::Tensor train_step(e2e::Mlp &model, torch::optim::SGD &optimizer, amp::GradScaler &scaler,
+template <class Model>
+torch::Tensor train_step(Model &model, torch::optim::SGD &optimizer, amp::GradScaler &scaler,
                          const torch::Tensor &input, const torch::Tensor &target) {
   auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
   torch::Tensor loss;

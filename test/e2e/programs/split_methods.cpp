@@ -1,6 +1,8 @@
 // e2e before-program: a training step split over two methods of a trainer class (issue #12
 // item 6): the 1.x scope, forward, loss and scaled backward in forward_backward(); unscale_,
-// clip_grad_norm_, step, update and zero_grad in optimizer_step(); both called from train_batch().
+// clip_grad_norm_, step and update in optimizer_step(); both called from train_batch(), which
+// calls zero_grad() first (the migrated member of grads must be cleared there, or the grads of
+// every step would add up).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -18,6 +20,7 @@ public:
   }
 
   torch::Tensor train_batch(const torch::Tensor &input, const torch::Tensor &target) {
+    optimizer_->zero_grad();
     auto loss = forward_backward(input, target);
     optimizer_step();
     return loss;
@@ -41,7 +44,6 @@ private:
     torch::nn::utils::clip_grad_norm_(model_->parameters(), 0.2);
     scaler_.step(*optimizer_);
     scaler_.update();
-    optimizer_->zero_grad();
   }
 
   e2e::Mlp model_;
