@@ -106,6 +106,13 @@ bool StepPlanner::removeInto(const Stmt *St, SourceLocation Why, std::vector<Edi
     block(Why, "an autocast call sits inside a macro body with other code; edit the macro by hand");
     return false;
   }
+  // A scope call spelled per version in a preprocessor conditional: the conditional goes, once.
+  for (const Edit &G : VersionGroups)
+    if (E.Offset >= G.Offset && E.Offset + E.Length <= G.Offset + G.Length) {
+      if (llvm::none_of(Out, [&](const Edit &O) { return O.Offset == G.Offset && O.Length == G.Length; }))
+        Out.push_back(G);
+      return true;
+    }
   Out.push_back(E);
   return true;
 }

@@ -472,6 +472,9 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     block(R0->getBeginLoc(), "the forward region does not start its line");
     return;
   }
+  for (const Edit &G : VersionGroups) // the enable spelled per version: from its `#if` on
+    if (G.Offset < RegionBegin && RegionBegin < G.Offset + G.Length)
+      RegionBegin = G.Offset;
   unsigned BE = SM.getFileOffset(EndR.getEnd());
   RegionEnd = lineEnd(BE);
   if (T.mixed()) // the region's text ends where the if starts; the if stays

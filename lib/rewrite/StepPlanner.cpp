@@ -75,6 +75,12 @@ std::optional<std::string> StepPlanner::splitsConditional(const std::vector<Edit
   if (Edits.empty())
     return std::nullopt;
   std::vector<Directive> Ds = conditionalDirectives(SM, File, LO);
+  // The conditionals that go whole with the scope (per-version spellings of its calls).
+  llvm::erase_if(Ds, [&](const Directive &D) {
+    return llvm::any_of(VersionGroups, [&](const Edit &G) {
+      return D.Offset >= G.Offset && D.Offset < G.Offset + G.Length;
+    });
+  });
   if (Ds.empty())
     return std::nullopt;
   auto Describe = [&](unsigned At) {
@@ -185,8 +191,9 @@ bool StepPlanner::planAll() {
   Buffer = SM.getBufferData(File);
 
   for (const SourceRange &R : FA.InactiveAmpCode)
-    block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
-                        "migrate each configuration by hand or run once per configuration");
+    if (!versionBranches(R))
+      block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
+                          "migrate each configuration by hand or run once per configuration");
   if ((Desc.Split = findSplitStep(TU, FA, T)))
     checkSplitHalf();
   else

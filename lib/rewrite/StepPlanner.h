@@ -233,6 +233,10 @@ private:
   /// checkZeroGrads skips them).
   std::map<const clang::ValueDecl *, std::string> ModelNames;
   unsigned RegionBegin = 0, RegionEnd = 0;
+  /// Preprocessor conditionals that hold nothing but the scope's calls in per-version spellings:
+  /// removed whole with the scope (VersionBranches.cpp).
+  std::vector<Edit> VersionGroups;
+  bool versionBranches(clang::SourceRange Inactive);
   /// At O2/O3: whether the forward region [RB, BodyEnd) reads a tensor another step's scope
   /// computed (a GAN's generator output), or another step's scope reads one this region computes;
   /// blocks the step if so (the graph would cross two value_and_grad calls).

@@ -1,7 +1,10 @@
 // e2e before-program: the 1.x autocast API as an enable/disable pair around forward and loss,
-// a hand-written scaler, clip_grad_norm_ after unscale_, then step and update.
+// a hand-written scaler, clip_grad_norm_ after unscale_, then step and update. Each scope call is
+// spelled per libtorch version (`#if TORCH_VERSION_MAJOR >= 2` the 2.4 API, else the 1.x one), as
+// code built against several libtorch releases does: the conditionals go with the scope.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include "common.h"
 #include "loss_scaler.h"
@@ -17,10 +20,18 @@ int main() {
     auto input = data.input(step);
     auto target = data.target(step);
     optimizer.zero_grad();
+#if TORCH_VERSION_MAJOR >= 2
+    at::autocast::set_autocast_enabled(at::kCPU, true);
+#else
     at::autocast::set_cpu_enabled(true);
+#endif
     auto output = model->forward(input);
     auto loss = torch::nll_loss(output, target);
+#if TORCH_VERSION_MAJOR >= 2
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+#else
     at::autocast::set_cpu_enabled(false);
+#endif
     at::autocast::clear_cache();
     scaler.scale(loss).backward();
     scaler.unscale_(optimizer);

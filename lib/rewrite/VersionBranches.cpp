@@ -1,0 +1,179 @@
+// Autocast calls spelled per library version in preprocessor branches (`#if TORCH_VERSION_MAJOR
+// >= 2 set_autocast_enabled(at::kCPU, true); #else set_cpu_enabled(true); #endif`): the branches
+// the compiler skipped hold the same scope call in another spelling, so the whole conditional goes
+// with the scope when the active branch holds nothing but the scope's own calls.
+#include "StepPlanner.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+namespace {
+
+/// A preprocessor conditional of the function body, read line by line.
+struct PPGroup {
+  unsigned Begin = 0, End = 0;                           ///< `#if` line start .. after `#endif` line
+  std::vector<std::pair<unsigned, unsigned>> Branches;    ///< text between its directive lines
+  bool Nested = false;                                   ///< a branch holds another conditional
+};
+
+StringRef directiveOf(StringRef Line) {
+  Line = Line.ltrim();
+  if (!Line.consume_front("#"))
+    return "";
+  Line = Line.ltrim();
+  for (StringRef D : {"ifdef", "ifndef", "if", "elifdef", "elifndef", "elif", "else", "endif"})
+    if (Line.starts_with(D))
+      return D;
+  return "";
+}
+
+std::vector<PPGroup> conditionalsIn(StringRef Buffer, unsigned From, unsigned To) {
+  std::vector<PPGroup> Done;
+  std::vector<PPGroup> Open;
+  unsigned BranchStart = 0;
+  for (unsigned Pos = From; Pos < To && Pos < Buffer.size();) {
+    size_t NL = Buffer.find('\n', Pos);
+    unsigned Next = NL == StringRef::npos ? Buffer.size() : NL + 1;
+    StringRef D = directiveOf(Buffer.slice(Pos, Next));
+    if (D.starts_with("if")) {
+      if (!Open.empty())
+        Open.back().Nested = true;
+      Open.push_back({Pos, 0, {}, false});
+      BranchStart = Next;
+    } else if (!D.empty() && !Open.empty()) {
+      Open.back().Branches.push_back({BranchStart, Pos});
+      BranchStart = Next;
+      if (D == "endif") {
+        Open.back().End = Next;
+        Done.push_back(Open.back());
+        Open.pop_back();
+      }
+    }
+    Pos = Next;
+  }
+  return Done;
+}
+
+/// The statements of a branch, comments dropped, when each is a call of a function the rules
+/// name for autocast (`at::autocast::set_cpu_enabled(true);`); nullopt otherwise.
+struct SpelledCall {
+  const AutocastFunctionRule *Rule;
+  std::string Args;
+};
+
+std::optional<std::vector<SpelledCall>> autocastCallsOnly(StringRef Text, const RuleSet &Rules) {
+  std::string Code;
+  for (size_t I = 0; I < Text.size(); ++I) {
+    if (Text.substr(I).starts_with("//")) {
+      size_t NL = Text.find('\n', I);
+      I = NL == StringRef::npos ? Text.size() : NL;
+      continue;
+    }
+    if (Text.substr(I).starts_with("/*")) {
+      size_t E = Text.find("*/", I + 2);
+      if (E == StringRef::npos)
+        return std::nullopt;
+      I = E + 1;
+      continue;
+    }
+    Code += Text[I];
+  }
+  std::vector<SpelledCall> Calls;
+  StringRef Rest(Code);
+  while (!Rest.trim().empty()) {
+    if (Rest.find(';') == StringRef::npos)
+      return std::nullopt; // text after the last statement
+    auto [Stmt, Tail] = Rest.split(';');
+    Stmt = Stmt.trim();
+    size_t Paren = Stmt.find('(');
+    if (Paren == StringRef::npos || !Stmt.ends_with(")"))
+      return std::nullopt;
+    StringRef Callee = Stmt.take_front(Paren).trim();
+    if (Callee.empty() || !llvm::all_of(Callee, [](char C) { return llvm::isAlnum(C) || C == '_' || C == ':'; }))
+      return std::nullopt;
+    StringRef Name = Callee.rsplit("::").second.empty() ? Callee : Callee.rsplit("::").second;
+    const AutocastFunctionRule *Rule = nullptr;
+    for (const AutocastFunctionRule &A : Rules.Autocast)
+      if (StringRef(A.Function).rsplit("::").second == Name || A.Function == Name)
+        Rule = &A;
+    if (!Rule)
+      return std::nullopt;
+    Calls.push_back({Rule, Stmt.drop_front(Paren + 1).drop_back().str()});
+    Rest = Tail;
+  }
+  return Calls;
+}
+
+} // namespace
+
+bool StepPlanner::versionBranches(SourceRange Inactive) {
+  if (Desc.CalleeScope || !T.Scope)
+    return false;
+  const AutocastScope &S = *T.Scope;
+  unsigned At = SM.getFileOffset(SM.getExpansionLoc(Inactive.getBegin()));
+  const Stmt *Body = FA.Function->getBody();
+  unsigned From = lineStart(off(Body->getBeginLoc())), To = off(Body->getEndLoc());
+  const PPGroup *G = nullptr;
+  std::vector<PPGroup> Groups = conditionalsIn(Buffer, From, To);
+  for (const PPGroup &C : Groups)
+    if (C.Begin <= At && At < C.End && (!G || C.Begin > G->Begin))
+      G = &C;
+  if (!G || G->Nested)
+    return false;
+  // The scope's own call statements (removed with it) and where they are.
+  std::vector<std::pair<unsigned, unsigned>> ScopeStmts;
+  auto AddCall = [&](const AutocastCall *A) {
+    Edit E;
+    if (A && A->Removable && !A->MacroUse.isValid() && removal(A->Removable, E))
+      ScopeStmts.push_back({E.Offset, E.Offset + E.Length});
+  };
+  AddCall(S.Enable);
+  AddCall(S.Disable);
+  for (const AutocastCall *A : S.Auxiliary)
+    AddCall(A);
+  bool ActiveSeen = false;
+  for (auto [B, E] : G->Branches) {
+    std::optional<std::vector<SpelledCall>> Calls = autocastCallsOnly(StringRef(Buffer).slice(B, E), Rules);
+    if (!Calls)
+      return false;
+    bool Skipped = llvm::any_of(FA.InactiveAmpCode, [&](SourceRange R) {
+      unsigned RB = SM.getFileOffset(SM.getExpansionLoc(R.getBegin()));
+      unsigned RE = SM.getFileOffset(SM.getExpansionLoc(R.getEnd()));
+      return RB <= B && E <= RE + 1;
+    });
+    if (Skipped) {
+      // Another spelling of the same scope: enabling or disabling it, or its cache, for the device
+      // it enables; a dtype of its own in a skipped branch would be lost.
+      for (const SpelledCall &C : *Calls) {
+        if (C.Rule->Role != AutocastRole::Enable && C.Rule->Role != AutocastRole::Cache)
+          return false;
+        std::string Device = C.Rule->Device;
+        if (C.Rule->DeviceArg >= 0) {
+          llvm::SmallVector<StringRef, 4> Args;
+          StringRef(C.Args).split(Args, ',');
+          StringRef A = (unsigned)C.Rule->DeviceArg < Args.size() ? Args[C.Rule->DeviceArg] : "";
+          Device = A.contains("CUDA") ? "cuda" : A.contains("CPU") ? "cpu" : "";
+        }
+        if (C.Rule->Role == AutocastRole::Enable && (!S.Enable || Device.empty() || Device != S.Enable->Device))
+          return false;
+      }
+      continue;
+    }
+    // A branch the compiler read: every statement in it is one of the scope's.
+    unsigned Covered = 0;
+    for (auto [SB, SE] : ScopeStmts)
+      if (SB >= B && SE <= E)
+        ++Covered;
+    if (Covered != Calls->size())
+      return false;
+    ActiveSeen = ActiveSeen || Covered > 0;
+  }
+  if (!ActiveSeen)
+    return false;
+  if (!llvm::any_of(VersionGroups, [&](const Edit &V) { return V.Offset == G->Begin; }))
+    VersionGroups.push_back({G->Begin, G->End - G->Begin, ""});
+  return true;
+}
+
+} // namespace ampmigrate
