@@ -75,15 +75,26 @@ LLVM_YAML_IS_SEQUENCE_VECTOR(ampmigrate::AutocastFunctionRule)
 LLVM_YAML_IS_SEQUENCE_VECTOR(ampmigrate::ClipFunctionRule)
 
 namespace llvm::yaml {
-template <> struct ScalarEnumerationTraits<AutocastRole> {
-  static void enumeration(IO &Io, AutocastRole &R) {
-    Io.enumCase(R, "enable", AutocastRole::Enable);
-    Io.enumCase(R, "dtype", AutocastRole::Dtype);
-    Io.enumCase(R, "cache", AutocastRole::Cache);
-    Io.enumCase(R, "nesting-inc", AutocastRole::NestingInc);
-    Io.enumCase(R, "nesting-dec", AutocastRole::NestingDec);
-    Io.enumCase(R, "query", AutocastRole::Query);
+// A scalar (not an enumeration) so that an unknown role is answered with the roles there are.
+template <> struct ScalarTraits<AutocastRole> {
+  static constexpr std::pair<const char *, AutocastRole> Roles[] = {
+      {"enable", AutocastRole::Enable},          {"dtype", AutocastRole::Dtype},
+      {"cache", AutocastRole::Cache},            {"nesting-inc", AutocastRole::NestingInc},
+      {"nesting-dec", AutocastRole::NestingDec}, {"query", AutocastRole::Query}};
+  static void output(const AutocastRole &R, void *, raw_ostream &OS) {
+    for (const auto &[Name, Role] : Roles)
+      if (Role == R)
+        OS << Name;
   }
+  static StringRef input(StringRef Scalar, void *, AutocastRole &R) {
+    for (const auto &[Name, Role] : Roles)
+      if (Scalar == Name) {
+        R = Role;
+        return {};
+      }
+    return "unknown role; the roles are enable, dtype, cache, nesting-inc, nesting-dec, query";
+  }
+  static QuotingType mustQuote(StringRef) { return QuotingType::None; }
 };
 template <> struct MappingTraits<AutocastFunctionRule> {
   static void mapping(IO &Io, AutocastFunctionRule &R) {
@@ -339,6 +350,45 @@ llvm::Expected<RuleSet> ampmigrate::parseRules(llvm::StringRef Path, llvm::Strin
   }
   if (!Diags.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), Diags);
+
+  // Every name a list gives must be a C++ name: `- a::B` indented under `- a::A` is read as the one
+  // name "a::A - a::B" by YAML's folding of plain scalars, which would never match anything.
+  auto BadName = [&](llvm::StringRef Name) -> std::optional<std::string> {
+    llvm::StringRef N = Name.trim();
+    N.consume_front("::");
+    bool Ok = !N.empty();
+    for (llvm::StringRef Part = N; Ok && !Part.empty();) {
+      auto [Head, Rest] = Part.split("::");
+      Ok = !Head.empty() && !llvm::isDigit(Head.front()) &&
+           llvm::all_of(Head, [](char C) { return llvm::isAlnum(C) || C == '_'; }) &&
+           (Rest.data() == nullptr || Part.size() == Head.size() || !Rest.empty());
+      Part = Rest;
+    }
+    if (Ok)
+      return std::nullopt;
+    llvm::StringRef FirstWord = Name.trim().take_until([](char C) { return C == ' ' || C == '\n'; });
+    size_t At = Text.find(FirstWord);
+    unsigned Line = At == llvm::StringRef::npos ? 0 : 1 + Text.take_front(At).count('\n');
+    size_t LineStart = At == llvm::StringRef::npos ? 0 : Text.take_front(At).rfind('\n');
+    unsigned Col = At - (LineStart == llvm::StringRef::npos ? 0 : LineStart + 1) + 1;
+    std::string Where =
+        (Path + ":" + (Line ? std::to_string(Line) + ":" + std::to_string(Col) + ":" : std::string())).str();
+    return Where + " error: '" + Name.str() + "' is not a C++ name" +
+           (Name.contains(" - ") ? std::string(" (a list item indented deeper than the one above "
+                                               "it is read as part of that item)")
+                                 : std::string());
+  };
+  std::vector<llvm::StringRef> Names;
+  for (const auto &A : F.Autocast)
+    Names.push_back(A.Function);
+  for (const auto &C : F.Clip)
+    Names.push_back(C.Function);
+  for (const auto *List : {&F.Ignore, &F.Guards, &F.Scaler.Classes, &F.ZeroGrad.Classes, &F.Types.Modules,
+                           &F.Types.ModuleHolders, &F.Types.Optimizers, &F.Types.Tensors, &F.Types.NoGradGuards})
+    Names.insert(Names.end(), List->begin(), List->end());
+  for (llvm::StringRef N : Names)
+    if (std::optional<std::string> Why = BadName(N))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), *Why);
 
   RuleSet R;
   R.Sources.push_back(Path.str());
