@@ -69,6 +69,24 @@ void emitGithub(const Report &R, llvm::raw_ostream &OS) {
        << ",col=" << F.Pos.Column << ",title=" << escapeProperty(F.Check)
        << "::" << escapeData(Message) << '\n';
   }
+  // A file the compiler could not parse was neither linted nor migrated: an error annotation at
+  // the compiler's first error (`file:line:col: error: ...`), else on the file.
+  for (const FileOutcome &FO : R.Files) {
+    if (FO.Status != FileOutcome::State::Failed)
+      continue;
+    std::string Props = "file=" + escapeProperty(annotationPath(FO.File));
+    llvm::StringRef First = llvm::StringRef(FO.Error).split('\n').first;
+    llvm::SmallVector<llvm::StringRef, 4> Parts;
+    First.split(Parts, ':', 3);
+    unsigned Line = 0, Col = 0;
+    if (Parts.size() == 4 && Parts[0] == FO.File && !Parts[1].getAsInteger(10, Line) &&
+        !Parts[2].getAsInteger(10, Col))
+      Props += ",line=" + std::to_string(Line) + ",col=" + std::to_string(Col);
+    OS << "::error " << Props << ",title=amp-migrate::"
+       << escapeData("could not analyse " + FO.File + " (not linted or migrated)" +
+                     (FO.Error.empty() ? std::string() : ":\n" + FO.Error))
+       << '\n';
+  }
 }
 
 } // namespace ampmigrate

@@ -90,9 +90,15 @@ void emitJson(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS, const 
   llvm::json::Array Findings;
   for (const Finding &F : R.Findings)
     Findings.push_back(findingObject(F, Lines));
+  // The files the compiler could not parse: nothing in them was analysed or rewritten.
+  llvm::json::Array Failures;
+  for (const FileOutcome &FO : R.Files)
+    if (FO.Status == FileOutcome::State::Failed)
+      Failures.push_back(llvm::json::Object{{"file", FO.File}, {"error", FO.Error}});
   llvm::json::Value Doc = llvm::json::Object{
       {"version", 1},
       {"findings", std::move(Findings)},
+      {"failures", std::move(Failures)},
       {"summary", summaryObject(R)},
   };
   OS << llvm::formatv("{0:2}", Doc) << '\n';
