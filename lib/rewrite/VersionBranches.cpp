@@ -3,6 +3,7 @@
 // the compiler skipped hold the same scope call in another spelling, so the whole conditional goes
 // with the scope when the active branch holds nothing but the scope's own calls.
 #include "StepPlanner.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace clang;
 

@@ -1,6 +1,7 @@
 // Loading, validating and merging rule files (YAML, schema in docs/rules.md).
 #include "ampmigrate/Rules.h"
 #include "ampmigrate/InputLimits.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
