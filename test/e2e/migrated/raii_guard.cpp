@@ -1,6 +1,7 @@
 // e2e before-program: a project's own RAII autocast guard (saves the state, nests, clears the
 // cache), a scaler held by std::shared_ptr, no clipping, Adam, a model with BatchNorm1d. The same
-// guard class turns autocast off again for a penalty term computed in fp32 inside the scope.
+// guard class turns autocast off again for a penalty term computed in fp32 inside the scope. Its
+// constructor sets the dtype from a parameter with a default (bf16), which the conversion takes.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -12,7 +13,9 @@
 
 class AutocastGuard {
 public:
-  explicit AutocastGuard(bool enabled) : previous_(at::autocast::is_cpu_enabled()) {
+  explicit AutocastGuard(bool enabled, at::ScalarType dtype = at::kBFloat16)
+      : previous_(at::autocast::is_cpu_enabled()) {
+    at::autocast::set_autocast_cpu_dtype(dtype);
     at::autocast::set_cpu_enabled(enabled);
     at::autocast::increment_nesting();
   }
@@ -34,7 +37,7 @@ int main() {
   auto scaler = std::make_shared<amp::GradScaler>(amp::GradScalerOptions().init_scale(4096.0).growth_factor(2.0).backoff_factor(0.5).growth_interval(10));
   auto penalty = torch::randn({e2e::kClasses, e2e::kClasses}) * 0.1;
   model->train();
-  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);
+  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1, at::kBFloat16);
   for (int step = 0; step < e2e::kSteps; ++step) {
     auto input = data.input(step);
     auto target = data.target(step);
