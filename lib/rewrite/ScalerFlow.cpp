@@ -416,29 +416,30 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
       }
     }
   unsigned I = PV->getFunctionScopeIndex();
-  for (const FunctionDecl *Callee : Callees)
-  if (auto It = Index.Calls.find(Callee->getCanonicalDecl()); It != Index.Calls.end())
-    for (const Expr *Call : It->second) {
-      const Expr *Arg = nullptr;
-      if (const auto *C = dyn_cast<CallExpr>(Call); C && !isa<CXXOperatorCallExpr>(C))
-        Arg = I < C->getNumArgs() ? C->getArg(I) : nullptr;
-      else if (const auto *CE = dyn_cast<CXXConstructExpr>(Call))
-        Arg = I < CE->getNumArgs() ? CE->getArg(I) : nullptr;
-      if (!Arg || isa<CXXDefaultArgExpr>(Arg)) {
-        block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) +
-                      " does not pass the scaler " + Name + " in a way that can be followed");
-        return false;
+  for (const FunctionDecl *Callee : Callees) {
+    if (auto It = Index.Calls.find(Callee->getCanonicalDecl()); It != Index.Calls.end())
+      for (const Expr *Call : It->second) {
+        const Expr *Arg = nullptr;
+        if (const auto *C = dyn_cast<CallExpr>(Call); C && !isa<CXXOperatorCallExpr>(C))
+          Arg = I < C->getNumArgs() ? C->getArg(I) : nullptr;
+        else if (const auto *CE = dyn_cast<CXXConstructExpr>(Call))
+          Arg = I < CE->getNumArgs() ? CE->getArg(I) : nullptr;
+        if (!Arg || isa<CXXDefaultArgExpr>(Arg)) {
+          block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) +
+                        " does not pass the scaler " + Name + " in a way that can be followed");
+          return false;
+        }
+        if (const ValueDecl *H = holderOf(Arg, Class)) {
+          Add(H);
+          continue;
+        }
+        if (!collectSpellings(Arg, Class)) {
+          block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) + " passes a scaler " +
+                        "that is neither a variable nor a construction of '" + Class->getNameAsString() + "'");
+          return false;
+        }
       }
-      if (const ValueDecl *H = holderOf(Arg, Class)) {
-        Add(H);
-        continue;
-      }
-      if (!collectSpellings(Arg, Class)) {
-        block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) + " passes a scaler " +
-                      "that is neither a variable nor a construction of '" + Class->getNameAsString() + "'");
-        return false;
-      }
-    }
+  }
   return true;
 }
 

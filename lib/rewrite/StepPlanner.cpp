@@ -18,18 +18,9 @@ StepPlanner::StepPlanner(ASTContext &Ctx, const RuleSet &Rules, const FunctionAn
   graftLambdaBodies(PM, FA.Function->getBody());
 }
 
-namespace {
-
-/// A conditional directive of the step's file (`#if`, `#ifdef`, `#ifndef` open; `#elif`,
-/// `#else` switch branches; `#endif` closes), found by lexing the file: the AST keeps none.
-struct Directive {
-  unsigned Offset; ///< of the `#`
-  enum Kinds { Open, Branch, Close } Kind;
-};
-
-std::vector<Directive> conditionalDirectives(const SourceManager &SM, FileID File,
+std::vector<PPDirective> conditionalDirectives(const SourceManager &SM, FileID File,
                                              const LangOptions &LO) {
-  std::vector<Directive> Out;
+  std::vector<PPDirective> Out;
   StringRef Buffer = SM.getBufferData(File);
   Lexer L(SM.getLocForStartOfFile(File), LO, Buffer.begin(), Buffer.begin(), Buffer.end());
   Token Tok;
@@ -43,27 +34,29 @@ std::vector<Directive> conditionalDirectives(const SourceManager &SM, FileID Fil
       continue;
     StringRef Name = Tok.getRawIdentifier();
     if (Name == "if" || Name == "ifdef" || Name == "ifndef")
-      Out.push_back({At, Directive::Open});
+      Out.push_back({At, PPDirective::Open});
     else if (Name == "elif" || Name == "elifdef" || Name == "elifndef" || Name == "else")
-      Out.push_back({At, Directive::Branch});
+      Out.push_back({At, PPDirective::Branch});
     else if (Name == "endif")
-      Out.push_back({At, Directive::Close});
+      Out.push_back({At, PPDirective::Close});
   }
   return Out;
 }
 
+namespace {
+
 /// The branches (the offset of the directive that opened each) that enclose `Offset`, outermost
 /// first.
-std::vector<unsigned> branchesAt(const std::vector<Directive> &Ds, unsigned Offset) {
+std::vector<unsigned> branchesAt(const std::vector<PPDirective> &Ds, unsigned Offset) {
   std::vector<unsigned> Open;
-  for (const Directive &D : Ds) {
+  for (const PPDirective &D : Ds) {
     if (D.Offset >= Offset)
       break;
-    if (D.Kind == Directive::Open)
+    if (D.Kind == PPDirective::Open)
       Open.push_back(D.Offset);
-    else if (D.Kind == Directive::Branch && !Open.empty())
+    else if (D.Kind == PPDirective::Branch && !Open.empty())
       Open.back() = D.Offset;
-    else if (D.Kind == Directive::Close && !Open.empty())
+    else if (D.Kind == PPDirective::Close && !Open.empty())
       Open.pop_back();
   }
   return Open;
@@ -74,9 +67,9 @@ std::vector<unsigned> branchesAt(const std::vector<Directive> &Ds, unsigned Offs
 std::optional<std::string> StepPlanner::splitsConditional(const std::vector<Edit> &Edits) const {
   if (Edits.empty())
     return std::nullopt;
-  std::vector<Directive> Ds = conditionalDirectives(SM, File, LO);
+  std::vector<PPDirective> Ds = conditionalDirectives(SM, File, LO);
   // The conditionals that go whole with the scope (per-version spellings of its calls).
-  llvm::erase_if(Ds, [&](const Directive &D) {
+  llvm::erase_if(Ds, [&](const PPDirective &D) {
     return llvm::any_of(VersionGroups, [&](const Edit &G) {
       return D.Offset >= G.Offset && D.Offset < G.Offset + G.Length;
     });
@@ -106,21 +99,21 @@ std::optional<std::string> StepPlanner::splitsConditional(const std::vector<Edit
     // Directives inside a replaced range must come through whole: a balanced conditional (one
     // inside the forward region, moved into the function) that the replacement carries over.
     int Depth = 0;
-    const Directive *Broken = nullptr;
-    for (const Directive &D : Ds) {
+    const PPDirective *Broken = nullptr;
+    for (const PPDirective &D : Ds) {
       if (D.Offset < E.Offset || D.Offset >= E.Offset + E.Length)
         continue;
-      Depth += D.Kind == Directive::Open ? 1 : D.Kind == Directive::Close ? -1 : 0;
+      Depth += D.Kind == PPDirective::Open ? 1 : D.Kind == PPDirective::Close ? -1 : 0;
       StringRef Line = Buffer.substr(D.Offset).split('\n').first.trim();
-      if (Depth < 0 || (D.Kind == Directive::Branch && Depth == 0) ||
+      if (Depth < 0 || (D.Kind == PPDirective::Branch && Depth == 0) ||
           !StringRef(E.Text).contains(Line)) {
         Broken = &D;
         break;
       }
     }
     if (!Broken && Depth != 0)
-      Broken = &*llvm::find_if(Ds, [&](const Directive &D) { return D.Offset >= E.Offset; });
-    for (const Directive &D : Ds)
+      Broken = &*llvm::find_if(Ds, [&](const PPDirective &D) { return D.Offset >= E.Offset; });
+    for (const PPDirective &D : Ds)
       if (&D == Broken)
         return "the rewrite would replace code that holds the preprocessor directive " +
                Describe(D.Offset) + ": part of this step is inside a preprocessor conditional " +

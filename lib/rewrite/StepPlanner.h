@@ -31,6 +31,15 @@ namespace ampmigrate {
 
 /// Every name declared or referenced in a function (its lambdas and generic lambdas' instantiations
 /// included): what a fresh name must avoid.
+/// A conditional directive of a file (`#if`, `#ifdef`, `#ifndef` open; `#elif`, `#else` switch
+/// branches; `#endif` closes), found by lexing the file: the AST keeps none.
+struct PPDirective {
+  unsigned Offset; ///< of the `#`
+  enum Kinds { Open, Branch, Close } Kind;
+};
+std::vector<PPDirective> conditionalDirectives(const clang::SourceManager &SM, clang::FileID File,
+                                               const clang::LangOptions &LO);
+
 llvm::StringSet<> namesIn(const clang::FunctionDecl *FD);
 
 /// `Base`, or `Base2`, `Base3`, ... : the first that `Used` does not hold (then it does).

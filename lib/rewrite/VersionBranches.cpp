@@ -18,40 +18,36 @@ struct PPGroup {
   bool Nested = false;                                   ///< a branch holds another conditional
 };
 
-StringRef directiveOf(StringRef Line) {
-  Line = Line.ltrim();
-  if (!Line.consume_front("#"))
-    return "";
-  Line = Line.ltrim();
-  for (StringRef D : {"ifdef", "ifndef", "if", "elifdef", "elifndef", "elif", "else", "endif"})
-    if (Line.starts_with(D))
-      return D;
-  return "";
-}
-
-std::vector<PPGroup> conditionalsIn(StringRef Buffer, unsigned From, unsigned To) {
-  std::vector<PPGroup> Done;
-  std::vector<PPGroup> Open;
+/// The conditionals of [From, To) from the file's directives (conditionalDirectives): each from
+/// its `#if` line to the line after its `#endif`, with the text between its directive lines.
+std::vector<PPGroup> conditionalsIn(const std::vector<PPDirective> &Ds, StringRef Buffer,
+                                    unsigned From, unsigned To) {
+  auto LineStart = [&](unsigned O) {
+    size_t NL = Buffer.take_front(O).rfind('\n');
+    return NL == StringRef::npos ? 0u : unsigned(NL + 1);
+  };
+  auto NextLine = [&](unsigned O) {
+    size_t NL = Buffer.find('\n', O);
+    return NL == StringRef::npos ? unsigned(Buffer.size()) : unsigned(NL + 1);
+  };
+  std::vector<PPGroup> Done, Open;
   unsigned BranchStart = 0;
-  for (unsigned Pos = From; Pos < To && Pos < Buffer.size();) {
-    size_t NL = Buffer.find('\n', Pos);
-    unsigned Next = NL == StringRef::npos ? Buffer.size() : NL + 1;
-    StringRef D = directiveOf(Buffer.slice(Pos, Next));
-    if (D.starts_with("if")) {
+  for (const PPDirective &D : Ds) {
+    if (D.Offset < From || D.Offset >= To)
+      continue;
+    if (D.Kind == PPDirective::Open) {
       if (!Open.empty())
         Open.back().Nested = true;
-      Open.push_back({Pos, 0, {}, false});
-      BranchStart = Next;
-    } else if (!D.empty() && !Open.empty()) {
-      Open.back().Branches.push_back({BranchStart, Pos});
-      BranchStart = Next;
-      if (D == "endif") {
-        Open.back().End = Next;
+      Open.push_back({LineStart(D.Offset), 0, {}, false});
+    } else if (!Open.empty()) {
+      Open.back().Branches.push_back({BranchStart, LineStart(D.Offset)});
+      if (D.Kind == PPDirective::Close) {
+        Open.back().End = NextLine(D.Offset);
         Done.push_back(Open.back());
         Open.pop_back();
       }
     }
-    Pos = Next;
+    BranchStart = NextLine(D.Offset);
   }
   return Done;
 }
@@ -116,7 +112,7 @@ bool StepPlanner::versionBranches(SourceRange Inactive) {
   const Stmt *Body = FA.Function->getBody();
   unsigned From = lineStart(off(Body->getBeginLoc())), To = off(Body->getEndLoc());
   const PPGroup *G = nullptr;
-  std::vector<PPGroup> Groups = conditionalsIn(Buffer, From, To);
+  std::vector<PPGroup> Groups = conditionalsIn(conditionalDirectives(SM, File, LO), Buffer, From, To);
   for (const PPGroup &C : Groups)
     if (C.Begin <= At && At < C.End && (!G || C.Begin > G->Begin))
       G = &C;
