@@ -240,6 +240,7 @@ private:
 
   void addGradAccesses(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);
+  void addGradReadsBefore(TrainingStep &T);
 };
 
 } // namespace ampmigrate

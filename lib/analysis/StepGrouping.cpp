@@ -359,6 +359,7 @@ void FunctionAnalyser::addGradAccesses(TrainingStep &T) {
     T.GradAccesses.push_back(A);
   }
   addGradReadsAfter(T);
+  addGradReadsBefore(T);
 }
 
 void FunctionAnalyser::addGradReadsAfter(TrainingStep &T) {
@@ -388,6 +389,70 @@ void FunctionAnalyser::addGradReadsAfter(TrainingStep &T) {
     unsigned O = offsetOf(CE->getBeginLoc());
     if (O > T.GradientEnd && O < Limit && isGradAccessor(CE))
       T.GradReadsAfter.push_back(CE);
+  }
+}
+
+namespace {
+
+/// A `.grad()` whose only use clears it (`p.grad().zero_()`, `.detach_()`, `.defined()` before
+/// them, `p.mutable_grad() = torch::Tensor()`, `.reset()`): a hand-written zero_grad(). Explicit
+/// grads start from nothing anyway, so clearing .grad changes nothing the step computes.
+bool onlyClearsGrad(const CallExpr *Accessor, const ParentMap &PM) {
+  const Stmt *Use = Accessor;
+  const Stmt *P = PM.getParent(Use);
+  while (P && isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ParenExpr>(P)) {
+    Use = P;
+    P = PM.getParent(P);
+  }
+  if (const auto *ME = dyn_cast_or_null<MemberExpr>(P)) {
+    const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(PM.getParent(ME));
+    const NamedDecl *M = ME->getMemberDecl();
+    return Call && Call->getNumArgs() == 0 && M->getIdentifier() &&
+           llvm::is_contained({"zero_", "detach_", "defined", "reset"}, M->getName());
+  }
+  if (const auto *Op = dyn_cast_or_null<CXXOperatorCallExpr>(P);
+      Op && Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 && Op->getArg(0) == Use) {
+    const Expr *R = Op->getArg(1)->IgnoreImplicit();
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(R))
+      return CE->getNumArgs() == 0;
+    if (const auto *IL = dyn_cast<InitListExpr>(R))
+      return IL->getNumInits() == 0;
+  }
+  return false;
+}
+
+} // namespace
+
+void FunctionAnalyser::addGradReadsBefore(TrainingStep &T) {
+  if (T.GradientBegin > T.GradientEnd)
+    return;
+  // From the start of the loop iteration that holds the step (else of the function): in a loop
+  // the code before the backward runs after the last iteration's step, where the original's
+  // .grad holds that step's gradients (or the zeros zero_grad() left).
+  unsigned From = offsetOf(FD->getBody()->getBeginLoc());
+  const CallExpr *Last = nullptr;
+  for (const auto *List : {&T.Steps, &T.Plain.Steps})
+    for (const ScalerCall *S : *List)
+      if (offsetOf(S->Call->getBeginLoc()) == T.GradientEnd)
+        Last = S->Call;
+  for (const Stmt *P = Last ? PM.getParent(Last) : nullptr; P; P = PM.getParent(P))
+    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P)) {
+      From = offsetOf(P->getBeginLoc());
+      break;
+    }
+  // Another step's backward or step() before this one owns what precedes it.
+  for (const CallExpr *CE : AllCalls) {
+    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+    const auto *MD = MC ? MC->getMethodDecl() : nullptr;
+    unsigned O = offsetOf(CE->getBeginLoc());
+    if (MD && MD->getIdentifier() && (MD->getName() == "backward" || MD->getName() == "step") &&
+        O >= From && O < T.GradientBegin)
+      From = offsetOf(CE->getEndLoc());
+  }
+  for (const CallExpr *CE : AllCalls) {
+    unsigned O = offsetOf(CE->getBeginLoc());
+    if (O > From && O < T.GradientBegin && isGradAccessor(CE) && !onlyClearsGrad(CE, PM))
+      T.GradReadsBefore.push_back(CE);
   }
 }
 

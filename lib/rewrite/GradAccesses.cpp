@@ -73,6 +73,18 @@ void StepPlanner::checkGradAccesses() {
               "parameters, in order), or migrate this step by hand");
     return;
   }
+  for (const CallExpr *CE : T.GradReadsBefore) {
+    const Stmt *Holder = CE;
+    for (const Stmt *P = PM.getParent(Holder); P && !isa<CompoundStmt>(P); P = PM.getParent(P))
+      Holder = P;
+    block(CE->getBeginLoc(),
+          "`" + firstLine(text(Holder->getSourceRange())) + "` uses .grad before this step's "
+              "backward (" + where(CE->getBeginLoc()) + "), where the original finds the last "
+              "step's gradients (or the zeros of zero_grad()); the explicit grads of " +
+              Tgt.ValueAndGrad + " never reach .grad, so it would find none: move it after the "
+              "step and read the step's grads there, or migrate this step by hand");
+    return;
+  }
   for (const GradAccess &A : T.GradAccesses) {
     std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
     // Reports name the statement that holds the access itself.

@@ -182,6 +182,11 @@ struct TrainingStep {
   /// `.grad()` calls after the last step(), in what is left of its loop's iteration (or block)
   /// before the next backward: implicit grads are still in `.grad` there, explicit ones never.
   llvm::SmallVector<const clang::CallExpr *, 1> GradReadsAfter;
+  /// `.grad()` calls before the first backward, from the start of the loop iteration holding the
+  /// step (or of the function) or the end of an earlier step: the original finds the last step's
+  /// gradients, or zero_grad()'s zeros, there; explicit grads never reach `.grad`. Calls that only
+  /// clear `.grad` (a hand-written zero_grad) are not listed.
+  llvm::SmallVector<const clang::CallExpr *, 1> GradReadsBefore;
   ObjectRef Scaler;
   const clang::CXXRecordDecl *ScalerClass = nullptr;
   /// A step without a loss scaler (bf16 or fp32 autocast): a plain `loss.backward()` of a loss

@@ -62,6 +62,10 @@ public:
   Tensor &mutable_grad() const;
   int64_t size(int64_t dim) const;
   Tensor &clamp_(double min, double max);
+  Tensor &zero_();
+  Tensor &detach_();
+  Tensor norm() const;
+  int64_t numel() const;
   Tensor sum() const;
   Tensor mean() const;
   bool defined() const;
