@@ -117,7 +117,14 @@ std::string describeFirstError(StringRef Diags) {
     return "error: " + Message.str() + " (line " + LineNo.str() + " of the rewritten " +
            llvm::sys::path::filename(Path).str() + ")";
   }
-  return "the rewritten file does not parse";
+  // No error of the compiler's: the parse did not start (the command cannot be run as given).
+  for (StringRef Line : llvm::split(Diags, '\n'))
+    if (!Line.trim().empty()) {
+      StringRef First = Line.trim();
+      return "the rewritten file does not parse: " + First.take_front(240).str() +
+             (First.size() > 240 ? "..." : "");
+    }
+  return "the rewritten file could not be parsed (the compile command did not start a parse)";
 }
 
 /// Re-parses the translation unit with the edits applied in memory; returns why it fails, or "".
@@ -142,8 +149,10 @@ std::string whyFixesFail(const tooling::CompilationDatabase &DB, const std::stri
     std::vector<tooling::CompileCommand> Cmds = DB.getCompileCommands(File);
     if (Cmds.empty())
       return "no compile command for the rewritten file";
+    // Before a `--` (interpolated commands of headers end in `-- file`), where they would be
+    // read as input files.
     for (tooling::CompileCommand &C : Cmds)
-      C.CommandLine.insert(C.CommandLine.end(), Args.begin(), Args.end());
+      C.CommandLine.insert(llvm::find(C.CommandLine, "--"), Args.begin(), Args.end());
     Parsed = Opts.VerifyParser(New.begin()->second)(Cmds, File, Factory, Errors);
     Errors.OS.flush();
     Parsed = Parsed && Errors.getNumErrors() == 0;

@@ -16,7 +16,10 @@ the command line withdraws that fix and reports amp-manual-migration. Over JSON-
   4. with a short delay, the server verifies unasked once the file is idle and republishes; a burst
      of changes obsoletes the older versions' verifications (nothing older published after newer);
   5. with the default rules (the fix compiles), a code action waits for the verification and
-     offers the verified fix, equal to amp-migrate --fix's file.
+     offers the verified fix, equal to amp-migrate --fix's file;
+  6. a header holding a step, opened with a compile database that lists only the source including
+     it (the header's command is interpolated from the source's and ends in `-- header`): its fix
+     is verified and offered too, equal to the command line's --fix of the header.
 """
 import os
 import re
@@ -173,6 +176,38 @@ def main():
     expect(published(c, uri, 1) == [], "nothing withdrawn: not republished")
     stop(c)
     expect(open(path, encoding="utf-8").read() == text, "the server wrote no file")
+
+    # 6: a header, its compile command interpolated from the source that includes it.
+    proj = os.path.join(work, "proj")
+    os.makedirs(proj)
+    header = os.path.join(proj, "train_step.h")
+    shutil.copy(src, header)
+    with open(os.path.join(proj, "main.cpp"), "w", encoding="utf-8") as f:
+        f.write('#include "train_step.h"\nint main() { return 0; }\n')
+    with open(os.path.join(proj, "compile_commands.json"), "w", encoding="utf-8") as f:
+        f.write('[{"directory": "%s", "file": "main.cpp", "command": "c++ -std=c++17 -I%s -c main.cpp"}]'
+                % (proj, mock))
+    htext = open(header, encoding="utf-8").read()
+    fixed_header = os.path.join(cli_dir, "fixed_header")
+    shutil.copytree(proj, fixed_header)
+    subprocess.run([tool, "--fix", "--use-color=never", "-p", fixed_header,
+                    os.path.join(fixed_header, "train_step.h")], check=True, capture_output=True)
+    hmigrated = open(os.path.join(fixed_header, "train_step.h"), encoding="utf-8").read()
+    expect(hmigrated != htext, "the command line fixes the header")
+    huri = uri_of(header)
+    c = Client([tool, "--lsp"])
+    c.request("initialize", {"processId": os.getpid(), "capabilities": {},
+                             "initializationOptions": {"compilationDatabasePath": proj, "verifyDelayMs": 3600 * 1000}})
+    c.notify("initialized", {})
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": huri, "languageId": "cpp", "version": 1, "text": htext}})
+    first = c.diagnostics(huri)
+    actions = c.request("textDocument/codeAction", {"textDocument": {"uri": huri}, "range": whole(htext),
+                                                    "context": {"diagnostics": first["diagnostics"]}})
+    withdrawn = [d["message"] for p in published(c, huri, 1) for d in p["diagnostics"] if d.get("code") == MANUAL]
+    expect(withdrawn == [], "the header's fix is not withdrawn (%s)" % withdrawn)
+    expect(len(actions) == 1 and apply_edits(htext, actions[0]["edit"]["changes"][huri]) == hmigrated,
+           "a header's step: its fix verified and offered, equal to amp-migrate --fix's header")
+    stop(c)
     return 0
 
 
