@@ -1,5 +1,6 @@
 // Where and how the model is converted: the level (with a run-time flag), the dtype, the place.
 #include "StepPlanner.h"
+#include "clang/Lex/Lexer.h"
 
 using namespace clang;
 
@@ -140,16 +141,34 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
   if (Applies.empty())
     return true;
   auto DtypeOf = [](const CallExpr *CE) { return CE->getArg(CE->getNumArgs() - 1); };
+  // A dtype call in a macro body (`#define AMP_ON() { set_autocast_cpu_dtype(at::kBFloat16); ...
+  // }`) has no text at the use: its tokens as the macro definition (or the macro's argument)
+  // spells them, when they are one run of one file.
+  auto DtypeText = [&](const Expr *E) {
+    std::string T = text(E->getSourceRange());
+    if (!T.empty() || !E->getBeginLoc().isMacroID())
+      return T;
+    SourceLocation B = SM.getSpellingLoc(E->getBeginLoc()), End = SM.getSpellingLoc(E->getEndLoc());
+    if (SM.getFileID(B) != SM.getFileID(End) || SM.getFileOffset(End) < SM.getFileOffset(B))
+      return T;
+    return Lexer::getSourceText(CharSourceRange::getTokenRange(B, End), SM, Ctx.getLangOpts()).str();
+  };
   for (const CallExpr *CE : Applies)
     if (!CE->getNumArgs()) {
       block(CE->getBeginLoc(), "the autocast dtype call has no argument");
       return false;
     }
-  std::string Text = text(DtypeOf(Applies.front())->getSourceRange());
+  std::string Text = DtypeText(DtypeOf(Applies.front()));
+  if (Text.empty()) {
+    block(Applies.front()->getBeginLoc(), "the autocast dtype is built by a macro whose text "
+                                          "cannot be carried over; convert the model with that "
+                                          "dtype by hand");
+    return false;
+  }
   for (const CallExpr *CE : Applies)
-    if (text(DtypeOf(CE)->getSourceRange()) != Text) {
+    if (DtypeText(DtypeOf(CE)) != Text) {
       block(CE->getBeginLoc(), "the scope sets different autocast dtypes (`" + Text + "`, `" +
-                                   text(DtypeOf(CE)->getSourceRange()) + "`) and which one "
+                                   DtypeText(DtypeOf(CE)) + "`) and which one "
                                    "applies to the model's device is not known; convert the "
                                    "model with the one it computes in by hand");
       return false;

@@ -269,6 +269,9 @@ bool StepPlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDe
     if (Other->isNullPointerConstant(Ctx, Expr::NPC_ValueDependentIsNotNull) != Expr::NPCK_NotNull)
       return true;
   }
+  // `delete s`: deletes whatever class the pointer (retyped with its `new`) points to.
+  if (Parent.get<CXXDeleteExpr>() && E->getType()->isPointerType())
+    return true;
   // `s.f()` / `s->f()` / `if (s)`: the call's callee is a MemberExpr on the object.
   if (const auto *ME = Parent.get<MemberExpr>(); ME && ME->getBase() == E)
     if (DynTypedNodeList Ps = Ctx.getParents(*ME); !Ps.empty() && Ps[0].get<CXXMemberCallExpr>())

@@ -6,6 +6,8 @@
 
 #define AMP_ON() { at::autocast::set_enabled(true); }
 #define AMP_OFF() { at::autocast::set_enabled(false); at::autocast::clear_cache(); }
+#define CPU_AMP_ON() do { at::autocast::set_autocast_cpu_dtype(at::kBFloat16); at::autocast::set_cpu_enabled(true); } while (0)
+#define CPU_AMP_OFF() do { at::autocast::set_cpu_enabled(false); at::autocast::clear_cache(); } while (0)
 
 struct NetImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor &x);
@@ -48,10 +50,28 @@ void guarded(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler.update();
 }
+// The dtype set inside the macro body: the conversion takes it as the macro spells it.
+void dtype_in_macro(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+                    const torch::Tensor &target) {
+  torch::amp::GradScaler scaler;
+  for (int i = 0; i < 10; ++i) {
+    CPU_AMP_ON();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope opened by a macro (expands to 'at::autocast::set_cpu_enabled'); convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    auto loss = torch::nll_loss(model->forward(data), target);
+    CPU_AMP_OFF();
+    scaler.scale(loss).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+    scaler.step(optimizer);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+    scaler.update();
+  }
+}
 // CHECK-FIXES: {{^}}#include <amp/torch.h>{{$}}
 // CHECK-FIXES-EMPTY:
 // CHECK-FIXES-NEXT: {{^}}#define AMP_ON() { at::autocast::set_enabled(true); }
 // CHECK-FIXES-NEXT: {{^}}#define AMP_OFF() { at::autocast::set_enabled(false); at::autocast::clear_cache(); }
+#define CPU_AMP_ON() do { at::autocast::set_autocast_cpu_dtype(at::kBFloat16); at::autocast::set_cpu_enabled(true); } while (0)
+#define CPU_AMP_OFF() do { at::autocast::set_cpu_enabled(false); at::autocast::clear_cache(); } while (0)
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
 // CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {
@@ -68,3 +88,7 @@ void guarded(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, at::kBFloat16);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < 10; ++i) {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}      auto loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
