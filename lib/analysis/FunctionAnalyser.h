@@ -241,6 +241,7 @@ private:
   void addGradAccesses(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);
   void addGradReadsBefore(TrainingStep &T);
+  const clang::VarDecl *scaledLossVariable(const clang::Expr *E) const;
 };
 
 } // namespace ampmigrate

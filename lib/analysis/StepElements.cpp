@@ -382,6 +382,50 @@ void FunctionAnalyser::findImplicitBackwards() {
   }
 }
 
+/// The loss variable of `(loss / accum).backward()`, `(loss * w).backward()`: arithmetic of one
+/// local tensor variable with numbers (literals, variables that are not tensors). Null for
+/// anything else (a call, two tensors).
+const VarDecl *FunctionAnalyser::scaledLossVariable(const Expr *E) const {
+  struct Walk : AstVisitor {
+    const RuleSet &Rules;
+    explicit Walk(const RuleSet &R) : Rules(R) {}
+    const VarDecl *Tensor = nullptr;
+    bool Other = false;
+    bool visitStmt(Stmt *S) override {
+      if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S)) {
+        if (!llvm::is_contained({OO_Slash, OO_Star, OO_Plus, OO_Minus}, OC->getOperator()) ||
+            OC->getNumArgs() != 2)
+          Other = true;
+      } else if (const auto *BO = dyn_cast<BinaryOperator>(S)) {
+        if (!BO->isMultiplicativeOp() && !BO->isAdditiveOp())
+          Other = true;
+      } else if (const auto *R = dyn_cast<DeclRefExpr>(S)) {
+        const auto *V = dyn_cast<VarDecl>(R->getDecl());
+        if (isa<FunctionDecl>(R->getDecl()))
+          ; // the operator's callee
+        else if (!V)
+          Other = true;
+        else if (isTensorType(V->getType(), Rules))
+          Other = Other || (Tensor && Tensor != V), Tensor = V;
+      } else if (isa<CallExpr>(S) && !isa<CXXOperatorCallExpr>(S)) {
+        Other = true;
+      } else if (!isa<ParenExpr, ImplicitCastExpr, IntegerLiteral, FloatingLiteral,
+                      MaterializeTemporaryExpr, CXXBindTemporaryExpr, CXXConstructExpr,
+                      CXXFunctionalCastExpr, ExprWithCleanups>(S)) {
+        Other = true;
+      }
+      return true;
+    }
+  } W(Rules);
+  const Expr *Bare = strip(E);
+  while (Bare && isa<ParenExpr, CXXBindTemporaryExpr, MaterializeTemporaryExpr>(Bare))
+    Bare = strip(cast<Expr>(*Bare->child_begin()));
+  if (!isa_and_nonnull<CXXOperatorCallExpr, BinaryOperator>(Bare))
+    return nullptr;
+  W.walk(E);
+  return W.Other ? nullptr : W.Tensor;
+}
+
 void FunctionAnalyser::findPlainBackwards() {
   for (const CallExpr *CE : AllCalls) {
     const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
@@ -394,14 +438,16 @@ void FunctionAnalyser::findPlainBackwards() {
       continue;
     if (llvm::any_of(MC->arguments(), [](const Expr *A) { return !isa<CXXDefaultArgExpr>(A); }))
       continue; // a gradient or retain_graph: not the plain training backward
-    const auto *DRE = dyn_cast<DeclRefExpr>(strip(MC->getImplicitObjectArgument()));
-    const auto *VD = DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : nullptr;
-    if (!VD || !VD->isLocalVarDecl() || inLambda(MC))
+    const Expr *Obj = MC->getImplicitObjectArgument();
+    const auto *DRE = dyn_cast<DeclRefExpr>(strip(Obj));
+    const auto *VD = DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : scaledLossVariable(Obj);
+    if (!VD || !VD->isLocalVarDecl() || inLambda(MC) || Obj->getBeginLoc().isMacroID())
       continue;
     ImplicitBackward B;
     B.Backward = MC;
     B.BackwardStmt = statementOf(MC);
-    B.Loss = DRE;
+    B.Loss = DRE ? static_cast<const Expr *>(DRE) : Obj;
+    B.LossVar = VD;
     FA.PlainBackwards.push_back(B);
   }
 }

@@ -109,7 +109,7 @@ void FunctionAnalyser::groupStep(const ObjectRef &Sc, unsigned Lo, unsigned Hi) 
 }
 
 bool FunctionAnalyser::computedIn(const AutocastScope &S, const ImplicitBackward &B) const {
-  const auto *VD = cast<VarDecl>(cast<DeclRefExpr>(B.Loss)->getDecl());
+  const VarDecl *VD = B.LossVar;
   auto Inside = [&](const Stmt *X) {
     unsigned O = offsetOf(X->getBeginLoc());
     return O >= S.Begin && O <= S.End;

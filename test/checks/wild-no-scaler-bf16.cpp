@@ -63,3 +63,34 @@ void shared_optimizer(torch::nn::Linear model, std::shared_ptr<torch::optim::Ada
 // CHECK-FIXES-NEXT: {{^}}  auto [loss_value, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::step(opt, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}}{{$}}
+
+// The loss divided in the backward call, `(loss / accum).backward()`, and a step every `accum`
+// micro-batches: the function returns the divided loss, the micro-batch grads are summed.
+void divided(torch::nn::Linear &model, torch::optim::AdamW &optimizer, const torch::Tensor &x,
+             const torch::Tensor &y, int accum) {
+  for (int i = 0; i < 12; ++i) {
+    at::autocast::set_cpu_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    auto loss = torch::mse_loss(model(x), y);
+    at::autocast::set_cpu_enabled(false);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: note: the scope ends here
+    (loss / accum).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: note: the loss computed in this scope is backpropagated here, with no loss scaler; the step becomes amp::value_and_grad and amp::step(optimizer, grads)
+    if ((i + 1) % accum == 0) {
+      optimizer.step();
+      optimizer.zero_grad();
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: zero_grad() {{.*}} [amp-zero-grad]
+    }
+  }
+}
+// CHECK-FIXES: {{^}}  std::vector<torch::Tensor> grads;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < 12; ++i) {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}      auto loss = torch::mse_loss(amp::cast_to_adapter_tensor(amp_model(x)), y);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      return (loss / accum);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(optimizer));{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto [loss_value, micro_grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::accumulate_grads(grads, micro_grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    if ((i + 1) % accum == 0) {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}      amp::step(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      grads.clear();{{$}}

@@ -90,7 +90,9 @@ struct ScalerCall {
 struct ImplicitBackward {
   const clang::CXXMemberCallExpr *Backward = nullptr;
   const ScalerCall *Scale = nullptr;
-  const clang::Expr *Loss = nullptr;         ///< plain form: `loss` of `loss.backward()`
+  /// plain form: `loss` of `loss.backward()`, or the whole `(loss / k)` of `(loss / k).backward()`
+  const clang::Expr *Loss = nullptr;
+  const clang::VarDecl *LossVar = nullptr;   ///< plain form: the loss variable
   const clang::Stmt *BackwardStmt = nullptr; ///< the statement holding backward()
   const clang::Stmt *ScaleStmt = nullptr;    ///< split form: the statement holding scale()
   const clang::VarDecl *SplitVar = nullptr;  ///< split form: the variable holding the scaled loss
