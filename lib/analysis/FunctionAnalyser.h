@@ -241,6 +241,8 @@ private:
   void addGradAccesses(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);
   void addGradReadsBefore(TrainingStep &T);
+  /// The innermost loop around the step's last step() (null outside a loop); Found: that call exists.
+  const clang::Stmt *loopAroundLastStep(const TrainingStep &T, bool &Found) const;
   const clang::VarDecl *scaledLossVariable(const clang::Expr *E) const;
 };
 

@@ -399,14 +399,18 @@ const VarDecl *FunctionAnalyser::scaledLossVariable(const Expr *E) const {
       } else if (const auto *BO = dyn_cast<BinaryOperator>(S)) {
         if (!BO->isMultiplicativeOp() && !BO->isAdditiveOp())
           Other = true;
-      } else if (const auto *R = dyn_cast<DeclRefExpr>(S)) {
+      } else if (const auto *R = dyn_cast<DeclRefExpr>(S); R && !isa<FunctionDecl>(R->getDecl())) {
+        // (A FunctionDecl is the operator's callee.)
         const auto *V = dyn_cast<VarDecl>(R->getDecl());
-        if (isa<FunctionDecl>(R->getDecl()))
-          ; // the operator's callee
-        else if (!V)
+        if (!V) {
           Other = true;
-        else if (isTensorType(V->getType(), Rules))
-          Other = Other || (Tensor && Tensor != V), Tensor = V;
+        } else if (isTensorType(V->getType(), Rules)) {
+          if (Tensor && Tensor != V)
+            Other = true; // two tensors
+          Tensor = V;
+        }
+      } else if (isa<DeclRefExpr>(S)) {
+        // the operator's callee
       } else if (isa<CallExpr>(S) && !isa<CXXOperatorCallExpr>(S)) {
         Other = true;
       } else if (!isa<ParenExpr, ImplicitCastExpr, IntegerLiteral, FloatingLiteral,

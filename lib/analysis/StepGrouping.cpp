@@ -362,21 +362,26 @@ void FunctionAnalyser::addGradAccesses(TrainingStep &T) {
   addGradReadsBefore(T);
 }
 
-void FunctionAnalyser::addGradReadsAfter(TrainingStep &T) {
+const Stmt *FunctionAnalyser::loopAroundLastStep(const TrainingStep &T, bool &Found) const {
   const CallExpr *Last = nullptr;
   for (const auto *List : {&T.Steps, &T.Plain.Steps})
     for (const ScalerCall *S : *List)
       if (offsetOf(S->Call->getBeginLoc()) == T.GradientEnd)
         Last = S->Call;
-  if (!Last)
+  Found = Last != nullptr;
+  for (const Stmt *P = Last ? PM.getParent(Last) : nullptr; P; P = PM.getParent(P))
+    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+      return P;
+  return nullptr;
+}
+
+void FunctionAnalyser::addGradReadsAfter(TrainingStep &T) {
+  bool HasLast;
+  const Stmt *Loop = loopAroundLastStep(T, HasLast);
+  if (!HasLast)
     return;
   // The rest of the iteration of the innermost loop around the step, else of the function.
-  unsigned Limit = offsetOf(FD->getBody()->getEndLoc());
-  for (const Stmt *P = PM.getParent(Last); P; P = PM.getParent(P))
-    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P)) {
-      Limit = offsetOf(P->getEndLoc());
-      break;
-    }
+  unsigned Limit = offsetOf((Loop ? Loop : FD->getBody())->getEndLoc());
   // A later backward starts another step, whose own window owns what follows.
   for (const CallExpr *CE : AllCalls) {
     const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
@@ -429,17 +434,9 @@ void FunctionAnalyser::addGradReadsBefore(TrainingStep &T) {
   // From the start of the loop iteration that holds the step (else of the function): in a loop
   // the code before the backward runs after the last iteration's step, where the original's
   // .grad holds that step's gradients (or the zeros zero_grad() left).
-  unsigned From = offsetOf(FD->getBody()->getBeginLoc());
-  const CallExpr *Last = nullptr;
-  for (const auto *List : {&T.Steps, &T.Plain.Steps})
-    for (const ScalerCall *S : *List)
-      if (offsetOf(S->Call->getBeginLoc()) == T.GradientEnd)
-        Last = S->Call;
-  for (const Stmt *P = Last ? PM.getParent(Last) : nullptr; P; P = PM.getParent(P))
-    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P)) {
-      From = offsetOf(P->getBeginLoc());
-      break;
-    }
+  bool HasLast;
+  const Stmt *Loop = loopAroundLastStep(T, HasLast);
+  unsigned From = offsetOf((Loop ? Loop : FD->getBody())->getBeginLoc());
   // Another step's backward or step() before this one owns what precedes it.
   for (const CallExpr *CE : AllCalls) {
     const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);

@@ -61,10 +61,15 @@ public:
 };
 
 void StepPlanner::checkGradAccesses() {
-  for (const CallExpr *CE : T.GradReadsAfter) {
+  // The statement of its block that holds a call, as the reports name it.
+  auto HolderOf = [&](const CallExpr *CE) {
     const Stmt *Holder = CE;
     for (const Stmt *P = PM.getParent(Holder); P && !isa<CompoundStmt>(P); P = PM.getParent(P))
       Holder = P;
+    return Holder;
+  };
+  for (const CallExpr *CE : T.GradReadsAfter) {
+    const Stmt *Holder = HolderOf(CE);
     block(CE->getBeginLoc(),
           "`" + firstLine(text(Holder->getSourceRange())) + "` uses .grad after the step (" +
               where(CE->getBeginLoc()) + "), where the original's gradients still are; the "
@@ -74,9 +79,7 @@ void StepPlanner::checkGradAccesses() {
     return;
   }
   for (const CallExpr *CE : T.GradReadsBefore) {
-    const Stmt *Holder = CE;
-    for (const Stmt *P = PM.getParent(Holder); P && !isa<CompoundStmt>(P); P = PM.getParent(P))
-      Holder = P;
+    const Stmt *Holder = HolderOf(CE);
     block(CE->getBeginLoc(),
           "`" + firstLine(text(Holder->getSourceRange())) + "` uses .grad before this step's "
               "backward (" + where(CE->getBeginLoc()) + "), where the original finds the last "
