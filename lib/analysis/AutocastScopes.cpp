@@ -109,6 +109,8 @@ void FunctionAnalyser::buildScopes() {
                                                   : G.Var->getLocation();
     S.Begin = offsetOf(G.DS->getBeginLoc());
     S.End = endOffsetOfBlock(G.DS);
+    if (const CompoundStmt *Block = enclosingBlock(G.DS))
+      S.GuardBlockEnd = Block->getRBracLoc();
     FA.Scopes.push_back(S);
   }
   // Guard end calls (`guard.End()`), and auxiliary calls that belong to a scope.
@@ -207,7 +209,11 @@ void FunctionAnalyser::findLeakingExit(AutocastScope &S, const AutocastCall &Ena
     if (O <= S.Begin || O >= S.End || enclosingLambda(X) != enclosingLambda(Enable.Call))
       continue;
     bool DisabledFirst = llvm::any_of(Closes, [&](const AutocastCall *C) {
+      // A disable in a macro (`catch (...) { AMP_OFF(); throw; }`) sits in the macro's own
+      // braces (`do { ... } while (0)`): the block that counts is the one the macro is used in.
       const CompoundStmt *Block = enclosingBlock(C->Call);
+      while (Block && Block->getLBracLoc().isMacroID())
+        Block = enclosingBlock(Block);
       return offsetOf(C->Call->getEndLoc()) < O && Block && encloses(Block, X);
     });
     if (DisabledFirst)

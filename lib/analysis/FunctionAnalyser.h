@@ -241,6 +241,9 @@ private:
   void addGradAccesses(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);
   void addGradReadsBefore(TrainingStep &T);
+  /// A plain backward's loss variable initialised by a call of a function of this translation
+  /// unit that opens an autocast scope (an enable call or an RAII guard in its body).
+  bool lossFromAutocastCallee(const ImplicitBackward &B) const;
   /// The innermost loop around the step's last step() (null outside a loop); Found: that call exists.
   const clang::Stmt *loopAroundLastStep(const TrainingStep &T, bool &Found) const;
   const clang::VarDecl *scaledLossVariable(const clang::Expr *E) const;

@@ -259,6 +259,27 @@ bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *D
   return false;
 }
 
+std::optional<bool> guardClearsCache(const CXXRecordDecl *RD, const RuleSet &Rules) {
+  RD = RD ? RD->getDefinition() : nullptr;
+  const CXXDestructorDecl *Dtor = RD ? RD->getDestructor() : nullptr;
+  const FunctionDecl *Def = nullptr;
+  if (!Dtor || !Dtor->hasBody(Def) || !Def->getBody())
+    return std::nullopt;
+  AutocastCallCollector C(Rules);
+  C.walk(Def->getBody());
+  // One level into the class's own helpers (`~Guard() { restore(); }`).
+  BodyCollector Calls;
+  Calls.walk(Def->getBody());
+  for (const CallExpr *CE : Calls.Calls) {
+    const auto *MD = dyn_cast_or_null<CXXMethodDecl>(CE->getDirectCallee());
+    const FunctionDecl *HelperDef = nullptr;
+    if (MD && MD->getParent()->getCanonicalDecl() == RD->getCanonicalDecl() &&
+        MD->hasBody(HelperDef) && HelperDef->getBody())
+      C.walk(HelperDef->getBody());
+  }
+  return llvm::any_of(C.Found, [](const auto &F) { return F.second->Role == AutocastRole::Cache; });
+}
+
 std::optional<bool> guardUseTurnsOn(const CXXConstructExpr *Use, const RuleSet &Rules) {
   const CXXConstructorDecl *Ctor = Use ? Use->getConstructor() : nullptr;
   const FunctionDecl *Def = nullptr;
@@ -583,7 +604,10 @@ public:
       }
       // A method that only clears .grad is kept too: it may call the two halves of a step split
       // over two methods of its class, whose fix then clears the grads member there.
+      // A step without a scaler whose scope is in the function it calls for its loss has
+      // neither here.
       if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty() ||
+          !FA.Steps.empty() ||
           (!FA.ZeroGrads.empty() && isa<CXXMethodDecl>(Analysed)))
         Out.Functions.push_back(std::move(FA));
     }

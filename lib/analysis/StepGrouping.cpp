@@ -126,6 +126,29 @@ bool FunctionAnalyser::computedIn(const AutocastScope &S, const ImplicitBackward
   return false;
 }
 
+bool FunctionAnalyser::lossFromAutocastCallee(const ImplicitBackward &B) const {
+  const VarDecl *VD = B.LossVar;
+  if (!VD || !VD->isLocalVarDecl() || !VD->getInit())
+    return false;
+  const auto *Call = dyn_cast<CallExpr>(strip(VD->getInit()));
+  const FunctionDecl *Def = nullptr;
+  if (!Call || !Call->getDirectCallee() || !Call->getDirectCallee()->hasBody(Def) ||
+      !Def->getBody() || Def == FD)
+    return false;
+  AutocastCallCollector C(Rules);
+  C.walk(Def->getBody());
+  if (llvm::any_of(C.Found, [](const auto &F) { return F.second->Role == AutocastRole::Enable; }))
+    return true;
+  BodyCollector BC;
+  BC.walk(Def->getBody());
+  for (const DeclStmt *DS : BC.Decls)
+    for (const Decl *D : DS->decls())
+      if (const auto *V = dyn_cast<VarDecl>(D))
+        if (isAutocastGuardClass(V->getType()->getAsCXXRecordDecl(), Rules, nullptr))
+          return true;
+  return false;
+}
+
 void FunctionAnalyser::groupUnscaledSteps() {
   if (!FA.ScalerCalls.empty())
     return;
@@ -144,7 +167,11 @@ void FunctionAnalyser::groupUnscaledSteps() {
     for (const AutocastScope &S : FA.Scopes)
       if (!S.DisablesAutocast && S.Begin < At)
         T.Scope = &S;
-    if (!T.Scope || !computedIn(*T.Scope, *B))
+    if (T.Scope && !computedIn(*T.Scope, *B))
+      T.Scope = nullptr;
+    // No scope here: a loss that a function of this file computes under autocast
+    // (`auto loss = compute_loss(...)`); the planner finds that scope (CalleeScope.cpp).
+    if (!T.Scope && !lossFromAutocastCallee(*B))
       continue;
     for (const ScalerCall &C : FA.OptimizerSteps) {
       unsigned O = offsetOf(C.Call->getBeginLoc());
@@ -154,10 +181,10 @@ void FunctionAnalyser::groupUnscaledSteps() {
     if (T.Steps.empty())
       continue;
     T.Backwards.push_back(B);
-    T.Begin = std::min(T.Scope->Begin, At);
+    T.Begin = T.Scope ? std::min(T.Scope->Begin, At) : At;
     for (const ForwardCall &F : FA.Forwards) {
       unsigned O = offsetOf(F.Call->getBeginLoc());
-      if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, At))
+      if (T.Scope && O >= T.Scope->Begin && O <= std::max(T.Scope->End, At))
         T.Forwards.push_back(&F);
     }
     addMembers(T);
@@ -437,13 +464,19 @@ void FunctionAnalyser::addGradReadsBefore(TrainingStep &T) {
   bool HasLast;
   const Stmt *Loop = loopAroundLastStep(T, HasLast);
   unsigned From = offsetOf((Loop ? Loop : FD->getBody())->getBeginLoc());
-  // Another step's backward or step() before this one owns what precedes it.
+  // Another step's backward, or an optimizer's or scaler's step(), before this one owns what
+  // precedes it. Other step()s (an LR scheduler's at the top of the loop) do not touch .grad.
   for (const CallExpr *CE : AllCalls) {
     const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
     const auto *MD = MC ? MC->getMethodDecl() : nullptr;
     unsigned O = offsetOf(CE->getBeginLoc());
-    if (MD && MD->getIdentifier() && (MD->getName() == "backward" || MD->getName() == "step") &&
-        O >= From && O < T.GradientBegin)
+    if (!MD || !MD->getIdentifier() || O < From || O >= T.GradientBegin)
+      continue;
+    bool EndsStep = MD->getName() == "backward" ||
+                    (MD->getName() == "step" &&
+                     (isScalerClass(MD->getParent(), Rules) ||
+                      isDerivedFromAny(MD->getParent(), Rules.OptimizerClasses)));
+    if (EndsStep)
       From = offsetOf(CE->getEndLoc());
   }
   for (const CallExpr *CE : AllCalls) {

@@ -78,19 +78,34 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
       if (P->CalleeScope == &S && F) {
         F->StepId = stepIdOf(In.Ctx, *P->Function, *P->Step);
         F->Fixable = P->ok();
+        if (P->Step->Unscaled && !Unscaled)
+          Unscaled = P->Step;
       }
+    // libtorch keeps the casts autocast makes of leaf tensors (the weights) until clear_cache();
+    // the migrated model casts afresh in each forward.
+    const std::string Why =
+        "libtorch keeps the casts made of the weights in "
+        "this scope, and later scopes reuse them after the optimizer has changed the weights; "
+        "the migrated model casts afresh in each forward, so its losses can differ slightly from "
+        "this program's (they equal those of this program with clear_cache() after the scope)";
     if (F && S.Disable) {
-      // libtorch keeps the casts autocast makes of leaf tensors (the weights) until clear_cache();
-      // the migrated model casts afresh in each forward.
       std::string Ends = "the scope ends here";
       if (!S.DisablesAutocast && !handlesCastCache(In.Function))
-        Ends += ", without at::autocast::clear_cache(): libtorch keeps the casts made of the "
-                "weights in this scope, and later scopes reuse them after the optimizer has "
-                "changed the weights; the migrated model casts afresh in each forward, so its "
-                "losses can differ slightly from this program's (they equal those of this "
-                "program with clear_cache() after the scope)";
+        Ends += ", without at::autocast::clear_cache(): " + Why;
       Out.note(F, S.Disable->MacroUse.isValid() ? S.Disable->MacroUse : S.Disable->Call->getBeginLoc(),
                Ends);
+    }
+    // A guard's scope ends with its block (or its end call), and its destructor decides: said
+    // only when the destructor is in sight and never clears the cache.
+    if (F && S.Shape == AutocastScope::Kind::Guard && !S.DisablesAutocast &&
+        !handlesCastCache(In.Function) &&
+        guardClearsCache(S.GuardVar->getType()->getAsCXXRecordDecl(), In.Rules) ==
+            std::optional<bool>(false)) {
+      SourceLocation At = !S.GuardEnds.empty() ? S.GuardEnds.front()->getBeginLoc() : S.GuardBlockEnd;
+      if (At.isValid())
+        Out.note(F, At, "the scope of guard '" + S.GuardVar->getName().str() + "' ends here, and '" +
+                            S.GuardVar->getType().getUnqualifiedType().getAsString() +
+                            "' does not call at::autocast::clear_cache() when it ends: " + Why);
     }
     if (F && Unscaled)
       Out.note(F, Unscaled->Backwards.front()->Backward->getBeginLoc(),

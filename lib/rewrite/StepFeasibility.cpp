@@ -67,8 +67,9 @@ bool StepPlanner::feasible() {
   if (!T.Scope && !findCalleeScope()) {
     if (Blockers.empty())
       block(T.Backwards.front()->Backward->getBeginLoc(),
-            "no autocast scope precedes this scaled backward in this function, so the forward "
-            "pass to hand to amp::value_and_grad is unknown");
+            std::string("no autocast scope precedes this ") + (T.Unscaled ? "" : "scaled ") +
+                "backward in this function, so the forward pass to hand to "
+                "amp::value_and_grad is unknown");
     return false;
   }
   if (!planSeveralBackwards())

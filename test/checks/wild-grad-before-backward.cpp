@@ -87,3 +87,29 @@ void hand_zero(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &x,
 // CHECK-FIXES: {{^}}      std::printf("skipped; grad defined: %d\n", (int)model->weight.grad().numel());{{$}}
 // CHECK-FIXES: {{^}}    model->weight.mutable_grad() = torch::Tensor();{{$}}
 // CHECK-FIXES: {{^}}    scaler.step(optimizer, grads);{{$}}
+
+// An LR scheduler's step() at the top of the loop is not the end of a training step: the read
+// before it finds the last step's gradients and is reported.
+struct WarmupScheduler {
+  void step();
+};
+void log_after_scheduler(Net &model, torch::optim::SGD &optimizer, WarmupScheduler &sched,
+                         const torch::Tensor &x, const torch::Tensor &y) {
+  torch::amp::GradScaler scaler;
+  for (int step = 0; step < 10; ++step) {
+    if (step > 0)
+      std::printf("last grad norm %f\n", model->weight.grad().norm().item<float>());
+    // CHECK-MESSAGES: :[[@LINE-1]]:42: warning: not migrated automatically: `if (step > 0) ...` uses .grad before this step's backward {{.*}} [amp-manual-migration]
+    sched.step();
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    auto loss = torch::nll_loss(model->forward(x), y);
+    at::autocast::set_enabled(false);
+    at::autocast::clear_cache();
+    scaler.scale(loss).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+    scaler.step(optimizer);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+    scaler.update();
+  }
+}

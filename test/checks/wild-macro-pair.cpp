@@ -92,3 +92,33 @@ void dtype_in_macro(Net &model, torch::optim::SGD &optimizer, const torch::Tenso
 // CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < 10; ++i) {{[{]}}{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{[{]}}{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
+
+// The macro disables autocast in a `catch` before rethrowing too: no path leaves it on (the
+// macro's own braces are not the block it is used in), so no amp-autocast-leak; the handler's
+// use goes with the scope.
+void rethrows(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+              const torch::Tensor &target) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  CPU_AMP_ON();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope opened by a macro (expands to 'at::autocast::set_cpu_enabled'){{.*}} [amp-autocast-scope]
+  try {
+    loss = torch::nll_loss(model->forward(data), target);
+  } catch (...) {
+    CPU_AMP_OFF();
+    throw;
+  }
+  CPU_AMP_OFF();
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+  scaler.update();
+}
+// CHECK-FIXES: {{^}}void rethrows(
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, at::kBFloat16);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}    try {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}      loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    } catch (...) {{[{]}}{{$}}
+// CHECK-FIXES-NEXT: {{^}}      throw;{{$}}

@@ -33,6 +33,7 @@ void train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
   {
     AutocastGuard guard;
     // CHECK-MESSAGES: :[[@LINE-1]]:19: warning: autocast scope opened by guard 'AutocastGuard'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    // CHECK-MESSAGES-NOT: does not call at::autocast::clear_cache()
     auto output = model->forward(data);
     loss = torch::nll_loss(output, target);
   }
@@ -51,3 +52,31 @@ void train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
+
+// A guard whose destructor restores the switch but never clears the cast cache: libtorch reuses
+// the weights' casts of one scope in the next, the migrated model casts afresh; noted where the
+// guard's block ends.
+struct NoCacheGuard {
+  NoCacheGuard() { at::autocast::set_enabled(true); }
+  ~NoCacheGuard() { at::autocast::set_enabled(false); }
+};
+
+void no_cache(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+              const torch::Tensor &target) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    NoCacheGuard amp_on;
+    // CHECK-MESSAGES: :[[@LINE-1]]:18: warning: autocast scope opened by guard 'NoCacheGuard'{{.*}} [amp-autocast-scope]
+    // CHECK-MESSAGES: :[[@LINE+2]]:3: note: the scope of guard 'amp_on' ends here, and 'NoCacheGuard' does not call at::autocast::clear_cache() when it ends: libtorch keeps the casts made of the weights in this scope{{.*}}
+    loss = torch::nll_loss(model->forward(data), target);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+  scaler.update();
+}
+// CHECK-FIXES: {{^}}void no_cache(
+// CHECK-FIXES: {{^}}  auto grad_fn = amp::value_and_grad([&] {
+// CHECK-FIXES-NEXT: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(data)), target);{{$}}

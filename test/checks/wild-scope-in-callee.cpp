@@ -125,3 +125,56 @@ void step_with_scaled(Net &model, torch::optim::SGD &opt, const torch::Tensor &x
 // CHECK-FIXES: {{^}}  auto out = model->forward(x);
 // CHECK-FIXES: {{^}}  torch::amp::GradScaler scaler;
 // CHECK-FIXES: {{^}}  scaler.scale(loss).backward();
+
+// No scaler (bf16): the loss function holds the scope and the loop backpropagates its loss
+// plainly, then steps the optimizer; the loss is read after the step, so it is declared before
+// the function handed to value_and_grad.
+torch::Tensor bf16_loss(Net &model, const torch::Tensor &x, const torch::Tensor &y) {
+  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  at::autocast::set_cpu_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'{{.*}} [amp-autocast-scope]
+  auto out = model->forward(x);
+  auto loss = torch::nll_loss(out, y);
+  at::autocast::set_cpu_enabled(false);
+  at::autocast::clear_cache();
+  return loss;
+}
+void train_bf16(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, const torch::Tensor &y, int steps) {
+  for (int i = 0; i < steps; ++i) {
+    opt.zero_grad();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: zero_grad() is redundant{{.*}} [amp-zero-grad]
+    auto loss = bf16_loss(model, x, y);
+    loss.backward();
+    opt.step();
+    std::printf("loss %f\n", loss.item<float>());
+  }
+}
+// CHECK-FIXES: {{^}}torch::Tensor bf16_loss(Net &model, const torch::Tensor &x, const torch::Tensor &y) {
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, at::kBFloat16);
+// CHECK-FIXES-NEXT: {{^}}  auto out = amp::cast_to_adapter_tensor(amp_model->forward(x));
+// CHECK-FIXES-NEXT: {{^}}  auto loss = torch::nll_loss(out, y);
+// CHECK-FIXES-NEXT: {{^}}  return loss;
+// CHECK-FIXES-NEXT: {{^}}}
+// CHECK-FIXES: {{^}}  for (int i = 0; i < steps; ++i) {
+// CHECK-FIXES-NEXT: {{^}}    torch::Tensor loss;
+// CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {
+// CHECK-FIXES-NEXT: {{^}}      loss = bf16_loss(model, x, y);
+// CHECK-FIXES-NEXT: {{^}}      return loss;
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(opt));
+// CHECK-FIXES-NEXT: {{^}}    auto [loss_value, grads] = grad_fn();
+// CHECK-FIXES-NEXT: {{^}}    amp::step(opt, grads);
+// CHECK-FIXES-NEXT: {{^}}    std::printf("loss %f\n", loss.item<float>());
+
+// A plain backward of a loss from a function without autocast is not AMP code: nothing to do.
+torch::Tensor fp32_loss(Net &model, const torch::Tensor &x, const torch::Tensor &y) {
+  return torch::nll_loss(model->forward(x), y);
+}
+void train_fp32(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, const torch::Tensor &y) {
+  opt.zero_grad();
+  auto loss = fp32_loss(model, x, y);
+  loss.backward();
+  opt.step();
+}
+// CHECK-FIXES: {{^}}  auto loss = fp32_loss(model, x, y);
+// CHECK-FIXES-NEXT: {{^}}  loss.backward();
+// CHECK-FIXES-NEXT: {{^}}  opt.step();

@@ -42,6 +42,10 @@ bool isAutocastGuardClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules, 
 /// A guard whose constructor passes one of its parameters to the enable call (`Guard(bool on)`):
 /// whether this use turns autocast on, when its argument is a constant; nullopt otherwise.
 std::optional<bool> guardUseTurnsOn(const clang::CXXConstructExpr *Use, const RuleSet &Rules);
+/// Whether a guard class's destructor clears autocast's cast cache (calls a `cache` rule's
+/// function, in its body or in a function of its class that the body calls); nullopt when the
+/// destructor's body is not in this translation unit.
+std::optional<bool> guardClearsCache(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
 std::string qualifiedName(const clang::NamedDecl *D);
 /// The `parameters()` / `named_parameters()` call a parameter-list expression names (through
 /// temporaries and copies); null for anything else.

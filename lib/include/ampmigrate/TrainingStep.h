@@ -43,6 +43,7 @@ struct AutocastScope {
   const clang::VarDecl *GuardVar = nullptr;
   const clang::Stmt *GuardDeclStmt = nullptr;
   llvm::SmallVector<const clang::CXXMemberCallExpr *, 1> GuardEnds; ///< guard.End()-style calls
+  clang::SourceLocation GuardBlockEnd; ///< the closing brace of the guard's block
   bool DisablesAutocast = false; ///< a guard or pair that turns autocast off for a nested region
   /// A guard turning gradient recording off (torch::NoGradGuard) declared before the scope in its
   /// block or an enclosing one: the scope is inference code.
