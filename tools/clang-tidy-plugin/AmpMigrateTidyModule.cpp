@@ -148,6 +148,24 @@ private:
     std::vector<Edit> Out;
     for (const tooling::Replacement &R : Fixes)
       Out.push_back({R.getFilePath().str(), R.getOffset(), R.getLength(), R.getReplacementText().str()});
+    // Removals that meet (two statements deleted line after line) are one removal: clang would
+    // merge them and widen the merged removal as above.
+    llvm::stable_sort(Out, [](const Edit &A, const Edit &B) {
+      return std::tie(A.File, A.Offset) < std::tie(B.File, B.Offset);
+    });
+    std::vector<Edit> Merged;
+    for (Edit &E : Out) {
+      if (!Merged.empty()) {
+        Edit &P = Merged.back();
+        if (P.File == E.File && P.Text.empty() && E.Text.empty() && P.Length && E.Length &&
+            P.Offset + P.Length == E.Offset) {
+          P.Length += E.Length;
+          continue;
+        }
+      }
+      Merged.push_back(std::move(E));
+    }
+    Out = std::move(Merged);
     for (Edit &E : Out) {
       if (!E.Text.empty() || E.Length == 0)
         continue;
