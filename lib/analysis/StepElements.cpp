@@ -445,7 +445,7 @@ void FunctionAnalyser::findPlainBackwards() {
     const Expr *Obj = MC->getImplicitObjectArgument();
     const auto *DRE = dyn_cast<DeclRefExpr>(strip(Obj));
     const auto *VD = DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : scaledLossVariable(Obj);
-    if (!VD || !VD->isLocalVarDecl() || inLambda(MC) || Obj->getBeginLoc().isMacroID())
+    if (!VD || !VD->isLocalVarDecl() || Obj->getBeginLoc().isMacroID())
       continue;
     ImplicitBackward B;
     B.Backward = MC;

@@ -196,3 +196,34 @@ void accumulates_across_calls(Net &model, torch::optim::SGD &optimizer, torch::a
 }
 // CHECK-FIXES: {{^}}  auto micro_step = [&](const torch::Tensor &batch) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    at::autocast::set_enabled(true);{{$}}
+
+// No scaler (bf16): scope, plain backward and the optimizer's step in one per-batch lambda.
+void bf16_lambda(Net &model, torch::optim::SGD &opt, const std::vector<torch::Tensor> &batches,
+                 const torch::Tensor &y) {
+  auto step = [&](const torch::Tensor &x) {
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'{{.*}} [amp-autocast-scope]
+    auto loss = torch::nll_loss(model->forward(x), y);
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+    opt.zero_grad();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: zero_grad() is redundant{{.*}} [amp-zero-grad]
+    loss.backward();
+    opt.step();
+    return loss.item<float>();
+  };
+  for (const auto &b : batches)
+    step(b);
+}
+// CHECK-FIXES: {{^}}void bf16_lambda(
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, at::kBFloat16);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto step = [&, amp_model](const torch::Tensor &x) {{{$}}
+// CHECK-FIXES-NEXT: {{^}}    torch::Tensor loss;{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {{{$}}
+// CHECK-FIXES-NEXT: {{^}}      loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(x)), y);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      return loss;{{$}}
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(opt));{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto [loss_value, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::step(opt, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    return loss.item<float>();{{$}}
