@@ -544,7 +544,15 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
         RemoveCall(A); // with its `if (use_amp) { ... }` when that holds only the scope's calls
       else if (A->Removable) {
         Edit E;
-        if (removal(A->Removable, E))
+        // A call in a conditional that goes whole with the region (`#ifdef USE_AMP` before the
+        // enable) leaves with it.
+        auto WithRegion = [&] {
+          return llvm::any_of(VersionGroups, [&](const Edit &G) {
+            return G.Offset >= RegionBegin && G.Offset < BodyEnd && E.Offset >= G.Offset &&
+                   E.Offset < G.Offset + G.Length;
+          });
+        };
+        if (removal(A->Removable, E) && !WithRegion())
           Desc.Region.replace(E);
       }
     }
@@ -635,12 +643,12 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
       }
       std::string Line = "auto " + Conv + Rhs;
       if (BeforeLoop) {
-        std::string Indented = indentAt(At) + Line;
+        std::string Indented = perConfiguration(indentAt(At) + Line, Level);
         Desc.Region.insertJoined(At, Indented);
         LoopConversions.push_back({At, Indented});
         Shared.Conversions.try_emplace({F->Model.Decl, At}, FunctionPlanning::Conversion{Conv, Indented});
       } else {
-        Conversions.push_back(Indent + Line);
+        Conversions.push_back(perConfiguration(Indent + Line, Level));
       }
     }
     rewriteForward(*F, Conv, Inner);

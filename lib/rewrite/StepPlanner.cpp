@@ -187,6 +187,7 @@ bool StepPlanner::planAll() {
     if (!versionBranches(R))
       block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
                           "migrate each configuration by hand or run once per configuration");
+  flagConditionals();
   if ((Desc.Split = findSplitStep(TU, FA, T)))
     checkSplitHalf();
   else

@@ -246,6 +246,14 @@ private:
   /// removed whole with the scope (VersionBranches.cpp).
   std::vector<Edit> VersionGroups;
   bool versionBranches(clang::SourceRange Inactive);
+  /// `#ifdef USE_AMP` (one branch, read by the compiler) around the scope's calls and nothing
+  /// else: the conditionals go with the scope and the conversion is spelled per configuration
+  /// (PPFlagOpen: the directive; the other configuration converts at O0).
+  void flagConditionals();
+  std::string PPFlagOpen;
+  /// The conversion statement `Line` (indented, ending in a newline) under PPFlagOpen: at `Level`
+  /// where the flag holds, at O0 where it does not; `Line` as it is without a flag.
+  std::string perConfiguration(const std::string &Line, const std::string &Level) const;
   /// At O2/O3: whether the forward region [RB, BodyEnd) reads a tensor another step's scope
   /// computed (a GAN's generator output), or another step's scope reads one this region computes;
   /// blocks the step if so (the graph would cross two value_and_grad calls).

@@ -173,4 +173,72 @@ bool StepPlanner::versionBranches(SourceRange Inactive) {
   return true;
 }
 
+void StepPlanner::flagConditionals() {
+  if (Desc.CalleeScope || !T.Scope || !T.Scope->Enable || runTimeFlag(*T.Scope))
+    return;
+  const AutocastScope &S = *T.Scope;
+  const Stmt *Body = FA.Function->getBody();
+  unsigned From = lineStart(off(Body->getBeginLoc())), To = off(Body->getEndLoc());
+  std::vector<std::pair<unsigned, unsigned>> ScopeStmts;
+  auto AddCall = [&](const AutocastCall *A) {
+    Edit E;
+    if (A && A->Removable && !A->MacroUse.isValid() && removal(A->Removable, E))
+      ScopeStmts.push_back({E.Offset, E.Offset + E.Length});
+  };
+  AddCall(S.Enable);
+  AddCall(S.Disable);
+  for (const AutocastCall *A : S.Auxiliary)
+    AddCall(A);
+  if (ScopeStmts.empty())
+    return;
+  std::vector<const PPGroup *> Flagged;
+  std::string Open;
+  std::vector<PPGroup> Groups = conditionalsIn(conditionalDirectives(SM, File, LO), Buffer, From, To);
+  for (const PPGroup &G : Groups) {
+    if (G.Nested || G.Branches.size() != 1)
+      continue;
+    auto [B, E] = G.Branches.front();
+    std::optional<std::vector<SpelledCall>> Calls = autocastCallsOnly(StringRef(Buffer).slice(B, E), Rules);
+    if (!Calls || Calls->empty())
+      continue;
+    unsigned Covered = 0;
+    for (auto [SB, SE] : ScopeStmts)
+      if (SB >= B && SE <= E)
+        ++Covered;
+    if (Covered != Calls->size())
+      continue;
+    // `#ifdef X`, `#if defined(X)`, `#if X`: one condition for every conditional of the scope.
+    std::string Directive =
+        llvm::join(llvm::split(StringRef(Buffer).slice(G.Begin, B).trim(), ' '), " ");
+    if (StringRef(Directive).contains("\\") || StringRef(Directive).contains("/*") ||
+        StringRef(Directive).contains("//"))
+      return;
+    if (!Open.empty() && Directive != Open)
+      return;
+    Open = Directive;
+    Flagged.push_back(&G);
+  }
+  if (Flagged.empty())
+    return;
+  // The scope starts in one of them.
+  unsigned EnableAt = off(S.Enable->Call->getBeginLoc());
+  if (llvm::none_of(Flagged, [&](const PPGroup *G) { return G->Begin <= EnableAt && EnableAt < G->End; }))
+    return;
+  for (const PPGroup *G : Flagged)
+    if (llvm::none_of(VersionGroups, [&](const Edit &V) { return V.Offset == G->Begin; }))
+      VersionGroups.push_back({G->Begin, G->End - G->Begin, ""});
+  PPFlagOpen = Open;
+}
+
+std::string StepPlanner::perConfiguration(const std::string &Line, const std::string &Level) const {
+  if (PPFlagOpen.empty())
+    return Line;
+  std::string Off = Line;
+  size_t At = Off.find(Level);
+  if (At == std::string::npos)
+    return Line;
+  Off.replace(At, Level.size(), Tgt.LevelEnum + "::O0");
+  return PPFlagOpen + "\n" + Line + "#else\n" + Off + "#endif\n";
+}
+
 } // namespace ampmigrate
