@@ -378,7 +378,47 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
   // each pass the scaler. A type depending on a template parameter, an explicit specialization
   // (a source of its own) or a member of a class template is left to the user.
   llvm::SmallVector<const FunctionDecl *, 4> Callees{FD};
-  if (FD->getTemplatedKind() != FunctionDecl::TK_NonTemplate) {
+  // A member function of a class template (`template <class M> struct Trainer { float step(Port
+  // &scaler, ...); }`) whose scaler parameter has a type of its own: one source for the member of
+  // every specialization of the class, as for a function template. Partial or explicit
+  // specializations of the class (sources of their own) are left to the user.
+  if (FD->getTemplatedKind() == FunctionDecl::TK_MemberSpecialization) {
+    const FunctionDecl *PatternFn = FD->getInstantiatedFromMemberFunction();
+    const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(cast<CXXMethodDecl>(FD)->getParent());
+    const ClassTemplateDecl *CTD = Spec ? Spec->getSpecializedTemplate() : nullptr;
+    unsigned PI = PV->getFunctionScopeIndex();
+    llvm::SmallVector<ClassTemplatePartialSpecializationDecl *, 2> Partials;
+    if (CTD)
+      const_cast<ClassTemplateDecl *>(CTD)->getPartialSpecializations(Partials);
+    bool Plain = PatternFn && CTD && Partials.empty() && PI < PatternFn->getNumParams() &&
+                 !PatternFn->getParamDecl(PI)->getType()->isDependentType();
+    if (Plain) {
+      Callees.clear();
+      for (const ClassTemplateSpecializationDecl *CS : CTD->specializations()) {
+        if (CS->getSpecializationKind() == TSK_ExplicitSpecialization) {
+          block(At, "the scaler " + Name + " is a parameter of " + Fn + ", a member of a class "
+                    "template with an explicit specialization at " + where(CS->getLocation()) +
+                    " that would keep its type; change them by hand");
+          return false;
+        }
+        for (const Decl *D : CS->decls()) {
+          const auto *M = dyn_cast<FunctionDecl>(D);
+          if (const auto *FTD = dyn_cast<FunctionTemplateDecl>(D))
+            M = FTD->getTemplatedDecl();
+          if (M && M->getInstantiatedFromMemberFunction() == PatternFn)
+            Callees.push_back(M);
+        }
+      }
+    }
+    if (!Plain || Callees.empty()) {
+      block(At, "the scaler " + Name + " is a parameter of the template " + Fn +
+                    (Partials.empty() ? "; change it by hand"
+                                      : ", a member of a class template with partial "
+                                        "specializations that would keep its type; change them "
+                                        "by hand"));
+      return false;
+    }
+  } else if (FD->getTemplatedKind() != FunctionDecl::TK_NonTemplate) {
     const FunctionTemplateDecl *FT = FD->getPrimaryTemplate();
     const FunctionDecl *Pattern = FT ? FT->getTemplatedDecl() : nullptr;
     unsigned PI = PV->getFunctionScopeIndex();

@@ -75,3 +75,44 @@ void run_special(Net &net, torch::optim::SGD &opt, const torch::Tensor &x, const
 // CHECK-FIXES: {{^}}  amp::GradScaler net_scaler(amp::GradScalerOptions().init_scale(1024.0));{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler wide_scaler;{{$}}
 // CHECK-FIXES: {{^}}void special_step(Model &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler,{{$}}
+
+// A member function of a class template whose scaler parameter has a type of its own: one source
+// for the member of every specialization of the class; the scalers its callers pass change too.
+template <class Model>
+class Trainer {
+public:
+  explicit Trainer(Model m) : model_(m) {}
+  float step(torch::optim::SGD &opt, torch::amp::GradScaler &scaler, const torch::Tensor &x,
+             const torch::Tensor &y) {
+    opt.zero_grad();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: zero_grad() is redundant{{.*}} [amp-zero-grad]
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'{{.*}} [amp-autocast-scope]
+    auto loss = torch::mse_loss(model_->forward(x), y);
+    at::autocast::set_enabled(false);
+    scaler.scale(loss).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+    scaler.step(opt);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+    scaler.update();
+    return loss.template item<float>();
+  }
+
+private:
+  Model model_;
+};
+
+void run_trainers(Net &net, Wide &wide, torch::optim::SGD &opt, const torch::Tensor &x,
+                  const torch::Tensor &y) {
+  Trainer<Net> a(net);
+  Trainer<Wide> b(wide);
+  torch::amp::GradScaler sa;
+  torch::amp::GradScaler sb(1024.0);
+  a.step(opt, sa, x, y);
+  b.step(opt, sb, x, y);
+}
+// CHECK-FIXES: {{^}}  float step(torch::optim::SGD &opt, amp::GradScaler &scaler, const torch::Tensor &x,{{$}}
+// CHECK-FIXES: {{^}}    auto amp_model = amp::auto_mixed_precision(model_, amp::Level::O1, torch::kCUDA);{{$}}
+// CHECK-FIXES: {{^}}    scaler.step(opt, grads);{{$}}
+// CHECK-FIXES: {{^}}  amp::GradScaler sa;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::GradScaler sb(amp::GradScalerOptions().init_scale(1024.0));{{$}}
