@@ -135,17 +135,23 @@ bool FunctionAnalyser::lossFromAutocastCallee(const ImplicitBackward &B) const {
   if (!Call || !Call->getDirectCallee() || !Call->getDirectCallee()->hasBody(Def) ||
       !Def->getBody() || Def == FD)
     return false;
+  // Its first switch turns autocast on (or may: a flag), or a guard does; a region that turns
+  // it off first (and back on after) is not a scope of the loss.
   AutocastCallCollector C(Rules);
   C.walk(Def->getBody());
-  if (llvm::any_of(C.Found, [](const auto &F) { return F.second->Role == AutocastRole::Enable; }))
-    return true;
+  for (const auto &[CE, R] : C.Found)
+    if (R->Role == AutocastRole::Enable)
+      return R->EnabledArg < 0 || (unsigned)R->EnabledArg >= CE->getNumArgs() ||
+             boolConstant(CE->getArg(R->EnabledArg), Ctx) != std::optional<bool>(false);
   BodyCollector BC;
   BC.walk(Def->getBody());
   for (const DeclStmt *DS : BC.Decls)
-    for (const Decl *D : DS->decls())
-      if (const auto *V = dyn_cast<VarDecl>(D))
-        if (isAutocastGuardClass(V->getType()->getAsCXXRecordDecl(), Rules, nullptr))
-          return true;
+    for (const Decl *D : DS->decls()) {
+      const auto *V = dyn_cast<VarDecl>(D);
+      bool Disables = false;
+      if (V && isAutocastGuardClass(V->getType()->getAsCXXRecordDecl(), Rules, &Disables) && !Disables)
+        return true;
+    }
   return false;
 }
 

@@ -178,3 +178,18 @@ void train_fp32(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, cons
 // CHECK-FIXES: {{^}}  auto loss = fp32_loss(model, x, y);
 // CHECK-FIXES-NEXT: {{^}}  loss.backward();
 // CHECK-FIXES-NEXT: {{^}}  opt.step();
+
+// A function that only turns autocast off around its loss is no scope of it: nothing to do here.
+torch::Tensor fp32_region_loss(Net &model, const torch::Tensor &x, const torch::Tensor &y) {
+  at::autocast::set_enabled(false);
+  auto loss = torch::nll_loss(model->forward(x), y);
+  at::autocast::set_enabled(true);
+  return loss;
+}
+void train_fp32_region(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, const torch::Tensor &y) {
+  auto loss = fp32_region_loss(model, x, y);
+  loss.backward();
+  opt.step();
+}
+// CHECK-FIXES: {{^}}  auto loss = fp32_region_loss(model, x, y);
+// CHECK-FIXES-NEXT: {{^}}  loss.backward();
