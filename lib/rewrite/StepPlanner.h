@@ -246,6 +246,8 @@ private:
   /// removed whole with the scope (VersionBranches.cpp).
   std::vector<Edit> VersionGroups;
   bool versionBranches(clang::SourceRange Inactive);
+  /// Where the scope's own call statements are (their removals' extents), written outside macros.
+  std::vector<std::pair<unsigned, unsigned>> scopeStatements(const AutocastScope &S) const;
   /// `#ifdef USE_AMP` (one branch, read by the compiler) around the scope's calls and nothing
   /// else: the conditionals go with the scope and the conversion is spelled per configuration
   /// (PPFlagOpen: the directive; the other configuration converts at O0).

@@ -104,6 +104,20 @@ std::optional<std::vector<SpelledCall>> autocastCallsOnly(StringRef Text, const 
 
 } // namespace
 
+std::vector<std::pair<unsigned, unsigned>> StepPlanner::scopeStatements(const AutocastScope &S) const {
+  std::vector<std::pair<unsigned, unsigned>> Out;
+  auto Add = [&](const AutocastCall *A) {
+    Edit E;
+    if (A && A->Removable && !A->MacroUse.isValid() && removal(A->Removable, E))
+      Out.push_back({E.Offset, E.Offset + E.Length});
+  };
+  Add(S.Enable);
+  Add(S.Disable);
+  for (const AutocastCall *A : S.Auxiliary)
+    Add(A);
+  return Out;
+}
+
 bool StepPlanner::versionBranches(SourceRange Inactive) {
   if (Desc.CalleeScope || !T.Scope)
     return false;
@@ -119,16 +133,7 @@ bool StepPlanner::versionBranches(SourceRange Inactive) {
   if (!G || G->Nested)
     return false;
   // The scope's own call statements (removed with it) and where they are.
-  std::vector<std::pair<unsigned, unsigned>> ScopeStmts;
-  auto AddCall = [&](const AutocastCall *A) {
-    Edit E;
-    if (A && A->Removable && !A->MacroUse.isValid() && removal(A->Removable, E))
-      ScopeStmts.push_back({E.Offset, E.Offset + E.Length});
-  };
-  AddCall(S.Enable);
-  AddCall(S.Disable);
-  for (const AutocastCall *A : S.Auxiliary)
-    AddCall(A);
+  std::vector<std::pair<unsigned, unsigned>> ScopeStmts = scopeStatements(S);
   bool ActiveSeen = false;
   for (auto [B, E] : G->Branches) {
     std::optional<std::vector<SpelledCall>> Calls = autocastCallsOnly(StringRef(Buffer).slice(B, E), Rules);
@@ -179,16 +184,7 @@ void StepPlanner::flagConditionals() {
   const AutocastScope &S = *T.Scope;
   const Stmt *Body = FA.Function->getBody();
   unsigned From = lineStart(off(Body->getBeginLoc())), To = off(Body->getEndLoc());
-  std::vector<std::pair<unsigned, unsigned>> ScopeStmts;
-  auto AddCall = [&](const AutocastCall *A) {
-    Edit E;
-    if (A && A->Removable && !A->MacroUse.isValid() && removal(A->Removable, E))
-      ScopeStmts.push_back({E.Offset, E.Offset + E.Length});
-  };
-  AddCall(S.Enable);
-  AddCall(S.Disable);
-  for (const AutocastCall *A : S.Auxiliary)
-    AddCall(A);
+  std::vector<std::pair<unsigned, unsigned>> ScopeStmts = scopeStatements(S);
   if (ScopeStmts.empty())
     return;
   std::vector<const PPGroup *> Flagged;
