@@ -377,8 +377,16 @@ void FunctionAnalyser::findImplicitBackwards() {
             B.SplitAssignsArgument = ArgRef->getDecl() == VD;
       }
     }
-    if (B.Scale)
-      FA.Backwards.push_back(B);
+    if (!B.Scale)
+      continue;
+    // The loss scale() is given: `scale(loss)` or `scale(loss / accum)` (for a scope in the
+    // function that computes it, CalleeScope.cpp).
+    if (!B.ScaleStmt && B.Scale->Call->getNumArgs() >= 1) {
+      const Expr *Arg = B.Scale->Call->getArg(0);
+      const auto *R = dyn_cast<DeclRefExpr>(strip(Arg));
+      B.LossVar = R ? dyn_cast<VarDecl>(R->getDecl()) : scaledLossVariable(Arg);
+    }
+    FA.Backwards.push_back(B);
   }
 }
 

@@ -24,13 +24,8 @@ bool StepPlanner::findCalleeScope() {
   if (T.Backwards.size() != 1)
     return false;
   const ImplicitBackward &B = *T.Backwards.front();
-  const VarDecl *V = B.LossVar; // a step without a scaler: `loss.backward()`
-  if (B.Scale) {
-    if (B.ScaleStmt || !B.Scale->Call->getNumArgs())
-      return false;
-    const auto *DRE = dyn_cast<DeclRefExpr>(B.Scale->Call->getArg(0)->IgnoreParenImpCasts());
-    V = DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : nullptr;
-  }
+  // `loss` of `loss.backward()` or `scale(loss)`, also `(loss / accum)`.
+  const VarDecl *V = B.ScaleStmt ? nullptr : B.LossVar;
   if (!V || !V->isLocalVarDecl() || !V->getInit())
     return false;
   const Expr *Init = V->getInit()->IgnoreImplicit();

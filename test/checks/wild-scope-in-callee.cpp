@@ -193,3 +193,42 @@ void train_fp32_region(Net &model, torch::optim::SGD &opt, const torch::Tensor &
 }
 // CHECK-FIXES: {{^}}  auto loss = fp32_region_loss(model, x, y);
 // CHECK-FIXES-NEXT: {{^}}  loss.backward();
+
+// The scaled loss divided for accumulation (`scaler.scale(loss / accum)`) of a loss the callee
+// computes under its scope: the grads are summed over the micro-steps.
+torch::Tensor micro_loss(Net &model, const torch::Tensor &x, const torch::Tensor &y) {
+  at::autocast::set_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'{{.*}} [amp-autocast-scope]
+  auto out = model->forward(x);
+  at::autocast::set_enabled(false);
+  at::autocast::clear_cache();
+  return torch::nll_loss(out, y);
+}
+void train_accumulated(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, const torch::Tensor &y,
+                       int steps, int accum) {
+  torch::amp::GradScaler scaler;
+  opt.zero_grad();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() ends a gradient accumulation{{.*}} [amp-zero-grad]
+  for (int i = 0; i < steps; ++i) {
+    auto loss = micro_loss(model, x, y);
+    scaler.scale(loss / accum).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+    if ((i + 1) % accum == 0) {
+      scaler.step(opt);
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+      scaler.update();
+      opt.zero_grad();
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: zero_grad() ends a gradient accumulation{{.*}} [amp-zero-grad]
+    }
+  }
+}
+// CHECK-FIXES: {{^}}  std::vector<torch::Tensor> grads;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  for (int i = 0; i < steps; ++i) {
+// CHECK-FIXES-NEXT: {{^}}    auto grad_fn = amp::value_and_grad([&] {
+// CHECK-FIXES-NEXT: {{^}}      auto loss = micro_loss(model, x, y);
+// CHECK-FIXES-NEXT: {{^}}      return scaler.scale(loss / accum);
+// CHECK-FIXES-NEXT: {{^}}    }, amp::parameters_of(opt));
+// CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss, micro_grads] = grad_fn();
+// CHECK-FIXES-NEXT: {{^}}    amp::accumulate_grads(grads, micro_grads);
+// CHECK-FIXES: {{^}}      scaler.step(opt, grads);
+// CHECK-FIXES: {{^}}      grads.clear();

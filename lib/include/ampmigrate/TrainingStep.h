@@ -93,7 +93,9 @@ struct ImplicitBackward {
   const ScalerCall *Scale = nullptr;
   /// plain form: `loss` of `loss.backward()`, or the whole `(loss / k)` of `(loss / k).backward()`
   const clang::Expr *Loss = nullptr;
-  const clang::VarDecl *LossVar = nullptr;   ///< plain form: the loss variable
+  /// the loss variable: of the plain backward, or of scale()'s argument (`scale(loss)`,
+  /// `scale(loss / accum)`) when scale() is not split from the backward
+  const clang::VarDecl *LossVar = nullptr;
   const clang::Stmt *BackwardStmt = nullptr; ///< the statement holding backward()
   const clang::Stmt *ScaleStmt = nullptr;    ///< split form: the statement holding scale()
   const clang::VarDecl *SplitVar = nullptr;  ///< split form: the variable holding the scaled loss
