@@ -232,3 +232,30 @@ void train_accumulated(Net &model, torch::optim::SGD &opt, const torch::Tensor &
 // CHECK-FIXES-NEXT: {{^}}    amp::accumulate_grads(grads, micro_grads);
 // CHECK-FIXES: {{^}}      scaler.step(opt, grads);
 // CHECK-FIXES: {{^}}      grads.clear();
+
+// The loss function reads .grad (the last step's gradients, logged before the forward): the
+// step is reported, naming the read; nothing changes in either function.
+struct LoggedNetImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor &x);
+  torch::Tensor weight;
+};
+TORCH_MODULE(LoggedNet);
+torch::Tensor logged_loss(LoggedNet &model, const torch::Tensor &x, const torch::Tensor &y) {
+  if (model->weight.grad().defined())
+    // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: not migrated automatically: the loss function 'logged_loss' uses .grad (`model->weight.grad()` at {{[^)]+}}), where the original finds the last step's gradients; the explicit grads of amp::value_and_grad never reach .grad, so it would find none: migrate this step by hand [amp-manual-migration]
+    std::printf("%f\n", model->weight.grad().norm().item<float>());
+  at::autocast::set_cpu_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'{{.*}} [amp-autocast-scope]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step{{.*}} [amp-manual-migration]
+  auto loss = torch::nll_loss(model->forward(x), y);
+  at::autocast::set_cpu_enabled(false);
+  return loss;
+}
+void train_logged(LoggedNet &model, torch::optim::SGD &opt, const torch::Tensor &x, const torch::Tensor &y) {
+  auto loss = logged_loss(model, x, y);
+  loss.backward();
+  opt.step();
+}
+// CHECK-FIXES: {{^}}  at::autocast::set_cpu_enabled(true);
+// CHECK-FIXES: {{^}}  auto loss = logged_loss(model, x, y);
+// CHECK-FIXES-NEXT: {{^}}  loss.backward();
