@@ -430,6 +430,54 @@ bool isGradAccessor(const CallExpr *CE) {
 }
 
 namespace {
+const CallExpr *gradAccessIn(const Stmt *Body, const SourceManager &SM, int Depth,
+                             llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen,
+                             const CallExpr **Via) {
+  struct Calls : AstVisitor {
+    std::vector<const CallExpr *> All;
+    bool visitStmt(Stmt *S) override {
+      if (const auto *CE = dyn_cast<CallExpr>(S))
+        All.push_back(CE);
+      return true;
+    }
+  } C;
+  C.walk(const_cast<Stmt *>(Body));
+  for (const CallExpr *CE : C.All)
+    if (isGradAccessor(CE)) {
+      *Via = CE;
+      return CE;
+    }
+  if (Depth >= 3)
+    return nullptr;
+  for (const CallExpr *CE : C.All) {
+    const FunctionDecl *Def = nullptr;
+    const FunctionDecl *F = CE->getDirectCallee();
+    if (!F || !F->hasBody(Def) || !Def->getBody() ||
+        SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())) ||
+        !Seen.insert(Def->getCanonicalDecl()).second)
+      continue;
+    const CallExpr *Inner = nullptr;
+    if (const CallExpr *A = gradAccessIn(Def->getBody(), SM, Depth + 1, Seen, &Inner)) {
+      *Via = CE;
+      return A;
+    }
+  }
+  return nullptr;
+}
+} // namespace
+
+GradUse firstGradUse(const Stmt *Body, const SourceManager &SM) {
+  GradUse U;
+  if (!Body)
+    return U;
+  llvm::SmallPtrSet<const FunctionDecl *, 16> Seen;
+  U.Access = gradAccessIn(Body, SM, 0, Seen, &U.Call);
+  if (!U.Access)
+    U.Call = nullptr;
+  return U;
+}
+
+namespace {
 
 
 /// What one function body calls, for the inference-only rule: whether it runs a backward pass,

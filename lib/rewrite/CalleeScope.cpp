@@ -70,21 +70,15 @@ bool StepPlanner::findCalleeScope() {
   }
   // A `.grad` use in the loss function (a norm logged before the forward) reads the last step's
   // gradients in the original; explicit grads never reach `.grad`.
-  struct GradUses : AstVisitor {
-    const CallExpr *First = nullptr;
-    bool visitStmt(Stmt *S) override {
-      if (const auto *CE = dyn_cast<CallExpr>(S); CE && !First && isGradAccessor(CE))
-        First = CE;
-      return true;
-    }
-  } G;
-  G.walk(Found->Function->getBody());
-  if (G.First) {
-    block(G.First->getBeginLoc(),
-          "the loss function " + Name + " uses .grad (`" + text(G.First->getSourceRange()) +
-              "` at " + where(G.First->getBeginLoc()) + "), where the original finds the last "
-              "step's gradients; the explicit grads of " + Tgt.ValueAndGrad + " never reach "
-              ".grad, so it would find none: migrate this step by hand");
+  // Also one in a function it calls (a logging helper reading the grad norm).
+  if (GradUse G = firstGradUse(Found->Function->getBody(), SM); G.Access) {
+    std::string Use = "`" + text(G.Access->getSourceRange()) + "` at " + where(G.Access->getBeginLoc());
+    if (G.Call != G.Access)
+      Use += ", through `" + text(G.Call->getSourceRange()) + "` at " + where(G.Call->getBeginLoc());
+    block(G.Call->getBeginLoc(),
+          "the loss function " + Name + " uses .grad (" + Use + "), where the original finds "
+              "the last step's gradients; the explicit grads of " + Tgt.ValueAndGrad +
+              " never reach .grad, so it would find none: migrate this step by hand");
     return false;
   }
   if (Scope->Shape == AutocastScope::Kind::Unclosed || Scope->LeaksAt.isValid()) {

@@ -259,3 +259,28 @@ void train_logged(LoggedNet &model, torch::optim::SGD &opt, const torch::Tensor 
 // CHECK-FIXES: {{^}}  at::autocast::set_cpu_enabled(true);
 // CHECK-FIXES: {{^}}  auto loss = logged_loss(model, x, y);
 // CHECK-FIXES-NEXT: {{^}}  loss.backward();
+
+// The same read one call down: a logging helper the loss function calls.
+void log_grad_norm(LoggedNet &model) {
+  if (model->weight.grad().defined())
+    std::printf("%f\n", model->weight.grad().norm().item<float>());
+}
+torch::Tensor helper_logged_loss(LoggedNet &model, const torch::Tensor &x, const torch::Tensor &y) {
+  log_grad_norm(model);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: the loss function 'helper_logged_loss' uses .grad (`model->weight.grad()` at {{[^)]+}}, through `log_grad_norm(model)` at {{[^)]+}}), where the original finds the last step's gradients{{.*}} [amp-manual-migration]
+  at::autocast::set_cpu_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'{{.*}} [amp-autocast-scope]
+  // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: not migrated automatically: no training step{{.*}} [amp-manual-migration]
+  auto loss = torch::nll_loss(model->forward(x), y);
+  at::autocast::set_cpu_enabled(false);
+  return loss;
+}
+void train_helper_logged(LoggedNet &model, torch::optim::SGD &opt, const torch::Tensor &x, const torch::Tensor &y) {
+  auto loss = helper_logged_loss(model, x, y);
+  loss.backward();
+  opt.step();
+}
+// CHECK-FIXES: {{^}}  log_grad_norm(model);
+// CHECK-FIXES-NEXT: {{^}}  at::autocast::set_cpu_enabled(true);
+// CHECK-FIXES: {{^}}  auto loss = helper_logged_loss(model, x, y);
+// CHECK-FIXES-NEXT: {{^}}  loss.backward();

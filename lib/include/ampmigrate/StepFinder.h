@@ -56,5 +56,13 @@ ObjectRef resolveObject(const clang::Expr *E);
 ObjectRef parametersOwner(const clang::Expr *E);
 /// `t.grad()` / `t.mutable_grad()` on a tensor.
 bool isGradAccessor(const clang::CallExpr *CE);
+/// A `.grad` use reached from a body: `Access` is the `grad()` / `mutable_grad()` call, `Call` the
+/// call of the body that leads to it (the access itself when it is in the body). Functions outside
+/// system headers are followed, three calls deep.
+struct GradUse {
+  const clang::CallExpr *Call = nullptr;
+  const clang::CallExpr *Access = nullptr;
+};
+GradUse firstGradUse(const clang::Stmt *Body, const clang::SourceManager &SM);
 
 } // namespace ampmigrate
