@@ -7,6 +7,7 @@
 #include "clip_outputs.h"
 #include "core_dispatch.h"
 
+#include <c10/core/CPUAllocator.h>
 #include <caffe2/serialize/inline_container.h>
 
 #include <gtest/gtest.h>
@@ -1380,3 +1381,120 @@ TEST(Adapter, CastsAggregateFields) {
 }
 
 } // namespace
+
+// ---- the CPU step cache ---------------------------------------------------------------------------
+namespace {
+/// One step of a 300 -> 700 linear layer: its weight's grad (840,000 bytes) is the only block of
+/// that size the step allocates.
+std::pair<torch::Tensor, std::vector<torch::Tensor>> linear_step(torch::nn::Linear &layer,
+                                                                 const torch::Tensor &x) {
+  auto grad_fn = amp::value_and_grad([&] { return layer->forward(x).pow(2).mean(); },
+                                     layer->parameters());
+  return grad_fn();
+}
+} // namespace
+
+TEST(StepCache, LargeBlocksOfTheStepAreReusedAndGradsStayExact) {
+  torch::manual_seed(3);
+  torch::nn::Linear layer(300, 700);
+  auto x = torch::randn({64, 300});
+  auto reference = [&] {
+    layer->zero_grad();
+    layer->forward(x).pow(2).mean().backward();
+    auto g = layer->weight.grad().clone();
+    layer->zero_grad();
+    return g;
+  }();
+  auto before = amp::cpu_step_cache_stats();
+  void *first = nullptr, *third = nullptr;
+  {
+    auto [loss, grads] = linear_step(layer, x);
+    first = grads[0].data_ptr();
+    EXPECT_TRUE(torch::allclose(grads[0], reference));
+  } // the grads go back to the cache here
+  auto after_first = amp::cpu_step_cache_stats();
+  EXPECT_GT(after_first.misses, before.misses);
+  EXPECT_GT(after_first.cached_bytes, 0u);
+  { auto step = linear_step(layer, x); }
+  auto after_second = amp::cpu_step_cache_stats();
+  {
+    auto [loss, grads] = linear_step(layer, x);
+    third = grads[0].data_ptr();
+    EXPECT_TRUE(torch::allclose(grads[0], reference));
+  }
+  auto after_third = amp::cpu_step_cache_stats();
+  EXPECT_EQ(third, first); // the same block served the same grad
+  EXPECT_EQ(after_third.misses, after_second.misses); // a steady step allocates no large block
+  EXPECT_GT(after_third.hits, after_second.hits);
+  EXPECT_LE(after_third.cached_bytes + after_third.live_bytes, 2 * after_third.peak_live_bytes);
+}
+
+// A batch size that changes leaves blocks of the old sizes: they go when two steps pass without
+// asking for them, and meanwhile cached plus in use stays within twice the peak in use.
+
+
+TEST(StepCache, AllocationsOutsideValueAndGradAreNotCached) {
+  auto before = amp::cpu_step_cache_stats();
+  {
+    auto big = torch::empty({1 << 20}); // 4 MiB, outside any step
+    big.fill_(1.0f);
+  }
+  auto after = amp::cpu_step_cache_stats();
+  EXPECT_EQ(after.misses, before.misses);
+  EXPECT_EQ(after.hits, before.hits);
+  EXPECT_EQ(after.cached_bytes, before.cached_bytes);
+}
+
+TEST(StepCache, BoundedWhenSizesChange) {
+  torch::nn::Linear layer(256, 512);
+  amp::empty_cpu_step_cache();
+  for (int batch : {200, 64, 96, 128, 160, 32, 200, 64}) {
+    auto [loss, grads] = linear_step(layer, torch::randn({batch, 256}));
+    auto s = amp::cpu_step_cache_stats();
+    EXPECT_LE(s.cached_bytes + s.live_bytes, 2 * s.peak_live_bytes);
+  }
+  auto steady = amp::cpu_step_cache_stats();
+  for (int i = 0; i < 3; ++i) {
+    auto step = linear_step(layer, torch::randn({64, 256}));
+  }
+  auto s = amp::cpu_step_cache_stats();
+  // Only the batch-64 step's blocks are left (the 200-row ones were not asked for again).
+  EXPECT_LT(s.cached_bytes, steady.cached_bytes);
+  EXPECT_EQ(s.misses, steady.misses);
+}
+
+TEST(StepCache, RawAllocationsInsideAStepGoBackWhereTheyCameFrom) {
+  torch::nn::Linear layer(300, 700);
+  auto x = torch::randn({8, 300});
+  auto grad_fn = amp::value_and_grad(
+      [&] {
+        c10::Allocator *a = c10::GetCPUAllocator();
+        void *big = a->raw_allocate(1 << 20);
+        void *small = a->raw_allocate(64);
+        std::memset(big, 0, 1 << 20);
+        a->raw_deallocate(big);
+        a->raw_deallocate(small);
+        return layer->forward(x).sum();
+      },
+      layer->parameters());
+  auto [loss, grads] = grad_fn();
+  EXPECT_EQ(grads.size(), 2u);
+  void *outside = c10::GetCPUAllocator()->raw_allocate(1 << 20);
+  c10::GetCPUAllocator()->raw_deallocate(outside);
+}
+
+TEST(StepCache, EmptyAndDisabled) {
+  torch::nn::Linear layer(300, 700);
+  auto x = torch::randn({64, 300});
+  { auto step = linear_step(layer, x); }
+  EXPECT_GT(amp::cpu_step_cache_stats().cached_bytes, 0u);
+  amp::empty_cpu_step_cache();
+  EXPECT_EQ(amp::cpu_step_cache_stats().cached_bytes, 0u);
+  amp::set_cpu_step_cache_enabled(false);
+  auto off = amp::cpu_step_cache_stats();
+  { auto step = linear_step(layer, x); }
+  auto after = amp::cpu_step_cache_stats();
+  EXPECT_EQ(after.cached_bytes, 0u);
+  EXPECT_EQ(after.hits + after.misses, off.hits + off.misses);
+  amp::set_cpu_step_cache_enabled(true);
+}

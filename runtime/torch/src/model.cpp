@@ -3,6 +3,7 @@
 #include <amp/torch.h>
 
 #include "core_dispatch.h"
+#include "step_cache.h"
 
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>
@@ -453,9 +454,13 @@ void restore_masters() {
   }
 }
 
-GradScope::GradScope() { ++grad_scope_depth; }
+GradScope::GradScope() {
+  ++grad_scope_depth;
+  step_cache_enter();
+}
 
 GradScope::~GradScope() {
+  step_cache_leave();
   if (--grad_scope_depth == 0)
     restore_masters();
 }

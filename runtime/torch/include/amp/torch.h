@@ -356,6 +356,24 @@ template <class Fn> ValueAndGrad<std::decay_t<Fn>> value_and_grad(Fn &&fn,
   return {std::forward<Fn>(fn), std::move(params)};
 }
 
+/// The CPU step cache: value_and_grad's forward and backward take their large CPU blocks (128 KiB
+/// and more: activations, O1's bf16 copies, the grads it returns) from a cache that gets them back
+/// when they are freed, so that a steady loop stops returning memory to the system and faulting
+/// it in again every step (docs/runtime.md, "The CPU step cache"). On by default; the environment
+/// variable AMP_CPU_STEP_CACHE=0 keeps it from being installed. A block no step asked for in the
+/// last two steps is freed when the next one begins.
+struct CpuStepCacheStats {
+  std::size_t cached_bytes = 0;    ///< freed blocks kept for the next step
+  std::size_t live_bytes = 0;      ///< blocks of the cache in use
+  std::size_t peak_live_bytes = 0; ///< the most in use at once
+  std::size_t hits = 0, misses = 0;
+};
+CpuStepCacheStats cpu_step_cache_stats();
+/// Frees every cached block (before an evaluation phase, say); the cache refills in the next steps.
+void empty_cpu_step_cache();
+/// Off: no new block is cached and the cached ones are freed (blocks in use are freed when released).
+void set_cpu_step_cache_enabled(bool on);
+
 /// Gradient accumulation over micro-steps: an empty `acc` becomes `micro`, otherwise
 /// acc[i] += micro[i] in place (the lists must pair up).
 void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::Tensor> &micro);
