@@ -109,21 +109,65 @@ void FunctionAnalyser::groupStep(const ObjectRef &Sc, unsigned Lo, unsigned Hi) 
 }
 
 bool FunctionAnalyser::computedIn(const AutocastScope &S, const ImplicitBackward &B) const {
+  // The loss is given a value in the scope, or after it from values given in it, before the
+  // backward (`auto pred = net->forward(x);` in the scope, `auto loss = mse_loss(pred.to(kFloat),
+  // y);` in fp32 after it).
   const VarDecl *VD = B.LossVar;
-  auto Inside = [&](const Stmt *X) {
-    unsigned O = offsetOf(X->getBeginLoc());
-    return O >= S.Begin && O <= S.End;
-  };
-  if (VD->getInit() && Inside(VD->getInit()))
-    return true;
-  for (const CallExpr *CE : AllCalls) {
-    const auto *OC = dyn_cast<CXXOperatorCallExpr>(CE);
-    if (!OC || OC->getOperator() != OO_Equal || OC->getNumArgs() != 2 || !Inside(OC))
-      continue;
-    if (const auto *L = dyn_cast<DeclRefExpr>(strip(OC->getArg(0))); L && L->getDecl() == VD)
+  unsigned At = offsetOf(B.Backward->getBeginLoc());
+  struct Values : AstVisitor {
+    std::vector<std::pair<const VarDecl *, const Expr *>> All; // a variable and a value given it
+    void add(const Expr *Target, const Expr *Value) {
+      if (const auto *L = dyn_cast<DeclRefExpr>(strip(Target)))
+        if (const auto *V = dyn_cast<VarDecl>(L->getDecl()))
+          All.push_back({V, Value});
+    }
+    bool visitStmt(Stmt *St) override {
+      if (const auto *DS = dyn_cast<DeclStmt>(St)) {
+        for (const Decl *D : DS->decls())
+          if (const auto *V = dyn_cast<VarDecl>(D); V && V->getInit())
+            All.push_back({V, V->getInit()});
+      } else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(St);
+                 OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2) {
+        add(OC->getArg(0), OC->getArg(1));
+      } else if (const auto *BO = dyn_cast<BinaryOperator>(St); BO && BO->getOpcode() == BO_Assign) {
+        add(BO->getLHS(), BO->getRHS());
+      }
       return true;
+    }
+  } Vals;
+  Vals.walk(FD->getBody());
+  llvm::SmallPtrSet<const VarDecl *, 8> FromScope;
+  for (const auto &[V, E] : Vals.All) {
+    unsigned O = offsetOf(E->getBeginLoc());
+    if (O >= S.Begin && O <= S.End)
+      FromScope.insert(V);
   }
-  return false;
+  auto UsesScopeValue = [&](const Expr *E) {
+    struct Refs : AstVisitor {
+      const llvm::SmallPtrSetImpl<const VarDecl *> &Set;
+      bool Found = false;
+      explicit Refs(const llvm::SmallPtrSetImpl<const VarDecl *> &Set) : Set(Set) {}
+      bool visitStmt(Stmt *St) override {
+        if (const auto *R = dyn_cast<DeclRefExpr>(St))
+          if (const auto *V = dyn_cast<VarDecl>(R->getDecl()); V && Set.contains(V))
+            Found = true;
+        return !Found;
+      }
+    } R(FromScope);
+    R.walk(E);
+    return R.Found;
+  };
+  for (bool Grew = true; Grew && !FromScope.contains(VD);) {
+    Grew = false;
+    for (const auto &[V, E] : Vals.All) {
+      unsigned O = offsetOf(E->getBeginLoc());
+      if (O > S.End && O < At && !FromScope.contains(V) && UsesScopeValue(E)) {
+        FromScope.insert(V);
+        Grew = true;
+      }
+    }
+  }
+  return FromScope.contains(VD);
 }
 
 bool FunctionAnalyser::lossFromAutocastCallee(const ImplicitBackward &B) const {

@@ -118,3 +118,43 @@ void fp32_step(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &da
   loss.backward();
   optimizer.step();
 }
+
+// The forward in the scope, the loss in fp32 after it from the scope's output (PyTorch's advice for
+// sensitive losses): the loss statements go into the function with the forward.
+void loss_after_scope(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+                      const torch::Tensor &target) {
+  at::autocast::set_cpu_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+  auto out = model->forward(data);
+  at::autocast::set_cpu_enabled(false);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the scope ends here
+  auto logits = out.to(torch::kFloat);
+  auto loss = torch::nll_loss(logits, target);
+  loss.backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the loss computed in this scope is backpropagated here{{.*}}
+  optimizer.step();
+}
+// CHECK-FIXES: {{^}}void loss_after_scope(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,{{$}}
+// CHECK-FIXES: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto out = amp::cast_to_adapter_tensor(amp_model->forward(data));{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto logits = out.to(torch::kFloat);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto loss = torch::nll_loss(logits, target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    return loss;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto [loss_value, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::step(optimizer, grads);{{$}}
+
+// The same with the scope's output unused by the loss: an inference scope, then fp32 training.
+void unrelated_scope(Net &model, Net &teacher, torch::optim::SGD &optimizer,
+                     const torch::Tensor &data, const torch::Tensor &target) {
+  at::autocast::set_cpu_enabled(true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_cpu_enabled'{{.*}} [amp-autocast-scope]
+  auto hint = teacher->forward(data);
+  at::autocast::set_cpu_enabled(false);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the scope ends here
+  // CHECK-MESSAGES: :[[@LINE-5]]:3: warning: not migrated automatically: backward() at line [[#@LINE+3]] follows{{.*}} [amp-manual-migration]
+  std::printf("%f\n", hint.sum().item<float>());
+  auto loss = torch::nll_loss(model->forward(data), target);
+  loss.backward();
+  optimizer.step();
+}
