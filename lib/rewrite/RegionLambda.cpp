@@ -653,6 +653,40 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     }
     rewriteForward(*F, Conv, Inner);
   }
+  // A scope whose forward runs in a function it calls (`loss = compute_loss(batch);` in the scope,
+  // `model_->forward` in compute_loss): with the scope removed and no model converted, the step
+  // would train in fp32.
+  if (!Desc.CalleeScope && ModelNames.empty()) {
+    const CallExpr *Via = nullptr;
+    for (const Stmt *St : Region) {
+      struct Calls : AstVisitor {
+        const SourceManager &SM;
+        const CallExpr *First = nullptr;
+        explicit Calls(const SourceManager &SM) : SM(SM) {}
+        bool visitStmt(Stmt *X) override {
+          const auto *CE = dyn_cast<CallExpr>(X);
+          const FunctionDecl *Def = nullptr;
+          if (CE && !First && !isa<CXXOperatorCallExpr>(CE) && CE->getDirectCallee() &&
+              CE->getDirectCallee()->hasBody(Def) &&
+              SM.isWrittenInMainFile(SM.getExpansionLoc(Def->getLocation())))
+            First = CE;
+          return !First;
+        }
+      } C(SM);
+      C.walk(St);
+      unsigned O = C.First ? off(C.First->getBeginLoc()) : 0;
+      if (C.First && O >= S.Begin && O <= S.End) {
+        Via = C.First;
+        break;
+      }
+    }
+    block(S.ReportLoc, "no forward of a model runs in the autocast scope itself" +
+                           (Via ? " (it calls `" + firstLine(text(Via->getSourceRange())) +
+                                      "`, whose forward would run in fp32 once the scope is gone)"
+                                : std::string()) +
+                           "; the model to convert is not known: migrate this step by hand");
+    return;
+  }
   // zero_grad inside the region goes.
   for (const ZeroGradCall *Z : stepZeroGrads()) {
     unsigned O = off(Z->Call->getBeginLoc());

@@ -11,7 +11,7 @@
 
 struct NetImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor &x);
-  std::tuple<torch::Tensor, torch::Tensor> forward2(const torch::Tensor &x, const torch::Tensor &y);
+  std::tuple<torch::Tensor, torch::Tensor> forward(const torch::Tensor &x, const torch::Tensor &y);
 };
 TORCH_MODULE(Net);
 
@@ -25,7 +25,7 @@ float tuple_binding(Net &model, torch::optim::SGD &optimizer, torch::amp::GradSc
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: zero_grad() is redundant: explicit gradients from amp::value_and_grad never accumulate in .grad [amp-zero-grad]
   at::autocast::set_enabled(true);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
-  auto [logits, loss] = model->forward2(data, target);
+  auto [logits, loss] = model->forward(data, target);
   at::autocast::set_enabled(false);
   scaler.scale(loss).backward(); // scaled backward
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
@@ -128,10 +128,11 @@ float alias_after(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScal
 }
 // CHECK-FIXES: {{^}}float tuple_binding(Net &model, torch::optim::SGD &optimizer, amp::GradScaler &scaler,{{$}}
 // CHECK-FIXES-NEXT: {{^}}                    const torch::Tensor &data, const torch::Tensor &target) {{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, torch::kCUDA);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor logits;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  torch::Tensor loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
-// CHECK-FIXES-NEXT: {{^}}    std::tie(logits, loss) = model->forward2(data, target);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    std::tie(logits, loss) = amp::cast_to_adapter_tensor(amp_model->forward(data, target));{{$}}
 // CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn(); // scaled backward{{$}}
