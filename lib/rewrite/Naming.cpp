@@ -18,6 +18,8 @@ public:
   bool visitStmt(Stmt *S) override {
     if (const auto *E = dyn_cast<DeclRefExpr>(S); E && E->getDecl()->getIdentifier())
       Names.insert(E->getDecl()->getName());
+    if (const auto *M = dyn_cast<MemberExpr>(S); M && M->getMemberDecl()->getIdentifier())
+      Names.insert(M->getMemberDecl()->getName());
     return true;
   }
 };
@@ -27,6 +29,20 @@ public:
 llvm::StringSet<> namesIn(const FunctionDecl *FD) {
   NameCollector NC;
   NC.walk(FD);
+  // In a member function a new local must not hide a member of the class (`grad_norm` of the
+  // trainer read after the step), its bases' included.
+  if (const auto *MD = dyn_cast<CXXMethodDecl>(FD)) {
+    auto AddMembers = [&](const CXXRecordDecl *RD) {
+      for (const Decl *D : RD->decls())
+        if (const auto *ND = dyn_cast<NamedDecl>(D); ND && ND->getIdentifier())
+          NC.Names.insert(ND->getName());
+      return true;
+    };
+    const CXXRecordDecl *RD = MD->getParent();
+    AddMembers(RD);
+    if (RD->hasDefinition())
+      RD->forallBases(AddMembers);
+  }
   return std::move(NC.Names);
 }
 

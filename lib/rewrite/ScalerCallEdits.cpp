@@ -455,7 +455,16 @@ void StepPlanner::checkClips() {
       Desc.Clips.push_back(Clip);
       continue;
     }
-    Clip.NormVar = freshName("grad_norm");
+    if (Tgt.ClipInPlace.empty()) {
+      // Out of place: the norm is computed in a statement of its own before the clip's.
+      const Stmt *Parent = PM.getParent(C->Statement);
+      if (Parent && !isa<CompoundStmt>(Parent)) {
+        block(C->Call->getBeginLoc(), "the clip's statement is the body of a statement without "
+                                      "braces; add them, or migrate by hand");
+        continue;
+      }
+      Clip.NormVar = freshName("grad_norm");
+    }
     if (!fileRange(C->Call->getSourceRange(), Clip.CallBegin, Clip.CallEnd)) {
       block(C->Call->getBeginLoc(), "the clip call is inside a macro body");
       continue;
@@ -504,9 +513,14 @@ void StepEmitter::emitClips() const {
       Out.insert(C.StmtEnd, "\n" + C.Indent + Clip);
       break;
     case ClipEdit::Form::NormBefore: {
-      std::string Before = InPlace ? "const double " + C.NormVar + " = " + NormAndClip + ";\n" + C.Indent
-                                   : "const double " + C.NormVar + " = " + Norm + ";\n" + C.Indent +
-                                         Clip + "\n" + C.Indent;
+      // In place, the call becomes the clip returning the norm, where it was: under a braceless
+      // `if (max_norm > 0)` too, and evaluated when the original was.
+      if (InPlace) {
+        Out.replace(C.CallBegin, C.CallEnd - C.CallBegin, NormAndClip);
+        break;
+      }
+      std::string Before = "const double " + C.NormVar + " = " + Norm + ";\n" + C.Indent + Clip +
+                           "\n" + C.Indent;
       Out.insert(C.StmtBegin, Before);
       Out.replace(C.CallBegin, C.CallEnd - C.CallBegin, C.NormVar);
       break;

@@ -72,8 +72,7 @@ void norm_in_expression(Net &model, torch::optim::SGD &optimizer, const torch::T
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
-// CHECK-FIXES-NEXT: {{^}}  const double grad_norm = amp::clip_by_global_norm_(grads, max_norm).item<double>();{{$}}
-// CHECK-FIXES-NEXT: {{^}}  std::printf("grad norm %f\n", grad_norm);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  std::printf("grad norm %f\n", amp::clip_by_global_norm_(grads, max_norm).item<double>());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
 
 // The parameter list held in a local first (`auto params = model->parameters();`): the same
@@ -121,3 +120,38 @@ void clip_by_value(Net &model, torch::optim::SGD &optimizer, torch::amp::GradSca
 // CHECK-FIXES: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::clip_by_value_(grads, limit / 2);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
+
+// A clip skipped when max_norm is 0, its norm kept in a member of the same name as the variable
+// the rewrite used to declare: the call becomes the in-place clip where it stood, under the if
+// (it was split into a declaration and an assignment, the assignment escaping the braceless if
+// and reading the member: red-team A v11).
+struct Stats { double grad_norm = -1.0; };
+class NormTrainer {
+public:
+  void step(const torch::Tensor &data, const torch::Tensor &target, double max_norm) {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'{{.*}} [amp-autocast-scope]
+    auto loss = torch::nll_loss(model->forward(data), target);
+    at::autocast::set_enabled(false);
+    scaler.scale(loss).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss{{.*}} [amp-scaler-implicit-grad]
+    scaler.unscale_(optimizer);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: unscale_() without explicit grads{{.*}} [amp-scaler-unscale]
+    if (max_norm > 0)
+      stats.grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
+    // CHECK-MESSAGES: :[[@LINE-1]]:25: warning: clipping the parameters' .grad inside a scaled step{{.*}} [amp-clip-grad-norm]
+    scaler.step(optimizer);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+    scaler.update();
+    std::printf("%f %f\n", stats.grad_norm, grad_norm);
+  }
+  Net model;
+  torch::optim::SGD optimizer{model->parameters(), torch::optim::SGDOptions(0.1)};
+  torch::amp::GradScaler scaler;
+  Stats stats;
+  double grad_norm = 0;
+};
+// CHECK-FIXES: {{^}}    scaler.unscale_(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    if (max_norm > 0){{$}}
+// CHECK-FIXES-NEXT: {{^}}      stats.grad_norm = amp::clip_by_global_norm_(grads, max_norm).item<double>();{{$}}
+// CHECK-FIXES-NEXT: {{^}}    scaler.step(optimizer, grads);{{$}}
