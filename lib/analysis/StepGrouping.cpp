@@ -469,7 +469,10 @@ void FunctionAnalyser::addGradReadsAfter(TrainingStep &T) {
   }
   for (const CallExpr *CE : AllCalls) {
     unsigned O = offsetOf(CE->getBeginLoc());
-    if (O > T.GradientEnd && O < Limit && isGradAccessor(CE))
+    // Also the step's optimizer stepped again on .grad (`if (use_amp) { scaler.step(opt); ... }
+    // else { opt.step(); }` after an unconditional scaled backward).
+    if (O > T.GradientEnd && O < Limit &&
+        (isGradAccessor(CE) || (isOwnStepOf(T, CE) && !isStepElement(T, CE))))
       T.GradReadsAfter.push_back(CE);
   }
 }

@@ -70,6 +70,14 @@ void StepPlanner::checkGradAccesses() {
   };
   for (const CallExpr *CE : T.GradReadsAfter) {
     const Stmt *Holder = HolderOf(CE);
+    if (!isGradAccessor(CE)) { // the step's optimizer stepped on .grad after the step
+      block(CE->getBeginLoc(),
+            "`" + firstLine(text(CE->getSourceRange())) + "` steps the optimizer on .grad after "
+                "the step (" + where(CE->getBeginLoc()) + "; the fp32 path of the same "
+                "backward?); the explicit grads of " + Tgt.ValueAndGrad + " never reach .grad, "
+                "so it would step on none: migrate this step by hand");
+      return;
+    }
     block(CE->getBeginLoc(),
           "`" + firstLine(text(Holder->getSourceRange())) + "` uses .grad after the step (" +
               where(CE->getBeginLoc()) + "), where the original's gradients still are; the "
