@@ -653,6 +653,33 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
     }
     rewriteForward(*F, Conv, Inner);
   }
+  // A structured binding of the enclosing code (`for (auto &[x, y] : batches)`) cannot be captured
+  // by the lambda before C++20 (clang warns, older compilers refuse).
+  if (!Ctx.getLangOpts().CPlusPlus20)
+    for (const Stmt *St : Region) {
+      struct Bindings : AstVisitor {
+        const DeclRefExpr *Found = nullptr;
+        unsigned From = 0;
+        const SourceManager &SM;
+        explicit Bindings(const SourceManager &SM) : SM(SM) {}
+        bool visitStmt(Stmt *X) override {
+          if (const auto *R = dyn_cast<DeclRefExpr>(X); R && isa<BindingDecl>(R->getDecl()) &&
+              SM.getFileOffset(SM.getExpansionLoc(R->getDecl()->getLocation())) < From)
+            Found = R;
+          return !Found;
+        }
+      } B(SM);
+      B.From = RB;
+      B.walk(St);
+      if (B.Found) {
+        block(B.Found->getBeginLoc(),
+              "the forward region uses the structured binding '" +
+                  B.Found->getDecl()->getNameAsString() + "', which the lambda of " +
+                  Tgt.ValueAndGrad + " cannot capture before C++20: bind it to a variable "
+                  "first, or migrate by hand");
+        return;
+      }
+    }
   // A scope whose forward runs in a function it calls (`loss = compute_loss(batch);` in the scope,
   // `model_->forward` in compute_loss): with the scope removed and no model converted, the step
   // would train in fp32.
