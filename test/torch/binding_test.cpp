@@ -1498,3 +1498,26 @@ TEST(StepCache, EmptyAndDisabled) {
   EXPECT_EQ(after.hits + after.misses, off.hits + off.misses);
   amp::set_cpu_step_cache_enabled(true);
 }
+
+// Every micro-batch of an accumulation window skipped (a non-finite loss each time): nothing was
+// accumulated and the migrated step hands an empty grads list to the scaler. The original stepped
+// with every .grad unset after zero_grad(): no parameter moves, and training goes on.
+TEST(Step, EmptyGradsMoveNothing) {
+  auto w = torch::ones({4}, torch::requires_grad());
+  torch::optim::SGD opt({w}, torch::optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.1));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(8.0));
+  std::vector<torch::Tensor> none;
+  scaler.scale(torch::ones({})); // the window's skipped micro-batches scaled their losses
+  scaler.unscale_(opt, none);
+  scaler.step(opt, none);
+  scaler.update();
+  EXPECT_TRUE(w.equal(torch::ones({4})));
+  amp::step(opt, none);
+  EXPECT_TRUE(w.equal(torch::ones({4})));
+  EXPECT_FALSE(w.grad().defined());
+  // The next window has grads again.
+  auto grad_fn = amp::value_and_grad([&] { return scaler.scale((w * w).sum()); }, amp::parameters_of(opt));
+  auto [loss, grads] = grad_fn();
+  scaler.step(opt, grads);
+  EXPECT_LT(w[0].item<double>(), 1.0);
+}

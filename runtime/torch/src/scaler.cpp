@@ -148,6 +148,18 @@ std::vector<torch::Tensor *> paired_params(torch::optim::Optimizer &opt, std::si
 /// `who` names the caller in errors.
 void step_with(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &grads,
                const char *who = "amp::GradScaler::step") {
+  // No grads at all (every micro-batch of an accumulation window skipped, so nothing was
+  // accumulated): the optimizer steps with every .grad unset, which moves no parameter, as the
+  // original's step after zero_grad() and no backward.
+  if (grads.empty()) {
+    std::size_t n = 0;
+    for (auto &group : opt.param_groups())
+      n += group.params().size();
+    if (n > 0) {
+      step_with(opt, std::vector<torch::Tensor>(n), who);
+      return;
+    }
+  }
   auto params = paired_params(opt, grads.size(), who);
   std::vector<torch::Tensor> saved;
   saved.reserve(params.size());
