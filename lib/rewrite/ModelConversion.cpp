@@ -118,6 +118,14 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
     for (const AutocastCall *A : S.Auxiliary)
       if (A->Rule->Role == AutocastRole::Dtype)
         Dtypes.push_back({A->Call, A->Device});
+    // A dtype set after the scope is closed (`set_autocast_dtype(dev, prev_dtype)` restoring the
+    // saved one) is not the scope's, when one is set before.
+    if (S.Disable) {
+      unsigned Close = off(S.Disable->Call->getBeginLoc());
+      auto After = [&](const DtypeCall &D) { return off(D.Call->getBeginLoc()) > Close; };
+      if (!llvm::all_of(Dtypes, After))
+        llvm::erase_if(Dtypes, After);
+    }
   } else if (const auto *VD = S.GuardVar ? dyn_cast<VarDecl>(S.GuardVar) : nullptr) {
     const auto *CE = VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
     GuardUse = CE;

@@ -36,3 +36,26 @@ void train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
+
+// torch.autocast's __enter__/__exit__ written inline: the previous state and dtype saved, bf16 set,
+// both restored after the forward. The restoring dtype call comes after the scope is closed and is
+// not the scope's dtype (it was taken for a second one: red-team C v16).
+float inline_save_restore(Net &model, torch::optim::Adam &opt, const torch::Tensor &x,
+                          const torch::Tensor &y, at::DeviceType dev) {
+  const bool prev_enabled = at::autocast::is_autocast_enabled(dev);
+  const auto prev_dtype = at::autocast::get_autocast_dtype(dev);
+  at::autocast::set_autocast_dtype(dev, at::kBFloat16);
+  at::autocast::set_autocast_enabled(dev, true);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: autocast scope enabled with 'at::autocast::set_autocast_enabled'{{.*}} [amp-autocast-scope]
+  auto loss = torch::mse_loss(model->forward(x), y);
+  at::autocast::set_autocast_enabled(dev, prev_enabled);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the scope ends here{{.*}}
+  at::autocast::set_autocast_dtype(dev, prev_dtype);
+  loss.backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: note: the loss computed in this scope is backpropagated here{{.*}}
+  opt.step();
+  return loss.item<float>();
+}
+// CHECK-FIXES: {{^}}float inline_save_restore(Net &model, torch::optim::Adam &opt, const torch::Tensor &x,{{$}}
+// CHECK-FIXES: {{^}}  auto amp_model = amp::auto_mixed_precision(model, amp::Level::O2, at::kBFloat16);{{$}}
+// CHECK-FIXES: {{^}}  amp::step(opt, grads);{{$}}
