@@ -240,6 +240,9 @@ private:
 
   void addGradAccesses(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);
+  /// The `.grad()` read (not a clearing) that calling `CE` leads to, in a function defined in
+  /// this translation unit a few calls deep; null when none.
+  const clang::CallExpr *gradReadInCallee(const clang::CallExpr *CE);
   void addGradReadsBefore(TrainingStep &T);
   /// A plain backward's loss variable initialised by a call of a function of this translation
   /// unit that opens an autocast scope (an enable call or an RAII guard in its body).

@@ -10,6 +10,7 @@
 #include "clang/Tooling/Transformer/SourceCode.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include <algorithm>
 #include <map>
@@ -480,11 +481,86 @@ GradUse firstGradUse(const Stmt *Body, const SourceManager &SM) {
 namespace {
 
 
+/// The functions a piece of code calls or names (a call's callee, a constructor, a function named
+/// without being called), memoised per statement for one translation unit. CallSummary asks it for
+/// every argument of every call; without the memo a chain of n operator calls (`a + b + ...`,
+/// `os << x << y ...`, `opts()(...)(...)`) was walked once per enclosing call, and each of those
+/// walks asked again for its own calls' arguments: exponential in n. With it every statement is
+/// walked once (time linear in the size of the code, times the few distinct callees).
+class CalleeMemo {
+public:
+  using Set = llvm::SmallVector<const FunctionDecl *, 4>;
+
+  /// One key for a function, its redeclarations and its template's instantiations.
+  static const FunctionDecl *key(const FunctionDecl *F) {
+    if (const FunctionDecl *Pattern = F->getTemplateInstantiationPattern())
+      F = Pattern;
+    return F->getCanonicalDecl();
+  }
+
+  /// The function `S` itself calls or names (not what is under it), or null.
+  static const FunctionDecl *namedBy(const Stmt *S) {
+    if (const auto *CE = dyn_cast<CallExpr>(S)) {
+      const FunctionDecl *F = CE->getDirectCallee();
+      return F ? key(F) : nullptr;
+    }
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(S))
+      return CE->getConstructor() ? key(CE->getConstructor()) : nullptr;
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(S))
+      if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl()))
+        return key(F);
+    if (const auto *ME = dyn_cast<MemberExpr>(S))
+      if (const auto *F = dyn_cast<FunctionDecl>(ME->getMemberDecl()))
+        return key(F);
+    return nullptr;
+  }
+
+  /// What `S` and everything under it calls or names (a lambda through its analysed body).
+  const Set &of(const Stmt *S) {
+    if (auto It = Memo.find(S); It != Memo.end())
+      return It->second;
+    Collector C(*this);
+    C.walk(S);
+    return Memo[S];
+  }
+
+private:
+  /// A post-order walk: each statement's set is its own callee and its children's sets, stored as
+  /// it finishes; a statement already known is not entered again.
+  class Collector : public AnalysedBodyVisitor {
+  public:
+    explicit Collector(CalleeMemo &M) : M(M) { WrapsStmts = true; }
+    bool traverseStmt(Stmt *S) override {
+      if (auto It = M.Memo.find(S); It != M.Memo.end()) {
+        if (!Frames.empty())
+          Frames.back().insert(It->second.begin(), It->second.end());
+        return true;
+      }
+      Frames.emplace_back();
+      if (const FunctionDecl *F = namedBy(S))
+        Frames.back().insert(F);
+      descend(S);
+      llvm::SmallSetVector<const FunctionDecl *, 4> Mine = std::move(Frames.back());
+      Frames.pop_back();
+      if (!Frames.empty())
+        Frames.back().insert(Mine.begin(), Mine.end());
+      M.Memo[S] = Set(Mine.begin(), Mine.end());
+      return true;
+    }
+
+  private:
+    CalleeMemo &M;
+    std::vector<llvm::SmallSetVector<const FunctionDecl *, 4>> Frames;
+  };
+
+  llvm::DenseMap<const Stmt *, Set> Memo;
+};
+
 /// What one function body calls, for the inference-only rule: whether it runs a backward pass,
 /// and which functions it calls (lambdas in it count as its own code).
 class CallSummary : public AnalysedBodyVisitor {
 public:
-  explicit CallSummary(const RuleSet &Rules) : Rules(Rules) {}
+  CallSummary(const RuleSet &Rules, CalleeMemo &Memo) : Rules(Rules), Memo(Memo) {}
   bool CallsBackward = false;
   llvm::SmallPtrSet<const FunctionDecl *, 8> Callees;
   /// A call handing code or values to the callee (a lambda, a function, a variable holding a
@@ -497,12 +573,7 @@ public:
   };
   std::vector<Callback> Callbacks;
 
-  /// One key for a function, its redeclarations and its template's instantiations.
-  static const FunctionDecl *key(const FunctionDecl *F) {
-    if (const FunctionDecl *Pattern = F->getTemplateInstantiationPattern())
-      F = Pattern;
-    return F->getCanonicalDecl();
-  }
+  static const FunctionDecl *key(const FunctionDecl *F) { return CalleeMemo::key(F); }
 
   bool visitStmt(Stmt *S) override {
     if (auto *CE = dyn_cast<CallExpr>(S))
@@ -547,6 +618,7 @@ private:
   }
 
   const RuleSet &Rules;
+  CalleeMemo &Memo;
   template <class Args> void addCallbacks(const FunctionDecl *Callee, Args Arguments) {
     Callback CB{Callee, {}};
     for (const Expr *A : Arguments) {
@@ -570,12 +642,11 @@ private:
       // The code of a lambda runs when the callee runs it; a call's result (in the argument, or
       // in the variable the argument names) is what the callee works on: a loss computed by
       // `forward_loss()` and handed to a step function that calls backward() is trained on.
-      CallSummary Inner(Rules);
+      const Stmt *Code = E;
       if (const auto *LE = dyn_cast<LambdaExpr>(E))
-        Inner.walk(analysedLambdaBody(LE));
-      else
-        Inner.walk(E);
-      CB.Runs.append(Inner.Callees.begin(), Inner.Callees.end());
+        Code = analysedLambdaBody(LE);
+      if (Code)
+        CB.Runs.append(Memo.of(Code));
     }
     if (!CB.Runs.empty())
       Callbacks.push_back(std::move(CB));
@@ -664,7 +735,7 @@ public:
 
   /// What `FD` calls, for the inference-only rule.
   void summariseCalls(const FunctionDecl *FD) {
-    CallSummary CS(Rules);
+    CallSummary CS(Rules, Memo);
     CS.walk(FD->getBody());
     if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(FD))
       for (const CXXCtorInitializer *Init : Ctor->inits())
@@ -751,6 +822,7 @@ private:
   };
   llvm::DenseMap<const FunctionDecl *, FunctionCalls> Calls;
   std::vector<CallSummary::Callback> Callbacks;
+  CalleeMemo Memo;
 };
 } // namespace
 

@@ -452,6 +452,10 @@ const Stmt *FunctionAnalyser::loopAroundLastStep(const TrainingStep &T, bool &Fo
   return nullptr;
 }
 
+namespace {
+bool onlyClearsGrad(const CallExpr *Accessor, const ParentMap &PM);
+} // namespace
+
 void FunctionAnalyser::addGradReadsAfter(TrainingStep &T) {
   bool HasLast;
   const Stmt *Loop = loopAroundLastStep(T, HasLast);
@@ -474,7 +478,51 @@ void FunctionAnalyser::addGradReadsAfter(TrainingStep &T) {
     if (O > T.GradientEnd && O < Limit &&
         (isGradAccessor(CE) || (isOwnStepOf(T, CE) && !isStepElement(T, CE))))
       T.GradReadsAfter.push_back(CE);
+    else if (O > T.GradientEnd && O < Limit && !isStepElement(T, CE))
+      if (const CallExpr *Read = gradReadInCallee(CE))
+        T.GradHelpersAfter.push_back({CE, Read});
   }
+}
+
+const CallExpr *FunctionAnalyser::gradReadInCallee(const CallExpr *CE) {
+  const FunctionDecl *F = CE->getDirectCallee();
+  const FunctionDecl *Def = nullptr;
+  const SourceManager &SM = Ctx.getSourceManager();
+  if (!F || !F->hasBody(Def) || !Def->getBody() ||
+      SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())) || !bodyTouchesGrad(F, 0))
+    return nullptr;
+  // Every .grad() the helper reaches, a few calls deep, that does more than clear it.
+  struct Calls : AstVisitor {
+    std::vector<const CallExpr *> All;
+    bool visitStmt(Stmt *S) override {
+      if (const auto *C = dyn_cast<CallExpr>(S))
+        All.push_back(C);
+      return true;
+    }
+  };
+  llvm::SmallPtrSet<const FunctionDecl *, 8> Seen;
+  std::vector<std::pair<const FunctionDecl *, int>> Work{{Def, 0}};
+  while (!Work.empty()) {
+    auto [Fn, Depth] = Work.back();
+    Work.pop_back();
+    if (!Seen.insert(Fn->getCanonicalDecl()).second)
+      continue;
+    Calls C;
+    C.walk(Fn->getBody());
+    ParentMap FnPM(Fn->getBody());
+    for (const CallExpr *Inner : C.All) {
+      if (isGradAccessor(Inner)) {
+        if (!onlyClearsGrad(Inner, FnPM))
+          return Inner;
+        continue;
+      }
+      const FunctionDecl *G = Inner->getDirectCallee(), *GDef = nullptr;
+      if (Depth < 3 && G && G->hasBody(GDef) && GDef->getBody() &&
+          !SM.isInSystemHeader(SM.getExpansionLoc(GDef->getLocation())))
+        Work.push_back({GDef, Depth + 1});
+    }
+  }
+  return nullptr;
 }
 
 namespace {

@@ -86,6 +86,17 @@ void StepPlanner::checkGradAccesses() {
               "parameters, in order), or migrate this step by hand");
     return;
   }
+  for (const auto &[CE, Read] : T.GradHelpersAfter) {
+    const Stmt *Holder = HolderOf(CE);
+    block(CE->getBeginLoc(),
+          "`" + firstLine(text(Holder->getSourceRange())) + "` calls `" +
+              CE->getDirectCallee()->getNameAsString() + "`, which reads .grad (`" +
+              firstLine(text(Read->getSourceRange())) + "`, " + where(Read->getBeginLoc()) +
+              ") after the step, where the original's gradients still are; the explicit grads "
+              "of " + Tgt.ValueAndGrad + " never reach .grad, so it would find none: hand it "
+              "the step's grads instead, or migrate this step by hand");
+    return;
+  }
   for (const CallExpr *CE : T.GradReadsBefore) {
     const Stmt *Holder = HolderOf(CE);
     block(CE->getBeginLoc(),

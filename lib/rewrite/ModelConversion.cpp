@@ -241,7 +241,7 @@ bool StepPlanner::conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, u
   if (!Outlives && (!VD || !VD->isLocalVarDecl()))
     return false;
   unsigned DeclOff = Outlives ? 0 : off(VD->getLocation());
-  const Stmt *Best = outermostLoop(Anchor, DeclOff);
+  const Stmt *Best = outermostLoop(Anchor, DeclOff, writesOf(M));
   if (!Best)
     return false;
   InsertAt = lineStart(off(Best->getBeginLoc()));
@@ -251,7 +251,7 @@ bool StepPlanner::conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, u
 bool StepPlanner::conversionBefore(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
   const auto *VD = dyn_cast_or_null<VarDecl>(M.Decl);
   unsigned DeclOff = VD && VD->isLocalVarDecl() ? off(VD->getLocation()) : 0;
-  const Stmt *Best = outermostLoop(Anchor, DeclOff);
+  const Stmt *Best = outermostLoop(Anchor, DeclOff, writesOf(M));
   if (!Best)
     Best = Anchor;
   if (Best->getBeginLoc().isMacroID())
@@ -260,7 +260,8 @@ bool StepPlanner::conversionBefore(const ObjectRef &M, const Stmt *Anchor, unsig
   return onlySpace(InsertAt, off(Best->getBeginLoc()));
 }
 
-const Stmt *StepPlanner::outermostLoop(const Stmt *S, unsigned After) const {
+const Stmt *StepPlanner::outermostLoop(const Stmt *S, unsigned After,
+                                       llvm::ArrayRef<unsigned> Writes) const {
   const Stmt *Best = nullptr;
   for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P)) {
     if (isa<LambdaExpr>(P))
@@ -269,11 +270,55 @@ const Stmt *StepPlanner::outermostLoop(const Stmt *S, unsigned After) const {
       continue;
     if (!isa_and_nonnull<CompoundStmt>(PM.getParent(P)) || P->getBeginLoc().isMacroID())
       break;
-    if (After >= off(P->getBeginLoc()))
+    unsigned Begin = off(P->getBeginLoc()), End = off(P->getEndLoc());
+    if (After >= Begin)
       break; // declared inside this loop
+    if (llvm::any_of(Writes, [&](unsigned W) { return W >= Begin && W <= End; }))
+      break; // assigned anew in this loop (a model per fold)
     Best = P;
   }
   return Best;
+}
+
+std::vector<unsigned> StepPlanner::writesOf(const ObjectRef &M) const {
+  std::vector<unsigned> Out;
+  if (!M.Decl)
+    return Out;
+  struct Finder : AnalysedBodyVisitor {
+    const ObjectRef &M;
+    std::vector<const Expr *> &Found;
+    Finder(const ObjectRef &M, std::vector<const Expr *> &Found) : M(M), Found(Found) {}
+    bool names(const Expr *E) const { return E && resolveObject(E) == M; }
+    bool visitStmt(Stmt *S) override {
+      if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isAssignmentOp() && names(BO->getLHS()))
+        Found.push_back(BO);
+      if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(S);
+          Op && Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 && names(Op->getArg(0)))
+        Found.push_back(Op);
+      if (const auto *MC = dyn_cast<CXXMemberCallExpr>(S)) {
+        const CXXMethodDecl *MD = MC->getMethodDecl();
+        // `holder.reset(...)` / `opt.emplace(...)` / `.swap(o)` on the object itself (not through
+        // `->`, which reaches the module).
+        const auto *ME = dyn_cast<MemberExpr>(MC->getCallee()->IgnoreParenImpCasts());
+        if (MD && MD->getIdentifier() && ME && !ME->isArrow() &&
+            llvm::is_contained({"reset", "emplace", "swap"}, MD->getName()) &&
+            names(MC->getImplicitObjectArgument()))
+          Found.push_back(MC);
+      }
+      if (const auto *CE = dyn_cast<CallExpr>(S); CE && CE->getDirectCallee() &&
+                                                  qualifiedName(CE->getDirectCallee()) == "std::swap")
+        for (const Expr *A : CE->arguments())
+          if (names(A))
+            Found.push_back(CE);
+      return true;
+    }
+  };
+  std::vector<const Expr *> Found;
+  Finder F(M, Found);
+  F.walk(FA.Function->getBody());
+  for (const Expr *E : Found)
+    Out.push_back(off(E->getBeginLoc()));
+  return Out;
 }
 
 } // namespace ampmigrate

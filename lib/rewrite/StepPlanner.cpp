@@ -1,6 +1,7 @@
 // The planner of one step: feasibility (the checks, which fill the descriptor or find blockers),
 // then, for a feasible step, the emitters; their edits assembled into the MigrationPlan.
 #include "StepPlanner.h"
+#include "StepMeaning.h"
 #include "StepEmitter.h"
 #include "ampmigrate/EditMerge.h"
 
@@ -196,6 +197,8 @@ bool StepPlanner::planAll() {
 }
 
 void StepPlanner::checkConcerns(const ImplicitBackward &B) {
+  for (Blocker &Why : meaningBlockers(Ctx, Rules, FA, T))
+    Blockers.push_back(std::move(Why));
   checkRegion(B);
   if (T.Unscaled)
     checkOptimizerSteps(T.Steps, Desc.Calls);

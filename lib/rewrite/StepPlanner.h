@@ -313,7 +313,13 @@ private:
 
   /// The outermost loop around `S` that starts after offset `After` (a declaration it must not
   /// precede), with only blocks and loops between; null if none.
-  const clang::Stmt *outermostLoop(const clang::Stmt *S, unsigned After) const;
+  /// A loop holding one of `Writes` (offsets where the object is assigned anew, a fold's
+  /// `model = Net();`) is not left either: what is converted before it would be the old object.
+  const clang::Stmt *outermostLoop(const clang::Stmt *S, unsigned After,
+                                   llvm::ArrayRef<unsigned> Writes = {}) const;
+  /// Where the function assigns the object `M` anew after its declaration (`m = Net()`,
+  /// `m.reset(...)`, `m.emplace(...)`, `std::swap(m, o)`): file offsets, in no order.
+  std::vector<unsigned> writesOf(const ObjectRef &M) const;
 
   /// Several optimizers after an accumulation: the summed grads are split per optimizer just
   /// before the first unscale_/step, which must stand in a block holding all of them.

@@ -187,6 +187,10 @@ struct TrainingStep {
   /// `.grad()` calls after the last step(), in what is left of its loop's iteration (or block)
   /// before the next backward: implicit grads are still in `.grad` there, explicit ones never.
   llvm::SmallVector<const clang::CallExpr *, 1> GradReadsAfter;
+  /// Calls in the same stretch after the step of functions defined in this translation unit that
+  /// read `.grad` (a logging helper, `log(grad_norm(model))`), a few calls deep: the call made
+  /// here and the `.grad()` read it leads to.
+  llvm::SmallVector<std::pair<const clang::CallExpr *, const clang::CallExpr *>, 1> GradHelpersAfter;
   /// `.grad()` calls before the first backward, from the start of the loop iteration holding the
   /// step (or of the function) or the end of an earlier step: the original finds the last step's
   /// gradients, or zero_grad()'s zeros, there; explicit grads never reach `.grad`. Calls that only

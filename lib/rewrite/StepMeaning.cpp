@@ -1,0 +1,309 @@
+// Blockers for what a step computes beyond the shapes the rewrite carries (StepMeaning.h).
+#include "StepMeaning.h"
+
+#include "ampmigrate/AstVisitor.h"
+#include "ampmigrate/SourceText.h"
+#include "ampmigrate/StepFinder.h"
+
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMapContext.h"
+#include "clang/Basic/SourceManager.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Path.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+namespace {
+
+std::string firstLineOf(llvm::StringRef S) {
+  llvm::StringRef L = S.split('\n').first.rtrim();
+  return L.size() < S.rtrim().size() ? (L + " ...").str() : L.str();
+}
+
+class MeaningCheck {
+public:
+  MeaningCheck(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
+               const TrainingStep &T)
+      : Ctx(Ctx), SM(Ctx.getSourceManager()), Rules(Rules), FA(FA), T(T) {}
+
+  std::vector<Blocker> run() {
+    for (const ImplicitBackward *B : T.Backwards)
+      checkBackward(*B);
+    for (const ImplicitBackward *B : T.Plain.Backwards)
+      checkBackward(*B);
+    for (const ClipCall *C : T.Clips)
+      checkClipNorm(*C);
+    checkGuard();
+    return std::move(Out);
+  }
+
+private:
+  ASTContext &Ctx;
+  const SourceManager &SM;
+  const RuleSet &Rules;
+  const FunctionAnalysis &FA;
+  const TrainingStep &T;
+  std::vector<Blocker> Out;
+
+  std::string text(const Stmt *S) const {
+    return firstLineOf(StepFinder::textOf(Ctx, S->getSourceRange()));
+  }
+  unsigned off(SourceLocation L) const { return SM.getFileOffset(SM.getExpansionLoc(L)); }
+
+  /// value_and_grad differentiates the loss itself: a gradient argument (the vector-Jacobian
+  /// product's weight), create_graph, or retain_graph on the step's last backward (the graph
+  /// kept for code after the step) would be dropped. What is carried: an undefined gradient
+  /// (`{}`, `Tensor()`: the default), constant-false flags, and retain_graph on a backward that
+  /// another backward of the same step follows (the rewrite differentiates their sum once).
+  void checkBackward(const ImplicitBackward &B) {
+    const CXXMemberCallExpr *Call = B.Backward;
+    bool LastOfStep = llvm::none_of(T.Backwards, [&](const ImplicitBackward *O) {
+      return O != &B && off(O->Backward->getBeginLoc()) > off(Call->getBeginLoc());
+    });
+    for (unsigned I = 0; I < Call->getNumArgs(); ++I) {
+      const Expr *A = Call->getArg(I);
+      if (isa<CXXDefaultArgExpr>(A))
+        continue;
+      bool Carried = I == 0 ? undefinedTensor(A) : isFalse(A) || (I == 1 && !LastOfStep);
+      if (Carried)
+        continue;
+      const char *What = I == 0 ? "a gradient" : I == 1 ? "retain_graph" : "create_graph";
+      Out.push_back({A->getBeginLoc(),
+                     "`" + text(Call) + "` passes " + What + " (`" + text(A) +
+                         "`) to backward(); amp::value_and_grad differentiates the loss itself "
+                         "and takes no such argument, so the rewrite would compute other "
+                         "gradients or free the graph: migrate this step by hand"});
+      return;
+    }
+    checkScaledLossUses(B);
+  }
+
+  /// `{}`, `Tensor()`, `torch::Tensor{}`: backward()'s default gradient.
+  static bool undefinedTensor(const Expr *A) {
+    const Expr *E = A->IgnoreImplicit();
+    if (const auto *M = dyn_cast<MaterializeTemporaryExpr>(E))
+      E = M->getSubExpr()->IgnoreImplicit();
+    if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
+      E = BT->getSubExpr()->IgnoreImplicit();
+    if (const auto *F = dyn_cast<CXXFunctionalCastExpr>(E))
+      E = F->getSubExpr()->IgnoreImplicit();
+    if (const auto *IL = dyn_cast<InitListExpr>(E))
+      return IL->getNumInits() == 0;
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(E))
+      return CE->getNumArgs() == 0;
+    return false;
+  }
+
+  bool isFalse(const Expr *A) const {
+    bool V;
+    return !A->isValueDependent() && A->EvaluateAsBooleanCondition(V, Ctx) && !V;
+  }
+
+  /// `auto s = scaler.scale(loss); s.div_(k); s.backward();`: after the rewrite the scaled loss
+  /// is what value_and_grad's function returns, so any other use of `s` acts on a value that no
+  /// longer feeds the grads.
+  void checkScaledLossUses(const ImplicitBackward &B) {
+    if (!B.SplitVar || !B.ScaleStmt)
+      return;
+    struct Refs : AnalysedBodyVisitor {
+      const VarDecl *Var;
+      std::vector<const DeclRefExpr *> Found;
+      bool visitStmt(Stmt *S) override {
+        if (const auto *DRE = dyn_cast<DeclRefExpr>(S); DRE && DRE->getDecl() == Var)
+          Found.push_back(DRE);
+        return true;
+      }
+    } R;
+    R.Var = B.SplitVar;
+    R.walk(FA.Function->getBody());
+    const Expr *Receiver = B.Backward->getImplicitObjectArgument();
+    // Between the scaling and the backward: after the rewrite the variable is declared (or
+    // assigned the scaled loss) where the backward was, so what stands before would act on
+    // nothing that feeds the grads. Uses after the backward see the scaled loss as before.
+    unsigned ScaleEnd = off(B.ScaleStmt->getEndLoc());
+    unsigned BackwardBegin = off((B.BackwardStmt ? B.BackwardStmt : B.Backward)->getBeginLoc());
+    for (const DeclRefExpr *DRE : R.Found) {
+      unsigned O = off(DRE->getLocation());
+      if (O <= ScaleEnd || O >= BackwardBegin)
+        continue;
+      if (Receiver && Receiver->IgnoreParenImpCasts() == DRE)
+        continue;
+      Out.push_back({DRE->getLocation(),
+                     "the scaled loss `" + B.SplitVar->getName().str() + "` is used by `" +
+                         text(statementOf(DRE)) + "` besides its backward(); after the rewrite "
+                         "the scaled loss is what amp::value_and_grad's function returns, so this "
+                         "use would no longer act on what the gradients are computed from: move "
+                         "it before the scale() call (on the loss), or migrate this step by hand"});
+      return;
+    }
+  }
+
+  /// The outermost expression around `E` that is still inside one statement of a block.
+  const Stmt *statementOf(const Stmt *E) const {
+    const Stmt *Cur = E;
+    DynTypedNodeList Parents = Ctx.getParents(*Cur);
+    while (!Parents.empty()) {
+      const Stmt *P = Parents[0].get<Stmt>();
+      if (!P || isa<CompoundStmt>(P))
+        break;
+      Cur = P;
+      Parents = Ctx.getParents(*Cur);
+    }
+    return Cur;
+  }
+
+  /// A constant max norm that is not a positive number: PyTorch clips by `max_norm / norm`
+  /// whatever its sign (0 zeroes the grads, a negative one flips them, NaN poisons them), while
+  /// amp::clip_by_global_norm_ requires a positive norm. +inf (clip nothing, return the norm) is
+  /// carried: the runtime's in-place clip leaves the grads as they are for it.
+  void checkClipNorm(const ClipCall &C) {
+    const ClipFunctionRule *R = C.Rule;
+    if (!R || R->byValue() || R->MaxNormArg < 0 || (unsigned)R->MaxNormArg >= C.Call->getNumArgs())
+      return;
+    const Expr *N = C.Call->getArg(R->MaxNormArg);
+    Expr::EvalResult V;
+    if (N->isValueDependent() || !N->EvaluateAsRValue(V, Ctx))
+      return;
+    bool Positive;
+    if (V.Val.isFloat()) {
+      const llvm::APFloat &F = V.Val.getFloat();
+      Positive = !F.isNaN() && !F.isNegative() && !F.isZero();
+    } else if (V.Val.isInt()) {
+      Positive = V.Val.getInt().isStrictlyPositive();
+    } else {
+      return;
+    }
+    if (Positive)
+      return;
+    Out.push_back({N->getBeginLoc(),
+                   "`" + text(C.Call) + "` clips with the max norm `" + text(N) +
+                       "`, which is not a positive number; libtorch scales the grads by it all "
+                       "the same, amp::clip_by_global_norm_ refuses it: migrate this clip by "
+                       "hand"});
+  }
+
+  void checkGuard() {
+    const AutocastScope *S = T.Scope;
+    if (!S || S->Shape != AutocastScope::Kind::Guard || !S->GuardVar)
+      return;
+    const auto *Use = dyn_cast_or_null<CXXConstructExpr>(
+        S->GuardVar->getInit() ? S->GuardVar->getInit()->IgnoreImplicit() : nullptr);
+    if (!Use || !Use->getConstructor())
+      return;
+    const CXXRecordDecl *RD = Use->getConstructor()->getParent();
+    for (const std::string &Named : Rules.Guards)
+      if (qualifiedName(RD) == Named)
+        return; // a class the rules name: its meaning is the rules'
+    if (const Stmt *E = guardSideEffect(Use->getConstructor(), Rules))
+      Out.push_back({S->ReportLoc,
+                     "the guard class `" + RD->getNameAsString() + "` does more than switch "
+                         "autocast: `" + text(statementOf(E)) + "` (" + where(E->getBeginLoc()) + ") would be "
+                         "removed with the guard; keep that code outside the guard class, or "
+                         "migrate this step by hand"});
+  }
+
+  std::string where(SourceLocation L) const {
+    PresumedLoc P = SM.getPresumedLoc(SM.getExpansionLoc(L));
+    if (P.isInvalid())
+      return "?";
+    return positionText(llvm::sys::path::filename(P.getFilename()), P.getLine());
+  }
+};
+
+/// Walks a guard's constructor and destructor for anything but autocast calls and the guard's
+/// own state.
+class GuardEffects : public AstVisitor {
+public:
+  GuardEffects(const CXXRecordDecl *Guard, const RuleSet &Rules) : Guard(Guard), Rules(Rules) {}
+  const Stmt *Found = nullptr;
+  int Depth = 0;
+
+  bool visitStmt(Stmt *S) override {
+    if (const auto *CE = dyn_cast<CallExpr>(S))
+      return visitCall(CE);
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(S)) {
+      const CXXConstructorDecl *C = CE->getConstructor();
+      if (C && !C->isTrivial() && !C->getParent()->isTriviallyCopyable())
+        return found(S);
+      return true;
+    }
+    if (isa<CXXNewExpr, CXXDeleteExpr, CXXThrowExpr, GCCAsmStmt, MSAsmStmt>(S))
+      return found(S);
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(S))
+      if (const auto *V = dyn_cast<VarDecl>(DRE->getDecl());
+          V && V->hasGlobalStorage() && !V->getType().isConstQualified() && !V->isConstexpr())
+        return found(S); // a counter, a flag or a log shared outside the guard
+    return true;
+  }
+
+private:
+  const CXXRecordDecl *Guard;
+  const RuleSet &Rules;
+
+  bool found(const Stmt *S) {
+    Found = S;
+    return false;
+  }
+
+  bool visitCall(const CallExpr *CE) {
+    const FunctionDecl *F = CE->getDirectCallee();
+    if (!F)
+      return found(CE);
+    if (Rules.autocastRule(qualifiedName(F)))
+      return true;
+    // Builtins the autocast calls' arguments use (`__builtin_expect` of a check macro) are not
+    // effects; neither is a trivial member function of the guard's own state.
+    if (F->getBuiltinID())
+      return true;
+    const auto *MD = dyn_cast<CXXMethodDecl>(F);
+    if (MD && MD->getParent()->getCanonicalDecl() == Guard->getCanonicalDecl()) {
+      const FunctionDecl *Def = nullptr;
+      if (Depth < 2 && MD->hasBody(Def) && Def->getBody()) {
+        GuardEffects Inner(Guard, Rules);
+        Inner.Depth = Depth + 1;
+        Inner.walk(Def->getBody());
+        if (Inner.Found)
+          return found(Inner.Found);
+        return true;
+      }
+      if (MD->isTrivial() || (MD->isDefaulted() && MD->isCopyAssignmentOperator()))
+        return true;
+    }
+    // Operators on scalars and enums of the guard's state (`prev_ = x` on an enum class spelled
+    // as an operator call never happens; a defaulted assignment of a trivially copyable member
+    // is not an effect).
+    if (MD && (MD->isCopyAssignmentOperator() || MD->isMoveAssignmentOperator()) &&
+        MD->isDefaulted() && MD->getParent()->isTriviallyCopyable())
+      return true;
+    return found(CE);
+  }
+};
+
+} // namespace
+
+const Stmt *guardSideEffect(const CXXConstructorDecl *Ctor, const RuleSet &Rules) {
+  const CXXRecordDecl *RD = Ctor->getParent();
+  GuardEffects G(RD, Rules);
+  const FunctionDecl *Def = nullptr;
+  if (Ctor->hasBody(Def) && Def->getBody()) {
+    if (const auto *CD = dyn_cast<CXXConstructorDecl>(Def))
+      for (const CXXCtorInitializer *Init : CD->inits())
+        if (Init->isWritten() && !G.walk(Init->getInit()))
+          return G.Found;
+    if (!G.walk(Def->getBody()))
+      return G.Found;
+  }
+  const CXXDestructorDecl *Dtor = RD->getDefinition() ? RD->getDefinition()->getDestructor() : nullptr;
+  const FunctionDecl *DtorDef = nullptr;
+  if (Dtor && Dtor->hasBody(DtorDef) && DtorDef->getBody() && !G.walk(DtorDef->getBody()))
+    return G.Found;
+  return nullptr;
+}
+
+std::vector<Blocker> meaningBlockers(ASTContext &Ctx, const RuleSet &Rules,
+                                     const FunctionAnalysis &FA, const TrainingStep &T) {
+  return MeaningCheck(Ctx, Rules, FA, T).run();
+}
+
+} // namespace ampmigrate
