@@ -35,10 +35,9 @@ std::map<std::string, std::string> readFixFileDigests(llvm::StringRef Text) {
     auto [Digest, Path] = Line.split(' ');
     if (Path.empty())
       continue;
-    if (Digest.consume_front("sha256=") && Digest.size() == 64)
-      Out[Path.str()] = Digest.lower();
-    else
-      Out[Path.str()] = Different.str();
+    // Anything but 64 hex digits cannot be checked: its file's edits are refused like "different".
+    bool Valid = Digest.consume_front("sha256=") && Digest.size() == 64 && llvm::all_of(Digest, llvm::isHexDigit);
+    Out[Path.str()] = Valid ? Digest.lower() : Different.str();
   }
   return Out;
 }
