@@ -18,7 +18,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DAMP_SANITIZE=address,undefined -DAMP_BUILD_FUZZ=ON \
   -DAMP_ENABLE_CUDA=OFF -DAMP_BUILD_TORCH=OFF -DAMP_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j"${AMP_JOBS:-2}" --target amp-core-unit-tests runtime_core_tests \
-  fuzz-rules fuzz-config fuzz-lsp_framing fuzz-mutate
+  fuzz-rules fuzz-config fuzz-lsp_framing fuzz-fix_digests fuzz-mutate
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -45,6 +45,7 @@ fuzz() { # harness, seed dirs..., libFuzzer options...
 fuzz rules rewrite-rules test/cli/Inputs test/checks/Inputs -max_total_time="$seconds"
 fuzz config test/fuzz/seeds/config test/driver/Inputs/configured -max_total_time="$seconds"
 fuzz lsp_framing test/fuzz/seeds/lsp_framing -max_total_time="$seconds"
+fuzz fix_digests test/fuzz/seeds/fix_digests -max_total_time="$seconds"
 if [[ -x $tool ]]; then
   AMP_MIGRATE=$tool fuzz mutate test/checks -runs="$mutate_runs" -max_len=16384
 else

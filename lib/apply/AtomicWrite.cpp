@@ -10,6 +10,7 @@
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cerrno>
 #ifndef _WIN32
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -29,6 +30,18 @@ llvm::Error refusal(llvm::StringRef Path, const llvm::Twine &Why) {
                                  Path + ": error: " + Why + "; not rewritten");
 }
 
+} // namespace
+
+std::string writeAccessProblem(int Errno) {
+  if (Errno == EROFS)
+    return "the file is on a read-only file system";
+  if (Errno == EACCES || Errno == EPERM)
+    return "the file is not writable by this user";
+  return "the file cannot be written: " + std::error_code(Errno, std::generic_category()).message();
+}
+
+namespace {
+
 /// Why an existing file must not be replaced by a new one, or success.
 llvm::Error checkReplaceable(llvm::StringRef Path, llvm::StringRef Target,
                              const llvm::sys::fs::file_status &Old) {
@@ -40,7 +53,7 @@ llvm::Error checkReplaceable(llvm::StringRef Path, llvm::StringRef Target,
     return refusal(Path, "the file is read-only");
 #ifndef _WIN32
   if (::access(Target.str().c_str(), W_OK) != 0)
-    return refusal(Path, "the file is not writable by this user");
+    return refusal(Path, writeAccessProblem(errno));
 #endif
   // A rename gives the name a new inode: the other names of a hard-linked file would keep the old
   // contents, silently out of step.

@@ -69,8 +69,8 @@ bool parseTU(const clang::tooling::CompilationDatabase &DB, const std::string &F
 bool mayHoldFindings(const clang::tooling::CompileCommand &Cmd, const std::string &File,
                      const std::vector<std::string> &Tokens, const std::map<std::string, std::string> &Overlays);
 
-/// The encoding of the main file when it is one clang cannot read (UTF-16, UTF-32).
-std::optional<llvm::StringRef> encodingProblem(const std::string &File);
+/// The encoding of a main file's text when it is one clang cannot read (UTF-16, UTF-32).
+std::optional<llvm::StringRef> encodingProblem(llvm::StringRef Text);
 
 // -- The frontend action of one translation unit (FrontendAction.cpp)
 

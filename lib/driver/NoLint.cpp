@@ -1,5 +1,6 @@
 // NOLINT comments, check-id globs, and file text caching.
 #include "ampmigrate/Driver.h"
+#include "ampmigrate/InputFiles.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -13,8 +14,9 @@ const std::string *FileTexts::get(const std::string &File) {
     return &It->second;
   if (Missing.count(File))
     return nullptr;
-  auto Buf = llvm::MemoryBuffer::getFile(File, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto Buf = readSourceFile(File);
   if (!Buf) {
+    llvm::consumeError(Buf.takeError()); // the driver has said why, for a main file
     Missing[File] = true;
     return nullptr;
   }

@@ -1,5 +1,6 @@
 // Before the driver parses a file: its encoding, and the lexical prefilter over its headers.
 #include "DriverInternal.h"
+#include "ampmigrate/InputFiles.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -36,9 +37,11 @@ void collectProjectHeaders(const std::string &File, const std::vector<std::strin
                            std::set<std::string> &Seen, std::vector<std::string> &Out, int Depth) {
   if (Depth > 32 || !Seen.insert(File).second)
     return;
-  auto Buf = llvm::MemoryBuffer::getFile(File);
-  if (!Buf)
+  auto Buf = readSourceFile(File);
+  if (!Buf) {
+    llvm::consumeError(Buf.takeError()); // not a regular file, or too large: the parser says why
     return;
+  }
   Out.push_back(File);
   StringRef Text = (*Buf)->getBuffer();
   llvm::SmallString<256> Dir(llvm::sys::path::parent_path(File));
@@ -115,20 +118,17 @@ bool mayHoldFindings(const tooling::CompileCommand &Cmd, const std::string &File
   std::vector<std::string> Files;
   collectProjectHeaders(File, IncludeDirs, Seen, Files, 0);
   for (const std::string &F : Files) {
-    auto Buf = llvm::MemoryBuffer::getFile(F);
-    if (Buf && mentionsAnyToken((*Buf)->getBuffer(), Tokens))
+    auto Buf = readSourceFile(F);
+    if (!Buf)
+      llvm::consumeError(Buf.takeError());
+    else if (mentionsAnyToken((*Buf)->getBuffer(), Tokens))
       return true;
   }
   return Files.empty(); // unreadable: let the parser say why
 }
 
-/// The encoding of the main file when it is one clang cannot read (UTF-16, UTF-32).
-std::optional<StringRef> encodingProblem(const std::string &File) {
-  auto Buf = llvm::MemoryBuffer::getFile(File, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!Buf)
-    return std::nullopt; // the parser says why
-  return unsupportedEncoding((*Buf)->getBuffer());
-}
+/// The encoding of a main file's text when it is one clang cannot read (UTF-16, UTF-32).
+std::optional<StringRef> encodingProblem(StringRef Text) { return unsupportedEncoding(Text); }
 
 } // namespace driver
 } // namespace ampmigrate

@@ -1,10 +1,13 @@
 // --shard=K/N (a deterministic, size-balanced share of the files) and the merge of the shards'
 // exported fixes and SARIF logs into one consistent set.
 #include "ampmigrate/Shard.h"
+#include "ampmigrate/FixApplier.h"
+#include "ampmigrate/InputFiles.h"
 
 #include "clang/Tooling/Core/Diagnostic.h"
 #include "clang/Tooling/DiagnosticsYaml.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -68,24 +71,39 @@ std::vector<std::string> selectShard(const std::vector<std::string> &Files, unsi
 
 namespace {
 
-/// One name for one file: relative paths are resolved against the build directory, symlinks and
-/// `..` are resolved when the file exists.
-std::string canonicalPath(StringRef Path, StringRef BuildDir) {
-  llvm::SmallString<256> P(Path);
-  if (!llvm::sys::path::is_absolute(P) && !BuildDir.empty()) {
-    P = BuildDir;
-    llvm::sys::path::append(P, Path);
-  }
-  llvm::sys::fs::make_absolute(P);
-  llvm::SmallString<256> Real;
-  if (!llvm::sys::fs::real_path(P, Real))
-    return std::string(Real);
-  llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true);
-  return std::string(P);
-}
-
 llvm::Error inputError(StringRef Path, const llvm::Twine &What) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), (Path + ": error: " + What).str());
+}
+
+struct RecordedDigest {
+  std::string Input;  ///< the fixes file that records it
+  std::string Digest; ///< hex SHA-256, or "different"
+};
+
+/// Why each file's edits must not be applied: the inputs were computed from different bytes of
+/// it (two versions of the file, or one run whose TUs read it differently), or it exists here
+/// with other bytes than they were computed from (absent, as on a CI job without a checkout, it
+/// is not checked here; --apply-fixes checks it when it applies).
+std::map<std::string, std::string> staleFiles(const std::map<std::string, std::vector<RecordedDigest>> &Recorded) {
+  std::map<std::string, std::string> Stale;
+  for (const auto &[File, List] : Recorded) {
+    const RecordedDigest &First = List.front();
+    auto Other = llvm::find_if(List, [&](const RecordedDigest &R) { return R.Digest != First.Digest; });
+    if (First.Digest == "different" || Other != List.end()) {
+      const RecordedDigest &B = Other != List.end() ? *Other : First;
+      Stale[File] = "the fixes were computed from different contents of this file (" + First.Input + ": " +
+                    First.Digest.substr(0, 12) + ", " + B.Input + ": " + B.Digest.substr(0, 12) + ")";
+      continue;
+    }
+    auto Now = readSourceFile(File);
+    if (!Now) {
+      llvm::consumeError(Now.takeError());
+      continue;
+    }
+    if (llvm::toHex(digestOf((*Now)->getBuffer()), /*LowerCase=*/true) != First.Digest)
+      Stale[File] = "the file changed since " + First.Input + " was computed from it";
+  }
+  return Stale;
 }
 
 /// Edits whose order of application is not determined by their positions: overlapping ranges,
@@ -109,6 +127,7 @@ llvm::Expected<MergeOutcome> mergeExportedFixes(const std::vector<std::string> &
   MergeOutcome Out;
   std::vector<clang::tooling::Diagnostic> Diags;
   std::string BuildDir;
+  std::map<std::string, std::vector<RecordedDigest>> Recorded; // by file identity
   for (const std::string &In : Inputs) {
     auto Buf = llvm::MemoryBuffer::getFile(In);
     if (!Buf)
@@ -119,14 +138,16 @@ llvm::Expected<MergeOutcome> mergeExportedFixes(const std::vector<std::string> &
     if (YIn.error())
       return inputError(In, "not an exported-fixes YAML file (amp-migrate or clang-tidy --export-fixes)");
     ++Out.Inputs;
+    for (const auto &[Path, Digest] : readFixFileDigests((*Buf)->getBuffer()))
+      Recorded[fileIdentity(Path)].push_back({In, Digest});
     for (clang::tooling::Diagnostic &D : TUD.Diagnostics) {
       // Every path absolute and canonical, so that the shards' names for one file meet.
-      D.Message.FilePath = canonicalPath(D.Message.FilePath, D.BuildDirectory);
+      D.Message.FilePath = fileIdentity(D.Message.FilePath, D.BuildDirectory);
       for (clang::tooling::DiagnosticMessage &N : D.Notes)
-        N.FilePath = canonicalPath(N.FilePath, D.BuildDirectory);
+        N.FilePath = fileIdentity(N.FilePath, D.BuildDirectory);
       llvm::StringMap<clang::tooling::Replacements> Fix;
       for (const auto &[File, Reps] : D.Message.Fix) {
-        std::string Canon = canonicalPath(File, D.BuildDirectory);
+        std::string Canon = fileIdentity(File, D.BuildDirectory);
         for (const Replacement &R : Reps)
           if (llvm::Error E = Fix[Canon].add(Replacement(Canon, R.getOffset(), R.getLength(), R.getReplacementText())))
             return inputError(In, "a fix of " + D.DiagnosticName + " overlaps itself: " + llvm::toString(std::move(E)));
@@ -173,10 +194,22 @@ llvm::Expected<MergeOutcome> mergeExportedFixes(const std::vector<std::string> &
         }
   }
 
+  // A file the inputs computed edits from different bytes of, or that has changed since: offsets
+  // into other bytes would corrupt it.
+  std::map<std::string, std::string> Stale = staleFiles(Recorded);
+  std::map<std::string, std::string> KeptDigests;
+
   clang::tooling::TranslationUnitDiagnostics Merged;
   std::set<Replacement> Emitted;
   for (clang::tooling::Diagnostic &D : Unique) {
     bool Refused = false;
+    for (const auto &[File, Reps] : D.Message.Fix)
+      if (auto It = Stale.find(File.str()); !Refused && It != Stale.end()) {
+        Refused = true;
+        Out.Conflicts.push_back(File.str() + ": error: " + It->second + "; the fix of " + D.DiagnosticName +
+                                " at " + D.Message.FilePath + ":" + std::to_string(D.Message.FileOffset) +
+                                " is refused");
+      }
     for (const auto &[File, Reps] : D.Message.Fix)
       for (const Replacement &R : Reps)
         if (!Refused && Conflicting.count(R)) {
@@ -197,6 +230,9 @@ llvm::Expected<MergeOutcome> mergeExportedFixes(const std::vector<std::string> &
           llvm::cantFail(Kept[File].add(R));
           ++Out.Edits;
         }
+      for (const auto &Entry : Kept)
+        if (auto It = Recorded.find(Entry.first().str()); It != Recorded.end())
+          KeptDigests[It->first] = llvm::fromHex(It->second.front().Digest);
     }
     D.Message.Fix = std::move(Kept);
     Merged.Diagnostics.push_back(std::move(D));
@@ -204,8 +240,69 @@ llvm::Expected<MergeOutcome> mergeExportedFixes(const std::vector<std::string> &
   Out.Diagnostics = Merged.Diagnostics.size();
   if (!Merged.Diagnostics.empty())
     Merged.MainSourceFile = Merged.Diagnostics.front().Message.FilePath;
+  OS << fixFileDigestLines(KeptDigests);
   llvm::yaml::Output YOut(OS);
   YOut << Merged;
+  return Out;
+}
+
+ApplyOutcome applyExportedFixes(const std::vector<std::string> &Inputs) {
+  ApplyOutcome Out;
+  std::map<std::string, clang::tooling::Replacements> ByFile; // by file identity
+  std::map<std::string, std::vector<RecordedDigest>> Recorded;
+  for (const std::string &In : Inputs) {
+    auto Buf = llvm::MemoryBuffer::getFile(In);
+    if (!Buf) {
+      Out.Errors.push_back(In + ": error: cannot read: " + Buf.getError().message());
+      continue;
+    }
+    clang::tooling::TranslationUnitDiagnostics TUD;
+    llvm::yaml::Input YIn((*Buf)->getBuffer());
+    YIn >> TUD;
+    if (YIn.error()) {
+      Out.Errors.push_back(In + ": error: not an exported-fixes YAML file (amp-migrate --export-fixes)");
+      continue;
+    }
+    for (const auto &[Path, Digest] : readFixFileDigests((*Buf)->getBuffer()))
+      Recorded[fileIdentity(Path)].push_back({In, Digest});
+    for (const clang::tooling::Diagnostic &D : TUD.Diagnostics)
+      for (const auto &[File, Reps] : D.Message.Fix) {
+        std::string Id = fileIdentity(File, D.BuildDirectory);
+        for (const Replacement &R : Reps) {
+          Replacement Mine(Id, R.getOffset(), R.getLength(), R.getReplacementText());
+          if (llvm::is_contained(ByFile[Id], Mine))
+            continue; // the same edit from two files: once
+          if (llvm::Error E = ByFile[Id].add(Mine)) {
+            Out.Errors.push_back(In + ": error: conflicting edits of " + Id + ": " + llvm::toString(std::move(E)));
+            ByFile[Id] = clang::tooling::Replacements(); // the file is left alone
+            Recorded[Id].push_back({In, "different"});
+          }
+        }
+      }
+  }
+  std::map<std::string, std::string> Stale = staleFiles(Recorded);
+  for (const auto &[File, Reps] : ByFile) {
+    if (Reps.empty())
+      continue;
+    auto Rec = Recorded.find(File);
+    if (Rec == Recorded.end()) {
+      Out.Errors.push_back(File + ": error: the fixes do not record what this file held when they were "
+                                  "computed (not written by amp-migrate --export-fixes); not rewritten");
+      continue;
+    }
+    if (auto It = Stale.find(File); It != Stale.end()) {
+      Out.Errors.push_back(File + ": error: " + It->second + "; not rewritten");
+      continue;
+    }
+    // Under the lock and only over the recorded bytes, as --fix writes.
+    llvm::Expected<bool> Written = rewriteFileIfUnchanged(
+        File, llvm::fromHex(Rec->second.front().Digest),
+        [&, &File = File, &Reps = Reps](StringRef Old) { return applyEdits(File, Old, Reps); });
+    if (!Written)
+      Out.Errors.push_back(llvm::toString(Written.takeError()));
+    else
+      Out.Changed += *Written;
+  }
   return Out;
 }
 

@@ -1,6 +1,7 @@
 // The language server's document store: notifications, edits, scheduling, per-file settings.
 #include "LanguageServerInternal.h"
 
+#include "ampmigrate/Checks.h"
 #include "ampmigrate/Config.h"
 
 #include "clang/Tooling/ArgumentsAdjusters.h"
@@ -223,6 +224,9 @@ const Server::Settings &Server::settingsFor(const std::string &ConfigPath) {
   else if (!Cfg.Level.empty())
     parseLevel(Cfg.Level, St.Level);
   St.Checks = !ChecksGlob.empty() ? ChecksGlob : (!Cfg.Checks.empty() ? Cfg.Checks : "amp-*");
+  if (llvm::none_of(allChecks(), [&](const CheckInfo &C) { return checkEnabledByGlobs(St.Checks, C.Id); }))
+    warnUser("checks '" + St.Checks + "' enables no check (see amp-migrate --list-checks); no diagnostics" +
+             (ConfigPath.empty() ? std::string() : " for files under " + ConfigPath));
   std::vector<std::string> AllRules = Cfg.Rules;
   AllRules.insert(AllRules.end(), RuleFiles.begin(), RuleFiles.end());
   llvm::Expected<RuleSet> R = loadRules(AllRules);

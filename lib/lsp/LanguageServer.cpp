@@ -84,6 +84,11 @@ int Server::run() {
     }
     std::optional<StringRef> Method = Msg->getString("method");
     const json::Value *Id = Msg->get("id");
+    // JSON-RPC 2.0: an id is a string, a number or null; anything else is not echoed back.
+    if (Id && !Id->getAsString() && !Id->getAsNumber() && Id->kind() != json::Value::Null) {
+      reply(nullptr, error(-32600, "invalid request: an id must be a string, a number or null"));
+      continue;
+    }
     if (!Method)
       continue; // a response to a request of ours (none are sent)
     json::Value Params = Msg->get("params") ? *Msg->get("params") : json::Value(json::Object());
@@ -123,26 +128,8 @@ json::Value Server::initialize(const json::Value &Params) {
     if (const json::Object *Caps = P->getObject("capabilities"))
       if (const json::Object *Window = Caps->getObject("window"))
         WorkDoneProgress = Window->getBoolean("workDoneProgress").value_or(false);
-    if (const json::Object *IO = P->getObject("initializationOptions")) {
-      if (auto S = IO->getString("compilationDatabasePath"))
-        DatabasePath = S->str();
-      if (const json::Array *A = IO->getArray("extraArgs"))
-        for (const json::Value &V : *A)
-          if (auto S = V.getAsString())
-            ExtraArgs.push_back(S->str());
-      if (auto S = IO->getString("level"))
-        LevelName = S->str();
-      if (auto S = IO->getString("checks"))
-        ChecksGlob = S->str();
-      if (const json::Array *A = IO->getArray("rules"))
-        for (const json::Value &V : *A)
-          if (auto S = V.getAsString())
-            RuleFiles.push_back(S->str());
-      if (auto Ms = IO->getInteger("debounceMs"); Ms && *Ms >= 0)
-        Debounce = std::chrono::milliseconds(*Ms);
-      if (auto Ms = IO->getInteger("verifyDelayMs"); Ms && *Ms >= 0)
-        VerifyDelay = std::chrono::milliseconds(*Ms);
-    }
+    if (const json::Value *IO = P->get("initializationOptions"))
+      readInitializationOptions(*IO);
     // Position encoding: utf-8 when the client offers it, else the default utf-16.
     if (const json::Object *Caps = P->getObject("capabilities"))
       if (const json::Object *General = Caps->getObject("general"))
@@ -167,6 +154,50 @@ json::Value Server::initialize(const json::Value &Params) {
     Caps["positionEncoding"] = "utf-8";
   return json::Object{{"capabilities", std::move(Caps)},
                       {"serverInfo", json::Object{{"name", "amp-migrate"}, {"version", AMP_MIGRATE_VERSION}}}};
+}
+
+void Server::readInitializationOptions(const json::Value &Options) {
+  if (Options.kind() == json::Value::Null)
+    return;
+  const json::Object *IO = Options.getAsObject();
+  if (!IO)
+    return warnUser("initializationOptions is not an object; ignored");
+  auto Wrong = [&](StringRef Key, StringRef Expected) {
+    warnUser(("initializationOptions." + Key + " is not " + Expected + "; ignored").str());
+  };
+  auto Strings = [&](StringRef Key, std::vector<std::string> &Into) {
+    const json::Value *V = IO->get(Key);
+    const json::Array *A = V ? V->getAsArray() : nullptr;
+    if (V && !A)
+      return Wrong(Key, "an array of strings");
+    for (const json::Value &E : A ? *A : json::Array())
+      if (auto S = E.getAsString())
+        Into.push_back(S->str());
+      else
+        Wrong(Key, "an array of strings (an element is not a string)");
+  };
+  for (const auto &[Key, V] : *IO) {
+    StringRef K = Key;
+    if (K == "compilationDatabasePath" || K == "level" || K == "checks") {
+      std::optional<StringRef> S = V.getAsString();
+      if (!S) {
+        Wrong(K, "a string");
+        continue;
+      }
+      (K == "level" ? LevelName : K == "checks" ? ChecksGlob : DatabasePath) = S->str();
+    } else if (K == "debounceMs" || K == "verifyDelayMs") {
+      std::optional<int64_t> Ms = V.getAsInteger();
+      if (!Ms || *Ms < 0) {
+        Wrong(K, "a non-negative integer");
+        continue;
+      }
+      (K == "debounceMs" ? Debounce : VerifyDelay) = std::chrono::milliseconds(*Ms);
+    } else if (K != "extraArgs" && K != "rules") {
+      warnUser(("unknown initializationOptions." + K + "; ignored").str());
+    }
+  }
+  Strings("extraArgs", ExtraArgs);
+  Strings("rules", RuleFiles);
 }
 
 /// $/progress around the long parses: a whole file, the precompilation of its includes, the

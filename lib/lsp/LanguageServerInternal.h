@@ -171,6 +171,14 @@ private:
 
   // -- initialize (LanguageServer.cpp)
   json::Value initialize(const json::Value &Params);
+  /// Takes the settings of `initializationOptions`; a value of the wrong type is ignored with a
+  /// warning naming it (window/showMessage and window/logMessage).
+  void readInitializationOptions(const json::Value &Options);
+  /// A warning the user should see: window/showMessage (type 2) and the log.
+  void warnUser(const std::string &Text) {
+    notify("window/showMessage", json::Object{{"type", 2}, {"message", "amp-migrate: " + Text}});
+    logMessage(2, Text);
+  }
 
   // -- Checking: compile commands, settings, the driver's options (Documents.cpp)
   std::unique_ptr<clang::tooling::CompilationDatabase> database(const std::string &Path);

@@ -6,6 +6,7 @@
 #include "clang/Tooling/DiagnosticsYaml.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/YAMLTraits.h"
+#include <map>
 #include <set>
 
 namespace ampmigrate {
@@ -61,6 +62,13 @@ void emitExportFixes(const Report &R, SourceTexts &Texts, llvm::raw_ostream &OS)
                                  R.BuildDirectory);
   }
 
+  // What the edits were computed from, for --merge-fixes and --apply-fixes to check.
+  std::map<std::string, std::string> Digests;
+  for (const clang::tooling::Diagnostic &D : TUD.Diagnostics)
+    for (const auto &Entry : D.Message.Fix)
+      if (auto It = R.ParsedDigests.find(Entry.first().str()); It != R.ParsedDigests.end())
+        Digests[It->first] = It->second;
+  OS << fixFileDigestLines(Digests);
   llvm::yaml::Output YAML(OS);
   YAML << TUD;
 }

@@ -34,3 +34,10 @@ if getattr(config, "torch2_include", ""):
         config.torch2_include, os.path.join(config.torch2_include, "torch", "csrc", "api", "include"))))
 if hasattr(os, "geteuid") and os.geteuid() == 0:
     config.available_features.add("root")
+# A private mount namespace (unshare -m, as root) for the read-only file system test.
+import subprocess
+if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("unshare"):
+    if subprocess.call(["unshare", "-m", "true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+        config.available_features.add("mount-namespaces")
+if os.path.exists("/dev/full"):
+    config.available_features.add("dev-full")

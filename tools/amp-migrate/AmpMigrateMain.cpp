@@ -5,6 +5,7 @@
 #include "ampmigrate/Emitters.h"
 #include "ampmigrate/FixApplier.h"
 #include "ampmigrate/Formatting.h"
+#include "ampmigrate/InputFiles.h"
 #include "ampmigrate/LanguageServer.h"
 #include "ampmigrate/ResultCache.h"
 #include "ampmigrate/Rules.h"
@@ -19,6 +20,8 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 #include <map>
+#include <optional>
+#include <set>
 
 using namespace ampmigrate;
 namespace cl = llvm::cl;
@@ -63,6 +66,7 @@ cl::opt<std::string> CacheDir("cache-dir", cl::desc("Reuse the results of unchan
 cl::opt<std::string> CacheMaxSize("cache-max-size", cl::desc("Bound of the cache's size, least recently used first (e.g. 500M, 2G; 0: none)"), cl::init("1G"), cl::cat(Cat));
 cl::opt<std::string> Shard("shard", cl::desc("Analyse only shard K of N of the files (K/N, balanced by file size)"), cl::cat(Cat));
 cl::opt<std::string> MergeFixes("merge-fixes", cl::desc("Merge the --export-fixes files given as inputs into this file"), cl::cat(Cat));
+cl::opt<bool> ApplyFixes("apply-fixes", cl::desc("Apply the --export-fixes/--merge-fixes files given as inputs in place, each file only while it holds the bytes they were computed from"), cl::cat(Cat));
 cl::opt<std::string> MergeSarif("merge-sarif", cl::desc("Merge the SARIF files given as inputs into this file"), cl::cat(Cat));
 enum class ColorMode { Auto, Always, Never };
 cl::opt<ColorMode> Color("use-color", cl::desc("Colours in text output"), cl::init(ColorMode::Auto),
@@ -97,41 +101,6 @@ static llvm::Error writeOutputFile(llvm::StringRef Path, llvm::StringRef Text) {
   EC = OS.error();
   OS.clear_error();
   return llvm::createStringError(EC, "%s: %s", Path.str().c_str(), EC.message().c_str());
-}
-
-/// The inputs as files: a directory stands for the C++ sources under it (sorted; hidden folders
-/// and CMake's own left out). A path that does not exist is an error naming it.
-static llvm::Expected<std::vector<std::string>> expandInputs(const std::vector<std::string> &In) {
-  std::vector<std::string> Out;
-  for (const std::string &F : In) {
-    llvm::sys::fs::file_status St;
-    if (llvm::sys::fs::status(F, St))
-      return llvm::createStringError(std::make_error_code(std::errc::no_such_file_or_directory),
-                                     "%s: no such file or directory", F.c_str());
-    if (!llvm::sys::fs::is_directory(St)) {
-      Out.push_back(F);
-      continue;
-    }
-    std::vector<std::string> Found;
-    std::error_code EC;
-    for (llvm::sys::fs::recursive_directory_iterator I(F, EC), E; I != E && !EC; I.increment(EC)) {
-      llvm::StringRef Name = llvm::sys::path::filename(I->path());
-      if (I->type() == llvm::sys::fs::file_type::directory_file) {
-        if (Name.starts_with(".") || Name == "CMakeFiles")
-          I.no_push();
-        continue;
-      }
-      llvm::StringRef Ext = llvm::sys::path::extension(Name);
-      if (Ext == ".cpp" || Ext == ".cc" || Ext == ".cxx" || Ext == ".c++" || Ext == ".C")
-        Found.push_back(I->path());
-    }
-    if (EC)
-      return llvm::createStringError(EC, "%s: cannot list the directory: %s", F.c_str(),
-                                     EC.message().c_str());
-    llvm::sort(Found);
-    Out.insert(Out.end(), Found.begin(), Found.end());
-  }
-  return Out;
 }
 
 static int printStats(const Report &R, const DriverStats &DS, bool Cached, llvm::raw_ostream &OS) {
@@ -191,47 +160,19 @@ static int runMerge() {
   return Exit;
 }
 
-int main(int argc, const char **argv) {
-  // Everything after `--` is compiler arguments, like clang-tidy.
-  std::vector<const char *> Args;
-  std::vector<std::string> CompilerArgs;
-  bool HaveDashDash = false;
-  for (int I = 0; I < argc; ++I) {
-    if (!HaveDashDash && std::string(argv[I]) == "--") {
-      HaveDashDash = true;
-      continue;
-    }
-    if (HaveDashDash)
-      CompilerArgs.push_back(argv[I]);
-    else if (std::string(argv[I]) == "--stats" || std::string(argv[I]) == "-stats")
-      Stats = true;
-    else
-      Args.push_back(argv[I]);
-  }
-  cl::HideUnrelatedOptions(Cat);
-  cl::SetVersionPrinter([](llvm::raw_ostream &OS) {
-    OS << "amp-migrate " << AMP_MIGRATE_VERSION << " (LLVM " << LLVM_VERSION_STRING << ")\n";
-  });
-  std::string ParseErrors;
-  llvm::raw_string_ostream ErrOS(ParseErrors);
-  if (!cl::ParseCommandLineOptions(Args.size(), Args.data(),
-                                   "amp-migrate: find and rewrite autocast + loss-scaler training "
-                                   "steps into the explicit-gradient auto_mixed_precision form\n",
-                                   &ErrOS)) {
-    llvm::errs() << ParseErrors;
-    return 2;
-  }
-  if (Lsp) {
-    LanguageServerOptions LO;
-    LO.RuleFiles.assign(RuleFiles.begin(), RuleFiles.end());
-    LO.Level = Level;
-    LO.Checks = Checks;
-    LO.CompilationDatabasePath = BuildPath;
-    LO.ExtraArgs = CompilerArgs;
-    LO.VerifyFixes = VerifyFixes;
-    return runLanguageServer(LO);
-  }
+/// --apply-fixes: the exported fixes files (the positional files) applied in place.
+static int runApply() {
+  if (Files.empty())
+    return fail(2, "no fixes files to apply (usage: amp-migrate --apply-fixes FIXES.yaml...)");
+  ApplyOutcome A = applyExportedFixes(std::vector<std::string>(Files.begin(), Files.end()));
+  for (const std::string &E : A.Errors)
+    llvm::errs() << E << "\n";
+  llvm::errs() << "amp-migrate: fixed " << A.Changed << " file" << (A.Changed == 1 ? "" : "s") << "\n";
+  return A.Errors.empty() ? 0 : 3;
+}
 
+/// --list-checks and --explain.
+static int describeChecks() {
   if (ListChecks) {
     for (const CheckInfo &C : allChecks())
       if (Checks.empty() || checkEnabledByGlobs(Checks, C.Id))
@@ -239,52 +180,47 @@ int main(int argc, const char **argv) {
                      << "\n";
     return 0;
   }
-  if (!Explain.empty()) {
-    const CheckInfo *C = findCheck(Explain);
-    if (!C)
-      return fail(2, "unknown check '" + Explain + "' (see --list-checks)");
-    llvm::outs() << C->Id << ": " << C->Summary << "\n";
-    for (const char *Base : {AMP_SOURCE_DOCS_DIR, AMP_INSTALLED_DOCS_DIR}) {
-      llvm::SmallString<256> P(Base);
-      llvm::sys::path::append(P, "checks", (C->Id + ".md").str());
-      if (auto Buf = llvm::MemoryBuffer::getFile(P)) {
-        llvm::outs() << "\n" << (*Buf)->getBuffer();
-        return 0;
-      }
+  const CheckInfo *C = findCheck(Explain);
+  if (!C)
+    return fail(2, "unknown check '" + Explain + "' (see --list-checks)");
+  llvm::outs() << C->Id << ": " << C->Summary << "\n";
+  for (const char *Base : {AMP_SOURCE_DOCS_DIR, AMP_INSTALLED_DOCS_DIR}) {
+    llvm::SmallString<256> P(Base);
+    llvm::sys::path::append(P, "checks", (C->Id + ".md").str());
+    if (auto Buf = llvm::MemoryBuffer::getFile(P)) {
+      llvm::outs() << "\n" << (*Buf)->getBuffer();
+      return 0;
     }
-    llvm::outs() << "(documentation: " << checkDocPath(C->Id) << ")\n";
-    return 0;
   }
-  if (!MergeFixes.empty() || !MergeSarif.empty())
-    return runMerge();
-  if (Files.empty())
-    return fail(2, "no input files (usage: amp-migrate [options] <files...> [-- <compiler args>])");
-  if (Fix + Diff > 1)
-    return fail(2, "--fix and --diff are exclusive");
-  if (std::string RegexError; !HeaderFilter.empty() && !llvm::Regex(HeaderFilter).isValid(RegexError))
-    return fail(2, "--header-filter '" + HeaderFilter + "' is not a valid regular expression: " + RegexError);
-  if (Jobs == 0)
-    return fail(2, "-j must be at least 1");
+  llvm::outs() << "(documentation: " << checkDocPath(C->Id) << ")\n";
+  return 0;
+}
 
-  auto Expanded = expandInputs(std::vector<std::string>(Files.begin(), Files.end()));
-  if (!Expanded)
-    return fail(2, llvm::toString(Expanded.takeError()));
-  std::vector<std::string> Inputs = std::move(*Expanded);
-  if (Inputs.empty())
-    return fail(2, "no C++ sources (.cpp, .cc, .cxx) in the directories given");
-  if (!Shard.empty()) {
-    unsigned K, N;
-    if (llvm::Error E = parseShard(Shard, K, N))
-      return fail(2, llvm::toString(std::move(E)));
-    Inputs = selectShard(Inputs, K, N);
-  }
-  std::string Cache = !CacheDir.empty() ? std::string(CacheDir) : llvm::sys::Process::GetEnv("AMP_MIGRATE_CACHE_DIR").value_or("");
-  std::optional<uint64_t> CacheBound = parseByteSize(CacheMaxSize);
-  if (!CacheBound)
-    return fail(2, "invalid --cache-max-size '" + CacheMaxSize + "' (a size such as 500M or 2G)");
+/// The cache directory (--cache-dir, else $AMP_MIGRATE_CACHE_DIR), created if missing; "" for
+/// none. One that is not a directory, or cannot be created, is an error (exit 2): a cache that
+/// silently caches nothing is a slow run nobody explains.
+static llvm::Expected<std::string> cacheDirectory() {
+  bool FromEnv = CacheDir.empty();
+  std::string Dir = !FromEnv ? std::string(CacheDir) : llvm::sys::Process::GetEnv("AMP_MIGRATE_CACHE_DIR").value_or("");
+  if (Dir.empty())
+    return Dir;
+  std::string Name = FromEnv ? "$AMP_MIGRATE_CACHE_DIR (" + Dir + ")" : "--cache-dir " + Dir;
+  llvm::sys::fs::file_status St;
+  if (!llvm::sys::fs::status(Dir, St) && St.type() != llvm::sys::fs::file_type::directory_file)
+    return llvm::createStringError(std::make_error_code(std::errc::not_a_directory),
+                                   "%s: not a directory; nothing could be cached there", Name.c_str());
+  if (std::error_code EC = llvm::sys::fs::create_directories(Dir))
+    return llvm::createStringError(EC, "%s: cannot create the cache directory: %s", Name.c_str(),
+                                   EC.message().c_str());
+  return Dir;
+}
 
-  // Configuration: command line over the config file. Without --config-file, each file takes the
-  // .amp-migrate.yaml found upward from it; files that share a configuration run together.
+/// Runs the driver over the inputs, one run per configuration. Without --config-file, each file
+/// takes the .amp-migrate.yaml found upward from it; files that share a configuration run
+/// together; the command line wins over the file. Returns an exit code on a settings error.
+static std::optional<int> analyse(const std::vector<std::string> &Inputs, const std::string &Cache,
+                                  uint64_t CacheBound, const clang::tooling::CompilationDatabase &DB,
+                                  Report &R, DriverStats &DS, bool &AnyWarningsAsErrors) {
   std::vector<std::string> GroupOrder;
   std::map<std::string, std::vector<std::string>> FilesByConfig;
   for (const std::string &F : Inputs) {
@@ -293,14 +229,6 @@ int main(int argc, const char **argv) {
       GroupOrder.push_back(P);
     FilesByConfig[P].push_back(F);
   }
-  std::string DBError;
-  auto DB = makeCompilationDatabase(BuildPath, CompilerArgs, Inputs, DBError);
-  if (!DB)
-    return fail(2, DBError);
-
-  Report R;
-  DriverStats DS;
-  bool AnyWarningsAsErrors = WarningsAsErrors;
   for (const std::string &CfgPath : GroupOrder) {
     ProjectConfig Cfg;
     if (!CfgPath.empty()) {
@@ -331,33 +259,24 @@ int main(int argc, const char **argv) {
     Opts.Prefilter = !NoPrefilter;
     Opts.SkipBodies = !FullParse;
     Opts.CacheDir = Cache;
-    Opts.CacheMaxSize = *CacheBound;
+    Opts.CacheMaxSize = CacheBound;
     Opts.VerifyFixes = VerifyFixes;
     Opts.Progress = Inputs.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
     Opts.VerifyBeforeFix = Fix || Diff || !ExportFixes.empty();
     Opts.Engine.Planner.Level = L;
     Opts.Engine.CheckEnabled = [ChecksGlob](llvm::StringRef Id) { return checkEnabledByGlobs(ChecksGlob, Id); };
-    Report Part = runDriver(Opts, *Rules, *DB, &DS);
+    Report Part = runDriver(Opts, *Rules, DB, &DS);
     AnyWarningsAsErrors |= Cfg.WarningsAsErrors && !Part.Findings.empty();
     mergeReport(R, std::move(Part));
   }
-  if (!BuildPath.empty())
-    R.BuildDirectory = BuildPath;
+  return std::nullopt;
+}
 
-  int Exit = 0;
-  for (const FileOutcome &F : R.Files)
-    if (F.Status == FileOutcome::State::Failed) {
-      llvm::errs() << F.Error << "\n"
-                   << "amp-migrate: error: " << F.File << " could not be parsed; it is not analysed or rewritten\n";
-      Exit = 3;
-    }
-
-  FileTexts Texts;
-  // --output and --export-fixes are written whole or not at all (a truncated report reads as a
-  // complete one), and a write error is an error of the tool, not a finding.
-  std::string OutText;
+/// The report in the chosen format, on stdout or (whole or not at all) in --output.
+static std::optional<int> emitReport(const Report &R, FileTexts &Texts, llvm::raw_ostream *&OS,
+                                     std::string &OutText) {
   llvm::raw_string_ostream OutBuf(OutText);
-  llvm::raw_ostream *OS = Output.empty() ? static_cast<llvm::raw_ostream *>(&llvm::outs()) : &OutBuf;
+  OS = Output.empty() ? static_cast<llvm::raw_ostream *>(&llvm::outs()) : &OutBuf;
   EmitOptions EO;
   EO.ToolVersion = AMP_MIGRATE_VERSION;
   EO.ShowFixes = ShowFixes;
@@ -375,7 +294,6 @@ int main(int argc, const char **argv) {
   if (!Output.empty())
     if (llvm::Error E = writeOutputFile(Output, OutBuf.str()))
       return fail(2, "cannot write the report: " + llvm::toString(std::move(E)));
-
   if (!ExportFixes.empty()) {
     std::string Yaml;
     llvm::raw_string_ostream YOS(Yaml);
@@ -383,73 +301,205 @@ int main(int argc, const char **argv) {
     if (llvm::Error E = writeOutputFile(ExportFixes, YOS.str()))
       return fail(2, "cannot write the fixes: " + llvm::toString(std::move(E)));
   }
+  return std::nullopt;
+}
 
-  if (Fix || Diff) {
-    EditSet Edits = collectEdits(R, Texts);
-    for (const std::string &Refused : Edits.Refused)
-      llvm::errs() << Refused << "\n";
-    std::set<std::string> FailedFiles;
-    for (const FileOutcome &F : R.Files)
-      if (F.Status == FileOutcome::State::Failed)
-        FailedFiles.insert(F.File);
-    unsigned Changed = 0;
-    for (const auto &[Path, Reps] : Edits.ByFile) {
-      if (FailedFiles.count(Path))
-        continue; // never rewrite a file that failed to parse
-      auto Digest = R.ParsedDigests.find(Path);
-      if (Digest == R.ParsedDigests.end() || Digest->second.empty()) {
-        llvm::errs() << Path << ": error: the translation units that include this file read "
-                     << "different contents of it (it changed during the run); not rewritten\n";
-        Exit = 3;
-        continue;
-      }
-      // The parsed bytes, edited and (optionally) formatted.
-      auto Rewrite = [&, &Path = Path, &Reps = Reps](llvm::StringRef Old) -> llvm::Expected<std::string> {
-        auto New = applyEdits(Path, Old, Reps);
-        if (!New || FormatStyle == "none")
-          return New;
-        return formatChangedLines(Path, *New, Reps, FormatStyle);
-      };
-      if (Diff) {
-        const std::string *Old = Texts.get(Path);
-        if (!Old || digestOf(*Old) != Digest->second) {
-          llvm::errs() << Path << ": error: the file changed since it was analysed; no diff\n";
-          Exit = 3;
-          continue;
-        }
-        auto New = Rewrite(*Old);
-        if (!New) {
-          llvm::errs() << llvm::toString(New.takeError()) << "\n";
-          Exit = 3;
-          continue;
-        }
-        if (*New != *Old)
-          llvm::outs() << unifiedDiff(Path, *Old, *New);
-        continue;
-      }
-      llvm::Expected<bool> Written = rewriteFileIfUnchanged(Path, Digest->second, Rewrite);
-      if (!Written) {
-        llvm::errs() << llvm::toString(Written.takeError()) << "\n";
-        Exit = 3;
-        continue;
-      }
-      Changed += *Written;
+/// --fix and --diff: each file's edits over the bytes that were parsed. Returns 3 when a file was
+/// not rewritten (or diffed), else 0.
+static int applyFixes(const Report &R, FileTexts &Texts, const InputSet &In) {
+  int Exit = 0;
+  EditSet Edits = collectEdits(R, Texts);
+  for (const std::string &Refused : Edits.Refused)
+    llvm::errs() << Refused << "\n";
+  std::set<std::string> FailedFiles;
+  for (const FileOutcome &F : R.Files)
+    if (F.Status == FileOutcome::State::Failed)
+      FailedFiles.insert(F.File);
+  unsigned Changed = 0;
+  for (const auto &[Path, Reps] : Edits.ByFile) {
+    if (FailedFiles.count(Path))
+      continue; // never rewrite a file that failed to parse
+    if (!In.mayWrite(Path)) {
+      llvm::errs() << Path << ": error: the file (" << fileIdentity(Path)
+                   << ") lies outside the directories given; not rewritten\n";
+      Exit = 3;
+      continue;
     }
-    if (Fix)
-      llvm::errs() << "amp-migrate: fixed " << Changed << " file" << (Changed == 1 ? "" : "s") << "\n";
+    auto Digest = R.ParsedDigests.find(Path);
+    if (Digest == R.ParsedDigests.end() || Digest->second.empty()) {
+      llvm::errs() << Path << ": error: the translation units that include this file read "
+                   << "different contents of it (it changed during the run); not rewritten\n";
+      Exit = 3;
+      continue;
+    }
+    // The parsed bytes, edited and (optionally) formatted.
+    auto Rewrite = [&, &Path = Path, &Reps = Reps](llvm::StringRef Old) -> llvm::Expected<std::string> {
+      auto New = applyEdits(Path, Old, Reps);
+      if (!New || FormatStyle == "none")
+        return New;
+      return formatChangedLines(Path, *New, Reps, FormatStyle);
+    };
+    if (Diff) {
+      const std::string *Old = Texts.get(Path);
+      if (!Old || digestOf(*Old) != Digest->second) {
+        llvm::errs() << Path << ": error: the file changed since it was analysed; no diff\n";
+        Exit = 3;
+        continue;
+      }
+      auto New = Rewrite(*Old);
+      if (!New) {
+        llvm::errs() << llvm::toString(New.takeError()) << "\n";
+        Exit = 3;
+        continue;
+      }
+      if (*New != *Old)
+        llvm::outs() << unifiedDiff(Path, *Old, *New);
+      continue;
+    }
+    llvm::Expected<bool> Written = rewriteFileIfUnchanged(Path, Digest->second, Rewrite);
+    if (!Written) {
+      llvm::errs() << llvm::toString(Written.takeError()) << "\n";
+      Exit = 3;
+      continue;
+    }
+    Changed += *Written;
   }
+  if (Fix)
+    llvm::errs() << "amp-migrate: fixed " << Changed << " file" << (Changed == 1 ? "" : "s") << "\n";
+  return Exit;
+}
+
+/// Lint, --fix, --diff, --export-fixes over the positional inputs.
+static int runTool(const std::vector<std::string> &CompilerArgs) {
+  if (Files.empty())
+    return fail(2, "no input files (usage: amp-migrate [options] <files...> [-- <compiler args>])");
+  if (Fix + Diff > 1)
+    return fail(2, "--fix and --diff are exclusive");
+  if (std::string RegexError; !HeaderFilter.empty() && !llvm::Regex(HeaderFilter).isValid(RegexError))
+    return fail(2, "--header-filter '" + HeaderFilter + "' is not a valid regular expression: " + RegexError);
+  if (Jobs == 0)
+    return fail(2, "-j must be at least 1");
+
+  llvm::Expected<InputSet> Expanded = expandInputs(std::vector<std::string>(Files.begin(), Files.end()));
+  if (!Expanded)
+    return fail(2, llvm::toString(Expanded.takeError()));
+  for (const std::string &Note : Expanded->Notes)
+    llvm::errs() << Note << "\n";
+  std::vector<std::string> Inputs = Expanded->Files;
+  if (Inputs.empty())
+    return fail(2, "no C++ sources (.cpp, .cc, .cxx) in the directories given");
+  if (!Shard.empty()) {
+    unsigned K, N;
+    if (llvm::Error E = parseShard(Shard, K, N))
+      return fail(2, llvm::toString(std::move(E)));
+    Inputs = selectShard(Inputs, K, N);
+  }
+  llvm::Expected<std::string> Cache = cacheDirectory();
+  if (!Cache)
+    return fail(2, llvm::toString(Cache.takeError()));
+  std::optional<uint64_t> CacheBound = parseByteSize(CacheMaxSize);
+  if (!CacheBound)
+    return fail(2, "invalid --cache-max-size '" + CacheMaxSize + "' (a size such as 500M or 2G)");
+  std::string DBError;
+  auto DB = makeCompilationDatabase(BuildPath, CompilerArgs, Inputs, DBError);
+  if (!DB)
+    return fail(2, DBError);
+
+  Report R;
+  DriverStats DS;
+  bool AnyWarningsAsErrors = WarningsAsErrors;
+  if (std::optional<int> Error = analyse(Inputs, *Cache, *CacheBound, *DB, R, DS, AnyWarningsAsErrors))
+    return *Error;
+  if (!BuildPath.empty())
+    R.BuildDirectory = BuildPath;
+
+  int Exit = 0;
+  for (const FileOutcome &F : R.Files)
+    if (F.Status == FileOutcome::State::Failed) {
+      llvm::errs() << F.Error << "\n"
+                   << "amp-migrate: error: " << F.File << " could not be parsed; it is not analysed or rewritten\n";
+      Exit = 3;
+    }
+
+  FileTexts Texts;
+  // --output and --export-fixes are written whole or not at all (a truncated report reads as a
+  // complete one), and a write error is an error of the tool, not a finding.
+  std::string OutText;
+  llvm::raw_ostream *OS = nullptr;
+  if (std::optional<int> Error = emitReport(R, Texts, OS, OutText))
+    return *Error;
+  if (Fix || Diff)
+    Exit = std::max(Exit, applyFixes(R, Texts, *Expanded));
   if (Stats) {
     OS->flush(); // the report first, then the statistics, also when both go to one terminal
-    printStats(R, DS, !Cache.empty(), llvm::errs());
+    printStats(R, DS, !Cache->empty(), llvm::errs());
   }
   if (Exit == 0 && AnyWarningsAsErrors && !R.Findings.empty())
     Exit = 1;
-  // A full disk or a closed pipe on stdout: say so (instead of LLVM's fatal "IO failure" at exit).
+  return Exit;
+}
+
+/// A full disk or a closed pipe on stdout or stderr: exit 2 (a tool error, not findings), and
+/// never LLVM's fatal "IO failure on output stream" when the streams are destroyed at exit.
+static int checkStandardStreams(int Exit) {
   llvm::outs().flush();
   if (llvm::outs().has_error()) {
     std::error_code EC = llvm::outs().error();
     llvm::outs().clear_error();
     return fail(2, "cannot write to standard output: " + EC.message());
   }
+  if (llvm::errs().has_error()) {
+    llvm::errs().clear_error(); // nothing can be said there any more; the status says it
+    return 2;
+  }
   return Exit;
+}
+
+int main(int argc, const char **argv) {
+  // Everything after `--` is compiler arguments, like clang-tidy.
+  std::vector<const char *> Args;
+  std::vector<std::string> CompilerArgs;
+  bool HaveDashDash = false;
+  for (int I = 0; I < argc; ++I) {
+    if (!HaveDashDash && std::string(argv[I]) == "--") {
+      HaveDashDash = true;
+      continue;
+    }
+    if (HaveDashDash)
+      CompilerArgs.push_back(argv[I]);
+    else if (std::string(argv[I]) == "--stats" || std::string(argv[I]) == "-stats")
+      Stats = true;
+    else
+      Args.push_back(argv[I]);
+  }
+  cl::HideUnrelatedOptions(Cat);
+  cl::SetVersionPrinter([](llvm::raw_ostream &OS) {
+    OS << "amp-migrate " << AMP_MIGRATE_VERSION << " (LLVM " << LLVM_VERSION_STRING << ")\n";
+  });
+  std::string ParseErrors;
+  llvm::raw_string_ostream ErrOS(ParseErrors);
+  if (!cl::ParseCommandLineOptions(Args.size(), Args.data(),
+                                   "amp-migrate: find and rewrite autocast + loss-scaler training "
+                                   "steps into the explicit-gradient auto_mixed_precision form\n",
+                                   &ErrOS)) {
+    llvm::errs() << ParseErrors;
+    return checkStandardStreams(2);
+  }
+  if (Lsp) {
+    LanguageServerOptions LO;
+    LO.RuleFiles.assign(RuleFiles.begin(), RuleFiles.end());
+    LO.Level = Level;
+    LO.Checks = Checks;
+    LO.CompilationDatabasePath = BuildPath;
+    LO.ExtraArgs = CompilerArgs;
+    LO.VerifyFixes = VerifyFixes;
+    return runLanguageServer(LO);
+  }
+  if (ListChecks || !Explain.empty())
+    return checkStandardStreams(describeChecks());
+  if (!MergeFixes.empty() || !MergeSarif.empty())
+    return checkStandardStreams(runMerge());
+  if (ApplyFixes)
+    return checkStandardStreams(runApply());
+  return checkStandardStreams(runTool(CompilerArgs));
 }

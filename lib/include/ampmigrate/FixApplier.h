@@ -28,6 +28,10 @@ EditSet collectEdits(const Report &R, SourceTexts &Texts);
 llvm::Expected<std::string> applyEdits(llvm::StringRef File, llvm::StringRef Original,
                                        const clang::tooling::Replacements &Reps);
 
+/// Why a file that access(W_OK) refused cannot be written, from its errno: a read-only file
+/// system (EROFS), this user's permissions (EACCES, EPERM), or the system's message.
+std::string writeAccessProblem(int Errno);
+
 /// Writes `Contents` to `Path` through a temporary file in the same directory and a rename,
 /// keeping the original file's permissions and owner, writing through a symlink. An existing file
 /// that is read-only, not writable by this user, or hard-linked is refused ("...; not rewritten").
@@ -44,6 +48,16 @@ std::string digestOf(llvm::StringRef Text);
 llvm::Expected<bool>
 rewriteFileIfUnchanged(llvm::StringRef Path, llvm::StringRef ParsedDigest,
                        llvm::function_ref<llvm::Expected<std::string>(llvm::StringRef)> Rewrite);
+
+/// What an exported fixes file (--export-fixes, --merge-fixes) records of each file its edits
+/// apply to: the SHA-256 of the bytes they were computed from, as YAML comment lines before the
+/// document ("# amp-migrate-parsed: sha256=<hex> <path>", or "different" in place of the digest
+/// when two translation units read different bytes), which clang-apply-replacements skips.
+/// `Digests` maps a path to a raw digest (digestOf) or "".
+std::string fixFileDigestLines(const std::map<std::string, std::string> &Digests);
+
+/// The digests an exported fixes file records, by path as written: hex, or "different".
+std::map<std::string, std::string> readFixFileDigests(llvm::StringRef Text);
 
 /// Whether a text's lines end in "\r\n" (by majority; a tie goes to the first line ending).
 bool usesCrlf(llvm::StringRef Text);

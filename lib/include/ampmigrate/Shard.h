@@ -26,8 +26,21 @@ struct MergeOutcome {
 
 /// Merges --export-fixes YAML files into one that clang-apply-replacements applies: a file
 /// reached through a symlink or a relative path is one file; an edit several shards propose is
-/// kept once; fixes whose edits overlap different edits are refused (both sides) and reported.
+/// kept once; fixes whose edits overlap different edits are refused (both sides) and reported, and
+/// so are the fixes of a file the inputs were computed from different contents of, or that exists
+/// here with other contents (each input records a digest per edited file; the output too).
 llvm::Expected<MergeOutcome> mergeExportedFixes(const std::vector<std::string> &Inputs, llvm::raw_ostream &OS);
+
+/// What --apply-fixes did: the files it rewrote, and one line per file it left alone.
+struct ApplyOutcome {
+  unsigned Changed = 0;
+  std::vector<std::string> Errors;
+};
+
+/// Applies exported fixes files (--export-fixes, --merge-fixes) in place, as --fix writes: each
+/// file only while it holds the bytes the fixes record they were computed from (a file they
+/// record no digest of is refused), under its lock, atomically.
+ApplyOutcome applyExportedFixes(const std::vector<std::string> &Inputs);
 
 /// Merges SARIF logs into one log with one run: the results of every input, each once.
 llvm::Expected<unsigned> mergeSarif(const std::vector<std::string> &Inputs, llvm::raw_ostream &OS);
