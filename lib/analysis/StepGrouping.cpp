@@ -5,6 +5,13 @@ using namespace clang;
 
 namespace ampmigrate {
 
+/// Where the forward calls of a step's scope end: at the scope's end, since a forward after a
+/// closed scope ran without autocast (an fp32 head, `head(x.float())` after the scope) and is
+/// not the model's to convert; an unclosed scope runs up to the backward.
+static unsigned forwardsEnd(const AutocastScope &S, unsigned Backward) {
+  return S.Shape == AutocastScope::Kind::Unclosed ? std::max(S.End, Backward) : S.End;
+}
+
 void FunctionAnalyser::groupSteps() {
   // One step per scaler object with a backward or unscale/step in this function.
   std::vector<ObjectRef> Scalers;
@@ -100,7 +107,7 @@ void FunctionAnalyser::groupStep(const ObjectRef &Sc, unsigned Lo, unsigned Hi) 
   if (T.Scope)
     for (const ForwardCall &F : FA.Forwards) {
       unsigned O = offsetOf(F.Call->getBeginLoc());
-      if (O >= T.Scope->Begin && O <= std::max(T.Scope->End, FirstBackward == ~0u ? 0 : FirstBackward))
+      if (O >= T.Scope->Begin && O <= forwardsEnd(*T.Scope, FirstBackward == ~0u ? 0 : FirstBackward))
         T.Forwards.push_back(&F);
     }
   findPlainBranch(T);
@@ -234,7 +241,7 @@ void FunctionAnalyser::groupUnscaledSteps() {
     T.Begin = T.Scope ? std::min(T.Scope->Begin, At) : At;
     for (const ForwardCall &F : FA.Forwards) {
       unsigned O = offsetOf(F.Call->getBeginLoc());
-      if (T.Scope && O >= T.Scope->Begin && O <= std::max(T.Scope->End, At))
+      if (T.Scope && O >= T.Scope->Begin && O <= forwardsEnd(*T.Scope, At))
         T.Forwards.push_back(&F);
     }
     addMembers(T);
