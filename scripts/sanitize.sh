@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The sanitizer and fuzzing configuration (CI, after the test suite): a Debug + ASan/UBSan build
 # with clang-19 of the AST-free core of the tool (rules, configuration, input limits, fix
-# application, LSP framing) and of the runtime's CPU backend; runs their unit tests, then each
-# libFuzzer harness of test/fuzz for a bounded time. The clang-AST half of the tool is not built
+# application, LSP framing) and of the runtime's CPU backend (and, where libtorch is found, of the
+# libtorch binding for the scaler checkpoint harness); runs their unit tests, then each libFuzzer
+# harness of test/fuzz for a bounded time. The clang-AST half of the tool is not built
 # with sanitizers here (it does not fit the CI budget on 2 cores; docs/reliability.md).
 #   AMP_FUZZ_SECONDS  seconds per harness (default 10; the longer run is in docs/reliability.md)
 #   AMP_FUZZ_MUTATE_RUNS  executions of the mutation driver (default 12; needs build/'s tool)
@@ -16,9 +17,16 @@ tool=${AMP_MIGRATE:-$PWD/build/tools/amp-migrate/amp-migrate}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
   -DAMP_SANITIZE=address,undefined -DAMP_BUILD_FUZZ=ON \
-  -DAMP_ENABLE_CUDA=OFF -DAMP_BUILD_TORCH=OFF -DAMP_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j"${AMP_JOBS:-2}" --target amp-core-unit-tests runtime_core_tests \
-  fuzz-rules fuzz-config fuzz-lsp_framing fuzz-mutate
+  -DAMP_ENABLE_CUDA=OFF -DAMP_BUILD_TORCH=ON -DAMP_BUILD_BENCH=OFF >/dev/null
+targets=(amp-core-unit-tests runtime_core_tests fuzz-rules fuzz-config fuzz-lsp_framing fuzz-mutate)
+# The scaler checkpoint harness needs the binding, which needs libtorch: only the binding and the
+# harness are built of it here, not its tests.
+have_scaler_state=0
+if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^fuzz-scaler_state:'; then
+  targets+=(fuzz-scaler_state)
+  have_scaler_state=1
+fi
+cmake --build "$build" -j"${AMP_JOBS:-2}" --target "${targets[@]}"
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -45,6 +53,11 @@ fuzz() { # harness, seed dirs..., libFuzzer options...
 fuzz rules rewrite-rules test/cli/Inputs test/checks/Inputs -max_total_time="$seconds"
 fuzz config test/fuzz/seeds/config test/driver/Inputs/configured -max_total_time="$seconds"
 fuzz lsp_framing test/fuzz/seeds/lsp_framing -max_total_time="$seconds"
+if [[ $have_scaler_state == 1 ]]; then
+  fuzz scaler_state test/torch/data -max_total_time="$seconds"
+else
+  echo "fuzz-scaler_state: skipped (no libtorch, so no binding)"
+fi
 if [[ -x $tool ]]; then
   AMP_MIGRATE=$tool fuzz mutate test/checks -runs="$mutate_runs" -max_len=16384
 else
