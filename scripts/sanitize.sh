@@ -53,10 +53,16 @@ fuzz() { # harness, seed dirs..., libFuzzer options...
 fuzz rules rewrite-rules test/cli/Inputs test/checks/Inputs -max_total_time="$seconds"
 fuzz config test/fuzz/seeds/config test/driver/Inputs/configured -max_total_time="$seconds"
 fuzz lsp_framing test/fuzz/seeds/lsp_framing -max_total_time="$seconds"
-if [[ $have_scaler_state == 1 ]]; then
+# Opt-in (AMP_FUZZ_SCALER_STATE=1) until its open finding is fixed: a 1.4 KB checkpoint whose
+# pickle has a corrupted string length makes libtorch's unpickler zero-fill a string of that
+# length (2.3 GB RSS) before it fails; it is found within seconds (docs/reliability.md).
+if [[ $have_scaler_state == 1 && ${AMP_FUZZ_SCALER_STATE:-0} == 1 ]]; then
+  # libtorch's zip reader leaks when it refuses an archive: test/fuzz/libtorch.lsan.supp.
+  export LSAN_OPTIONS=suppressions=$PWD/test/fuzz/libtorch.lsan.supp
   fuzz scaler_state test/torch/data -max_total_time="$seconds"
+  unset LSAN_OPTIONS
 else
-  echo "fuzz-scaler_state: skipped (no libtorch, so no binding)"
+  echo "fuzz-scaler_state: skipped (no libtorch, or AMP_FUZZ_SCALER_STATE is not 1)"
 fi
 if [[ -x $tool ]]; then
   AMP_MIGRATE=$tool fuzz mutate test/checks -runs="$mutate_runs" -max_len=16384

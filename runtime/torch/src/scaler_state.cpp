@@ -3,14 +3,16 @@
 #include <amp/torch.h>
 
 #include <caffe2/serialize/inline_container.h>
-#include <torch/serialize.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -56,6 +58,34 @@ std::vector<char> pickle_plain_dict(const std::map<std::string, double> &state) 
 
 [[noreturn]] void checkpoint_fail(const std::string &source, const std::string &problem) {
   throw Error(fmt::format("amp::load_scaler_state: {}: {}", source, problem));
+}
+
+/// The bytes as libtorch's zip reader reads them, never past their end. torch::pickle_load's own
+/// in-memory reader copies whatever the zip reader asks for, unbounded, and on bytes that are not
+/// a zip archive it is asked for 4 KiB past the end (a heap over-read; fuzz-scaler_state under
+/// ASan, libtorch 1.13). A short read here makes the zip reader fail with a c10::Error instead.
+class BoundedBytes final : public caffe2::serialize::ReadAdapterInterface {
+public:
+  explicit BoundedBytes(const std::vector<char> &bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void *buf, size_t n, const char * /*what*/) const override {
+    if (pos >= bytes_.size())
+      return 0;
+    n = std::min<std::size_t>(n, bytes_.size() - static_cast<std::size_t>(pos));
+    std::memcpy(buf, bytes_.data() + pos, n);
+    return n;
+  }
+
+private:
+  const std::vector<char> &bytes_;
+};
+
+/// What torch.load returns for torch.save's archive of a plain object: its data.pkl unpickled
+/// (torch::pickle_load's work, through BoundedBytes; a scaler state has no tensor records).
+torch::IValue unpickle_archive(const std::vector<char> &bytes) {
+  caffe2::serialize::PyTorchStreamReader reader(std::make_shared<BoundedBytes>(bytes));
+  auto [data, size] = reader.getRecord("data.pkl");
+  return torch::jit::unpickle(static_cast<const char *>(data.get()), size);
 }
 
 /// torch.save of GradScaler.state_dict() writes about 1.4 KiB; anything past this is not one.
@@ -151,7 +181,7 @@ void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
                              const std::string &source) {
   torch::IValue loaded;
   try {
-    loaded = torch::pickle_load(bytes);
+    loaded = unpickle_archive(bytes);
   } catch (const c10::Error &e) {
     checkpoint_fail(source,
                     fmt::format("not a file written by torch.save: {}", e.what_without_backtrace()));
