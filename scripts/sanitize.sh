@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The sanitizer and fuzzing configuration (CI, after the test suite): a Debug + ASan/UBSan build
 # with clang-19 of the AST-free core of the tool (rules, configuration, input limits, fix
-# application, LSP framing) and of the runtime's CPU backend; runs their unit tests, then each
-# libFuzzer harness of test/fuzz for a bounded time. The clang-AST half of the tool is not built
-# with sanitizers here (it does not fit the CI budget on 2 cores; docs/reliability.md).
+# application, LSP framing) and of the runtime's CPU backend (and, with AMP_FUZZ_SCALER_STATE=1
+# where libtorch is found, of the libtorch binding for the scaler checkpoint harness); runs their
+# unit tests, then each libFuzzer harness of test/fuzz for a bounded time. The clang-AST half of
+# the tool is not built with sanitizers here (it does not fit the CI budget on 2 cores;
+# docs/reliability.md).
 #   AMP_FUZZ_SECONDS  seconds per harness (default 10; the longer run is in docs/reliability.md)
 #   AMP_FUZZ_MUTATE_RUNS  executions of the mutation driver (default 12; needs build/'s tool)
 set -euo pipefail
@@ -16,9 +18,18 @@ tool=${AMP_MIGRATE:-$PWD/build/tools/amp-migrate/amp-migrate}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
   -DAMP_SANITIZE=address,undefined -DAMP_BUILD_FUZZ=ON \
-  -DAMP_ENABLE_CUDA=OFF -DAMP_BUILD_TORCH=OFF -DAMP_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j"${AMP_JOBS:-2}" --target amp-core-unit-tests runtime_core_tests \
-  fuzz-rules fuzz-config fuzz-lsp_framing fuzz-fix_digests fuzz-mutate
+  -DAMP_ENABLE_CUDA=OFF -DAMP_BUILD_TORCH="$( [[ ${AMP_FUZZ_SCALER_STATE:-0} == 1 ]] && echo ON || echo OFF)" \
+  -DAMP_BUILD_BENCH=OFF >/dev/null
+targets=(amp-core-unit-tests runtime_core_tests fuzz-rules fuzz-config fuzz-lsp_framing fuzz-fix_digests
+         fuzz-mutate)
+# The scaler checkpoint harness needs the binding, which needs libtorch: only the binding and the
+# harness are built of it here, not its tests.
+have_scaler_state=0
+if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^fuzz-scaler_state:'; then
+  targets+=(fuzz-scaler_state)
+  have_scaler_state=1
+fi
+cmake --build "$build" -j"${AMP_JOBS:-2}" --target "${targets[@]}"
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -46,6 +57,17 @@ fuzz rules rewrite-rules test/cli/Inputs test/checks/Inputs -max_total_time="$se
 fuzz config test/fuzz/seeds/config test/driver/Inputs/configured -max_total_time="$seconds"
 fuzz lsp_framing test/fuzz/seeds/lsp_framing -max_total_time="$seconds"
 fuzz fix_digests test/fuzz/seeds/fix_digests -max_total_time="$seconds"
+# Opt-in (AMP_FUZZ_SCALER_STATE=1) until its open finding is fixed: a 1.4 KB checkpoint whose
+# pickle has a corrupted string length makes libtorch's unpickler zero-fill a string of that
+# length (2.3 GB RSS) before it fails; it is found within seconds (docs/reliability.md).
+if [[ $have_scaler_state == 1 && ${AMP_FUZZ_SCALER_STATE:-0} == 1 ]]; then
+  # libtorch's zip reader leaks when it refuses an archive: test/fuzz/libtorch.lsan.supp.
+  export LSAN_OPTIONS=suppressions=$PWD/test/fuzz/libtorch.lsan.supp
+  fuzz scaler_state test/torch/data -max_total_time="$seconds"
+  unset LSAN_OPTIONS
+else
+  echo "fuzz-scaler_state: skipped (no libtorch, or AMP_FUZZ_SCALER_STATE is not 1)"
+fi
 if [[ -x $tool ]]; then
   AMP_MIGRATE=$tool fuzz mutate test/checks -runs="$mutate_runs" -max_len=16384
 else

@@ -47,6 +47,11 @@ void update_scale(float *scale, std::int32_t *growth_tracker, const float *found
                   float growth_factor, float backoff_factor, std::int32_t growth_interval);
 void inverse_scale(const float *scale, float *inv_scale);
 void gemm(const GemmArgs &args, int threads);
+/// The OpenMP threads a call capped at `requested` (ExecContext::threads, >= 0) may use: 0 means
+/// OpenMP's default; a cap is lowered to max(processors, OpenMP's default), so that an absurd cap
+/// (2^30: libgomp would allocate its per-thread state, hundreds of GB, before failing) costs
+/// nothing. Oversubscribing the processors only adds fork cost to these memory-bound loops.
+int worker_threads(int requested);
 } // namespace cpu
 
 namespace cuda {

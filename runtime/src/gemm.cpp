@@ -40,6 +40,8 @@ std::int64_t checked_product(const char *what, std::int64_t x, std::int64_t y) {
 } // namespace
 
 void gemm(const GemmArgs &args, const ExecContext &ctx) {
+  if (ctx.threads < 0)
+    gemm_fail(fmt::format("threads must be >= 0 (0: the runtime decides), got {}", ctx.threads));
   if (args.m < 0 || args.n < 0 || args.k < 0)
     gemm_fail("m, n and k must be >= 0");
   check_operand("a", args.a, checked_product("m*k", args.m, args.k), ctx);

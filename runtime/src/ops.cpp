@@ -94,6 +94,8 @@ void check_pairs(const char *op, const char *a_name, const std::vector<TensorVie
 
 /// A CUDA context loads the CUDA backend here, on the first call that needs it.
 void check_context(const char *op, const ExecContext &ctx) {
+  if (ctx.threads < 0)
+    fail(op, -1, fmt::format("threads must be >= 0 (0: the runtime decides), got {}", ctx.threads));
   if (ctx.device.kind == DeviceKind::CPU)
     return;
   std::string why;

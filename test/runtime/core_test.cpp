@@ -238,6 +238,26 @@ TEST(Errors, AreRuntimeErrors) {
   EXPECT_THROW(unscale_and_check({}, &inv, nullptr, kCpu), std::runtime_error);
 }
 
+// Issue 39 item 4: ExecContext::threads = 2^30 made libgomp allocate its per-thread state for 2^30
+// threads (about 240 GB) and end the process. A cap above what OpenMP uses by itself is lowered to
+// that (the results never depend on the thread count); a negative one is an error.
+TEST(Errors, ThreadCountsAreCheckedAndCapped) {
+  HostList x = random_list(DType::F32, {5 * 65536 + 3, 17}, 4); // enough chunks to fork
+  float want = -1.0f, huge = -1.0f, norm = -1.0f;
+  global_norm(views(x), &want, ExecContext{{}, nullptr, 1});
+  global_norm(views(x), &huge, ExecContext{{}, nullptr, 1 << 30});
+  EXPECT_EQ(huge, want);
+  EXPECT_EQ(error_of([&] { global_norm(views(x), &norm, ExecContext{{}, nullptr, -1}); }),
+            "amp::global_norm: threads must be >= 0 (0: the runtime decides), got -1");
+  HostTensor a(DType::F32, 65 * 65), b(DType::F32, 65 * 65), c(DType::F32, 65 * 65);
+  GemmArgs g; // 65^3 multiply-adds: over the size the CPU GEMM forks for
+  g.a = a.view(), g.b = b.view(), g.c = c.view();
+  g.m = 65, g.n = 65, g.k = 65;
+  EXPECT_NO_THROW(gemm(g, ExecContext{{}, nullptr, 1 << 30}));
+  EXPECT_EQ(error_of([&] { gemm(g, ExecContext{{}, nullptr, -3}); }),
+            "amp::gemm: threads must be >= 0 (0: the runtime decides), got -3");
+}
+
 TEST(CudaAvailability, CudaCallsWithoutADeviceAreErrors) {
   if (cuda_available())
     GTEST_SKIP() << "a CUDA device is present";

@@ -152,8 +152,10 @@ TEST(Scaler, UnscaleValuesAllDtypes) {
   std::vector<Tensor> grads{(ref * 1024).to(torch::kFloat), (ref * 1024).to(torch::kHalf),
                             (ref * 1024).to(torch::kBFloat16),
                             (ref * 1024).to(torch::kFloat).reshape({20, 50}).t()};
-  auto p = torch::zeros({1}, torch::requires_grad());
-  torch::optim::SGD opt({p}, 0.1);
+  std::vector<Tensor> params; // grads pair up with the optimizer's parameters
+  for (const auto &g : grads)
+    params.push_back(torch::zeros(g.sizes(), torch::requires_grad()));
+  torch::optim::SGD opt(params, 0.1);
   s.unscale_(opt, grads);
   EXPECT_LT(max_rel_diff(grads[0], ref), 1e-6);
   EXPECT_LT(max_rel_diff(grads[1], ref), 1e-3);

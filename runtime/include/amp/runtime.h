@@ -41,7 +41,9 @@ struct TensorView {
 };
 
 /// Where an operation runs. On CUDA, `stream` is a cudaStream_t (nullptr = legacy default stream).
-/// On the CPU, `threads` caps the worker threads (0 = the runtime decides).
+/// On the CPU, `threads` caps the worker threads (0 = the runtime decides). A cap above what
+/// OpenMP would use by itself (OMP_NUM_THREADS, else the processors this process may run on) is
+/// lowered to that: results never depend on the thread count. A negative value is an amp::Error.
 struct ExecContext {
   Device device{};
   void *stream = nullptr;

@@ -264,19 +264,22 @@ AMP_CPU_CLONES ChunkResult run_chunk(const Fn &fn, const ApplyArgs &args, const 
 
 /// Threads for a call: below ~4 chunks of work, forking costs more than it saves.
 int thread_count(std::int64_t elements, int requested) {
-#if defined(_OPENMP)
-  const int available = requested > 0 ? requested : omp_get_max_threads();
   if (elements < 4 * kChunkElements)
     return 1;
-  return std::max(1, available);
+  return worker_threads(requested);
+}
+
+} // namespace
+
+int worker_threads(int requested) {
+#if defined(_OPENMP)
+  const int most = std::max({1, omp_get_num_procs(), omp_get_max_threads()});
+  return requested > 0 ? std::min(requested, most) : std::max(1, omp_get_max_threads());
 #else
-  (void)elements;
   (void)requested;
   return 1;
 #endif
 }
-
-} // namespace
 
 template <class Fn> void apply(const Fn &fn_in, const ApplyArgs &args) {
   Fn fn = fn_in;

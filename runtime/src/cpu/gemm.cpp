@@ -52,7 +52,7 @@ void gemm(const GemmArgs &g, int threads) {
   (void)threads;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static)                                                          \
-    num_threads(threads > 0 ? threads : omp_get_max_threads())                                     \
+    num_threads(worker_threads(threads))                                                           \
         if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) > (1 << 18))
 #endif
   for (std::int64_t i = 0; i < m; ++i) {

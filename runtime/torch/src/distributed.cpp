@@ -175,15 +175,13 @@ torch::Tensor global_norm(const std::vector<torch::Tensor> &xs, const ProcessGro
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm,
                                                const ProcessGroupRef &process_group) {
-  if (!(clip_norm > 0))
-    throw Error(fmt::format("amp::clip_by_global_norm: clip_norm must be > 0, got {:g}", clip_norm));
+  detail::check_clip_arguments(xs, clip_norm, "amp::clip_by_global_norm");
   return detail::clip_to_norm(xs, clip_norm, global_norm(xs, process_group));
 }
 
 torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
                                    const ProcessGroupRef &process_group) {
-  if (!(clip_norm > 0))
-    throw Error(fmt::format("amp::clip_by_global_norm_: clip_norm must be > 0, got {:g}", clip_norm));
+  detail::check_clip_arguments(xs, clip_norm, "amp::clip_by_global_norm_");
   auto norm = global_norm(xs, process_group);
   detail::clip_to_norm_(xs, clip_norm, norm, "amp::clip_by_global_norm_");
   return norm;

@@ -15,6 +15,9 @@ std::vector<torch::Tensor> clip_to_norm(const std::vector<torch::Tensor> &xs, do
 /// amp::Error, naming `who`, when two of the tensors share memory or one overlaps itself.
 void clip_to_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
                    const torch::Tensor &norm, const char *who);
+/// What every clip checks first, naming `who` (the function that was called): clip_norm > 0 and
+/// finite as the fp32 the clip runs in, and floating-point tensors only. Throws amp::Error.
+void check_clip_arguments(const std::vector<torch::Tensor> &xs, double clip_norm, const char *who);
 
 #if AMP_TORCH_DISTRIBUTED
 /// Combines the per-device inf checks into one and all-reduces it with MAX over `collective`:

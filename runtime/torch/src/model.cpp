@@ -481,8 +481,19 @@ std::vector<torch::Tensor> grads_of(const torch::Tensor &value,
       where.push_back(i);
     }
   }
+  // A loss that does not require grad has no graph at all (computed under NoGradGuard or
+  // inference mode, detached, or from constants): every grad would be zero and the step would
+  // train on nothing. Unlike a parameter the loss does not use (zeros, MindSpore's rule), that is
+  // never what the program meant. With every parameter frozen, there is nothing to differentiate.
+  if (!value.requires_grad() && !inputs.empty()) {
+    if (grad_scope_depth <= 1)
+      restore_masters();
+    throw Error("amp::value_and_grad: the loss does not require grad, so it has no gradient path "
+                "to any parameter (it was computed under torch::NoGradGuard or inference mode, "
+                "detached, or from tensors that do not require grad); every grad would be zero");
+  }
   std::vector<torch::Tensor> raw;
-  if (value.requires_grad() && !inputs.empty())
+  if (!inputs.empty())
     raw = torch::autograd::grad({value}, inputs, /*grad_outputs=*/{}, /*retain_graph=*/false,
                                 /*create_graph=*/false, /*allow_unused=*/true);
   // A parameter without a gradient: unused, or used through a graph whose accumulator a swap of
@@ -565,6 +576,13 @@ void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::
     throw Error(fmt::format(
         "amp::accumulate_grads: {} grads do not pair up with {} accumulated ones", micro.size(),
         acc.size()));
+  // add_ broadcasts: a grad of another shape would be added to every row, or a scalar to every
+  // element. Checked for every pair before anything is added.
+  for (std::size_t i = 0; i < acc.size(); ++i)
+    if (acc[i].defined() && micro[i].defined() && acc[i].sizes() != micro[i].sizes())
+      throw Error(fmt::format(
+          "amp::accumulate_grads: grad {} has shape {} but the accumulated grad {} has shape {}",
+          i, c10::str(micro[i].sizes()), i, c10::str(acc[i].sizes())));
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < acc.size(); ++i) {
     if (!micro[i].defined())

@@ -6,17 +6,13 @@
 #include "core_dispatch.h"
 #include "distributed.h"
 
-#include <caffe2/serialize/inline_container.h>
-#include <torch/serialize.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 namespace amp {
@@ -56,7 +52,6 @@ bool found_inf(const std::vector<torch::Tensor> &found_inf_per_device) {
   return found.item<float>() != 0.0f;
 }
 
-/// What unscale_ records: the memory of each grad, in order, and the event it happened at.
 /// What unscale_ records: the memory of each grad, in order, and the event it happened at; with
 /// the norm of the unscale's pass, also each grad's version counter now (see unscaled_norm_for).
 std::shared_ptr<const detail::UnscaledGrads> record_unscaled(const std::vector<torch::Tensor> &grads,
@@ -232,16 +227,12 @@ bool all_finite(const std::vector<torch::Tensor> &xs) {
 
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm) {
-  if (!(clip_norm > 0))
-    throw Error(
-        fmt::format("amp::clip_by_global_norm: clip_norm must be > 0, got {:g}", clip_norm));
+  detail::check_clip_arguments(xs, clip_norm, "amp::clip_by_global_norm");
   return detail::clip_to_norm(xs, clip_norm, global_norm(xs));
 }
 
 torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm) {
-  if (!(clip_norm > 0))
-    throw Error(
-        fmt::format("amp::clip_by_global_norm_: clip_norm must be > 0, got {:g}", clip_norm));
+  detail::check_clip_arguments(xs, clip_norm, "amp::clip_by_global_norm_");
   auto norm = global_norm(xs);
   detail::clip_to_norm_(xs, clip_norm, norm, "amp::clip_by_global_norm_");
   return norm;
@@ -264,9 +255,11 @@ std::pair<std::uintptr_t, std::uintptr_t> byte_span(const torch::Tensor &t) {
   return {begin, begin + static_cast<std::uintptr_t>((last + 1) * t.element_size())};
 }
 
-/// Throws when an in-place op over the list would write some memory more than once: a tensor
-/// whose elements overlap (an expanded view) or two tensors sharing bytes of one storage.
-void check_distinct_memory(const std::vector<torch::Tensor> &xs, const char *who) {
+/// Where an in-place op over the list would write some memory more than once: {i, i} for a
+/// tensor whose elements overlap (an expanded view), {i, j} (i < j) for two tensors sharing bytes
+/// of one storage. Disjoint parts of one storage (a flat gradient buffer) are distinct memory.
+std::optional<std::pair<std::size_t, std::size_t>>
+shared_memory(const std::vector<torch::Tensor> &xs) {
   struct Span {
     const void *storage;
     std::uintptr_t begin, end;
@@ -278,9 +271,7 @@ void check_distinct_memory(const std::vector<torch::Tensor> &xs, const char *who
     if (!t.defined() || t.numel() == 0)
       continue;
     if (at::has_internal_overlap(t) == at::MemOverlap::Yes)
-      throw Error(fmt::format("{}: tensor {} has elements that share memory (an expanded view); "
-                              "clipping it in place would scale them more than once",
-                              who, i));
+      return std::pair{i, i};
     auto [begin, end] = byte_span(t);
     spans.push_back({t.storage().unsafeGetStorageImpl(), begin, end, i});
   }
@@ -289,12 +280,59 @@ void check_distinct_memory(const std::vector<torch::Tensor> &xs, const char *who
   });
   for (std::size_t k = 1; k < spans.size(); ++k)
     if (spans[k].storage == spans[k - 1].storage && spans[k].begin < spans[k - 1].end)
-      throw Error(fmt::format("{}: tensors {} and {} share memory; clipping in place would "
-                              "scale it twice (amp::clip_by_global_norm clips out of place)",
-                              who, std::min(spans[k - 1].index, spans[k].index),
-                              std::max(spans[k - 1].index, spans[k].index)));
+      return std::pair{std::min(spans[k - 1].index, spans[k].index),
+                       std::max(spans[k - 1].index, spans[k].index)};
+  return std::nullopt;
+}
+
+/// Throws when clipping the list in place would scale some memory more than once.
+void check_distinct_memory(const std::vector<torch::Tensor> &xs, const char *who) {
+  const auto shared = shared_memory(xs);
+  if (!shared)
+    return;
+  if (shared->first == shared->second)
+    throw Error(fmt::format("{}: tensor {} has elements that share memory (an expanded view); "
+                            "clipping it in place would scale them more than once",
+                            who, shared->first));
+  throw Error(fmt::format("{}: tensors {} and {} share memory; clipping in place would "
+                          "scale it twice (amp::clip_by_global_norm clips out of place)",
+                          who, shared->first, shared->second));
+}
+
+/// What unscale_ and step's own unscale take: grads that pair up with the optimizer's parameters
+/// (or none: an accumulation window that accumulated nothing), each memory of its own: a grad
+/// listed twice, or two sharing bytes, would be divided by the scale twice. Aliased grads have no
+/// legitimate use here: value_and_grad gives every parameter a grad of its own, as `.grad` is
+/// (the same parameter listed twice gets two copies). Checked before anything is unscaled.
+void check_unscalable(torch::optim::Optimizer &opt, const std::vector<torch::Tensor> &grads,
+                      const char *who) {
+  if (!grads.empty())
+    (void)paired_params(opt, grads.size(), who);
+  const auto shared = shared_memory(grads);
+  if (!shared)
+    return;
+  if (shared->first == shared->second)
+    throw Error(fmt::format("{}: grad {} has elements that share memory (an expanded view); "
+                            "unscaling it in place would divide them by the scale more than once",
+                            who, shared->first));
+  throw Error(fmt::format("{}: grads {} and {} share memory; unscaling in place would divide it by "
+                          "the scale twice (pass each grad once, in memory of its own)",
+                          who, shared->first, shared->second));
 }
 } // namespace
+
+void detail::check_clip_arguments(const std::vector<torch::Tensor> &xs, double clip_norm,
+                                  const char *who) {
+  // The clip runs in fp32: 1e300 and 1e-50 are inf and 0 there.
+  if (!positive_finite_f32(clip_norm))
+    throw Error(fmt::format("{}: clip_norm must be > 0 and finite in fp32, got {:g}", who,
+                            clip_norm));
+  // The clipped values are written back in the grads' dtype: an integer grad would be truncated.
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    if (xs[i].defined() && !xs[i].is_floating_point())
+      throw Error(fmt::format("{}: tensor {} has dtype {}; gradients must be floating point", who,
+                              i, c10::toString(xs[i].scalar_type())));
+}
 
 void detail::clip_to_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
                            const torch::Tensor &norm, const char *who) {
@@ -432,8 +470,12 @@ torch::Tensor GradScaler::unscale_grads(OptimizerState &state,
 
 void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
                           const std::vector<torch::Tensor> &grads) {
-  if (!options_.enabled())
+  if (!options_.enabled()) {
+    // A count that does not pair up is a mistake whatever the enabled flag says.
+    if (!grads.empty())
+      (void)paired_params(optimizer, grads.size(), "amp::GradScaler::unscale_");
     return;
+  }
   detail::restore_masters();
   check_scale_exists("unscale_");
   auto &state = per_optimizer_[&optimizer];
@@ -441,6 +483,7 @@ void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
     throw Error("unscale_() has already been called on this optimizer since the last update().");
   if (state.stage == Stage::Stepped)
     throw Error("unscale_() is being called after step().");
+  check_unscalable(optimizer, grads, "amp::GradScaler::unscale_");
   // An explicit unscale_ is almost always followed by a clip of the same grads: the norm comes
   // out of the unscale's own pass, and the clip uses it while the grads are unchanged.
   auto norm = unscale_grads(state, grads, /*with_norm=*/true);
@@ -451,8 +494,10 @@ void GradScaler::unscale_(torch::optim::Optimizer &optimizer,
 
 bool GradScaler::unscale_and_check(torch::optim::Optimizer &optimizer,
                                    const std::vector<torch::Tensor> &grads) {
-  if (!options_.enabled())
+  if (!options_.enabled()) {
+    unscale_(optimizer, grads); // checks the count, unscales nothing
     return all_finite(grads);
+  }
   unscale_(optimizer, grads);
   return !found_inf(per_optimizer_[&optimizer].found_inf_per_device);
 }
@@ -472,10 +517,12 @@ void GradScaler::step(torch::optim::Optimizer &optimizer, const std::vector<torc
   auto &state = per_optimizer_[&optimizer];
   if (state.stage == Stage::Stepped)
     throw Error("step() has already been called since the last update().");
-  if (state.stage == Stage::Ready)
+  if (state.stage == Stage::Ready) {
+    check_unscalable(optimizer, grads, "amp::GradScaler::step");
     unscale_grads(state, grads);
-  else
+  } else {
     check_unscaled(*state.unscaled, grads);
+  }
 
   // The one host read of the step: whether any grad had an inf or NaN.
   if (!found_inf(state.found_inf_per_device))
@@ -611,112 +658,6 @@ void GradScaler::load_state_dict(const std::map<std::string, double> &state) {
     scale_.fill_(loaded_scale_);
     growth_tracker_.fill_(loaded_tracker_);
   }
-}
-
-// ---- checkpoints shared with Python (torch.save / torch.load of state_dict()) -----------------
-namespace {
-
-/// Python's GradScaler.state_dict() holds these two as ints, the other three as floats.
-bool is_int_key(const std::string &key) {
-  return key == "growth_interval" || key == "_growth_tracker";
-}
-
-/// The dict as pickle protocol 2 with plain opcodes only (no torch globals, unlike libtorch's
-/// pickle_save, which tags dicts with torch.jit._pickle.restore_type_tag): Python's torch.load
-/// with weights_only=True accepts exactly this.
-std::vector<char> pickle_plain_dict(const std::map<std::string, double> &state) {
-  std::vector<char> out{'\x80', '\x02', '}', '('}; // PROTO 2, EMPTY_DICT, MARK
-  auto put_u32 = [&out](std::uint32_t v) {
-    for (int i = 0; i < 4; ++i)
-      out.push_back(static_cast<char>((v >> (8 * i)) & 0xffu));
-  };
-  for (const auto &[key, value] : state) {
-    out.push_back('X'); // BINUNICODE: u32 little-endian length, UTF-8
-    put_u32(static_cast<std::uint32_t>(key.size()));
-    out.insert(out.end(), key.begin(), key.end());
-    if (is_int_key(key)) {
-      out.push_back('J'); // BININT: i32 little-endian
-      put_u32(static_cast<std::uint32_t>(static_cast<std::int32_t>(value)));
-      continue;
-    }
-    out.push_back('G'); // BINFLOAT: IEEE double, big-endian
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, &value, sizeof bits);
-    for (int i = 7; i >= 0; --i)
-      out.push_back(static_cast<char>((bits >> (8 * i)) & 0xffu));
-  }
-  out.push_back('u'); // SETITEMS
-  out.push_back('.'); // STOP
-  return out;
-}
-
-[[noreturn]] void checkpoint_fail(const std::string &source, const std::string &problem) {
-  throw Error(fmt::format("amp::load_scaler_state: {}: {}", source, problem));
-}
-
-} // namespace
-
-std::vector<char> scaler_state_bytes(const GradScaler &scaler) {
-  const std::vector<char> data = pickle_plain_dict(scaler.state_dict());
-  std::vector<char> bytes;
-  caffe2::serialize::PyTorchStreamWriter writer([&bytes](const void *p, std::size_t n) {
-    const char *c = static_cast<const char *>(p);
-    bytes.insert(bytes.end(), c, c + n);
-    return n;
-  });
-  writer.writeRecord("data.pkl", data.data(), data.size());
-  writer.writeRecord("byteorder", "little", 6);
-  writer.writeEndOfFile(); // adds the version record, as torch.save's writer does
-  return bytes;
-}
-
-void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
-                             const std::string &source) {
-  torch::IValue loaded;
-  try {
-    loaded = torch::pickle_load(bytes);
-  } catch (const c10::Error &e) {
-    checkpoint_fail(source,
-                    fmt::format("not a file written by torch.save: {}", e.what_without_backtrace()));
-  }
-  if (!loaded.isGenericDict())
-    checkpoint_fail(source, fmt::format("holds a {}, not a GradScaler state dict", loaded.tagKind()));
-  std::map<std::string, double> state;
-  for (const auto &entry : loaded.toGenericDict()) {
-    if (!entry.key().isString())
-      checkpoint_fail(source, "has a key that is not a string");
-    const std::string key = entry.key().toStringRef();
-    const torch::IValue &value = entry.value();
-    if (value.isDouble())
-      state[key] = value.toDouble();
-    else if (value.isInt())
-      state[key] = static_cast<double>(value.toInt());
-    else
-      checkpoint_fail(source, fmt::format("key '{}' holds a {}, not a number", key, value.tagKind()));
-  }
-  try {
-    scaler.load_state_dict(state);
-  } catch (const Error &e) {
-    checkpoint_fail(source, e.what());
-  }
-}
-
-void save_scaler_state(const GradScaler &scaler, const std::string &path) {
-  const std::vector<char> bytes = scaler_state_bytes(scaler);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out)
-    throw Error(fmt::format("amp::save_scaler_state: cannot write {}", path));
-}
-
-void load_scaler_state(GradScaler &scaler, const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(fmt::format("amp::load_scaler_state: cannot open {}", path));
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                std::istreambuf_iterator<char>());
-  load_scaler_state_bytes(scaler, bytes, path);
 }
 
 } // namespace amp

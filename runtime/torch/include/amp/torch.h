@@ -314,7 +314,9 @@ template <class T> std::decay_t<T> cast_to_adapter_tensor(T &&x) {
 // ---- explicit gradients --------------------------------------------------------------------------
 namespace detail {
 /// d value / d params through autograd, leaving every `.grad` alone; puts masters back first.
-/// Unused parameters get zeros; grads come back in the parameters' own dtype (fp32 masters).
+/// Unused parameters get zeros; grads come back in the parameters' own dtype (fp32 masters). A
+/// value that does not require grad (no graph at all) is an amp::Error unless every parameter is
+/// frozen.
 std::vector<torch::Tensor> grads_of(const torch::Tensor &value,
                                     const std::vector<torch::Tensor> &params);
 
@@ -375,7 +377,8 @@ void empty_cpu_step_cache();
 void set_cpu_step_cache_enabled(bool on);
 
 /// Gradient accumulation over micro-steps: an empty `acc` becomes `micro`, otherwise
-/// acc[i] += micro[i] in place (the lists must pair up).
+/// acc[i] += micro[i] in place. The lists must pair up and each pair have one shape (add_ would
+/// broadcast); otherwise amp::Error, before anything is added.
 void accumulate_grads(std::vector<torch::Tensor> &acc, const std::vector<torch::Tensor> &micro);
 
 // ---- several optimizers, one loss -----------------------------------------------------------------
@@ -445,6 +448,8 @@ torch::Tensor global_norm(const std::vector<torch::Tensor> &xs);
 /// answer: one host read (sync) for the whole list.
 bool all_finite(const std::vector<torch::Tensor> &xs);
 /// MindSpore's rule, out of place: out_i = x_i * clip_norm / max(global_norm, clip_norm).
+/// clip_norm must be > 0 and finite as an fp32, the tensors floating point (amp::Error naming the
+/// function called, as for clip_by_global_norm_).
 std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> &xs,
                                                double clip_norm);
 /// The same rule in place, as torch::nn::utils::clip_grad_norm_ does to `.grad`: x_i is scaled by
@@ -558,7 +563,10 @@ public:
   torch::Tensor scale(const torch::Tensor &t);
   std::vector<torch::Tensor> scale(const std::vector<torch::Tensor> &ts);
 
-  /// Unscales `grads` in place and records inf/NaN for `optimizer` (no host sync).
+  /// Unscales `grads` in place and records inf/NaN for `optimizer` (no host sync). `grads` pair
+  /// up with the parameters of all groups, or of the first group, or are empty; each must be
+  /// memory of its own (a grad listed twice would be unscaled twice). Otherwise amp::Error, before
+  /// anything is unscaled; a disabled scaler checks the count only.
   void unscale_(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &grads);
   /// The checked unscale: unscale_ (same states and errors), then whether every grad was finite,
   /// i.e. whether step() will apply the update. Unlike unscale_ it reads the inf check on the
@@ -631,7 +639,9 @@ private:
 /// `torch.save(scaler.state_dict(), f)`: a zip archive whose data.pkl is a plain dict (floats for
 /// scale and the factors, ints for growth_interval and _growth_tracker), so Python's torch.load
 /// reads what save_scaler_state writes (weights_only too), and load_scaler_state reads a file that
-/// Python saved (through libtorch's pickle loader). Errors name the file and the key.
+/// Python saved (through libtorch's pickle loader). Errors name the file and the key. Only a
+/// regular file of at most 1 MiB is read (a directory, device or FIFO is an amp::Error naming it,
+/// without opening a device or waiting on a FIFO).
 std::vector<char> scaler_state_bytes(const GradScaler &scaler);
 void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
                              const std::string &source = "<bytes>");
