@@ -1,6 +1,8 @@
 // Misuse of the binding is an amp::Error that names the call and the problem, never a silent wrong
 // answer, a hang, a std::bad_alloc or a std::ios_base::failure (issue 37 item 11; issue 39 items
 // 4, 6 and 12). The suites are those of binding_test.cpp, so each runs in that suite's ctest.
+#include <limits>
+#include <cmath>
 #include <amp/torch.h>
 #include <torch/torch.h>
 
@@ -169,15 +171,42 @@ TEST(Clip, IntegerGradsAreErrors) {
 
 TEST(Clip, ErrorsNameTheFunctionThatWasCalled) {
   std::vector<Tensor> grads{torch::ones({2})};
-  // 1e300 and 1e-50 are inf and 0 as the fp32 the clip runs in.
-  for (double bad : {1e300, 1e-50, -1.0}) {
-    const auto in_place = amp_error_of([&] { amp::clip_by_global_norm_(grads, bad); });
-    EXPECT_EQ(in_place.rfind("amp::clip_by_global_norm_: clip_norm must be > 0", 0), 0u) << in_place;
+  // 1e-50 is 0 as the fp32 the clip runs in; 1e300 is inf there, which only the in-place clip
+  // (clip_grad_norm_'s target) takes, as clipping nothing (Clip.InfiniteNormClipsNothing).
+  for (double bad : {1e300, 1e-50, -1.0, std::nan("")}) {
+    if (bad < 1e300) {
+      const auto in_place = amp_error_of([&] { amp::clip_by_global_norm_(grads, bad); });
+      EXPECT_EQ(in_place.rfind("amp::clip_by_global_norm_: clip_norm must be > 0", 0), 0u)
+          << in_place;
+    }
     const auto out_of_place = amp_error_of([&] { amp::clip_by_global_norm(grads, bad); });
     EXPECT_EQ(out_of_place.rfind("amp::clip_by_global_norm: clip_norm must be > 0", 0), 0u)
         << out_of_place;
   }
   EXPECT_TRUE(torch::equal(grads[0], torch::ones({2})));
+}
+
+// clip_grad_norm_(params, INFINITY) logs the norm without clipping (issue 37 item 6: the migrated
+// call threw); the in-place clip it becomes leaves the grads as they are and returns the norm.
+TEST(Clip, InfiniteNormClipsNothing) {
+  for (double huge : {std::numeric_limits<double>::infinity(), 1e300}) {
+    std::vector<Tensor> grads{torch::full({4}, 3.0), torch::full({2}, -4.0)};
+    std::vector<Tensor> params{torch::zeros({4}, torch::requires_grad()),
+                               torch::zeros({2}, torch::requires_grad())};
+    params[0].mutable_grad() = grads[0].clone();
+    params[1].mutable_grad() = grads[1].clone();
+    // libtorch 1.13 refuses 1e300 (no float holds it) and clips nothing for +inf.
+    const double expected =
+        std::isinf(huge) ? torch::nn::utils::clip_grad_norm_(params, huge) : std::sqrt(4 * 9.0 + 2 * 16.0);
+    const auto norm = amp::clip_by_global_norm_(grads, huge);
+    EXPECT_NEAR(norm.item<double>(), expected, 1e-5);
+    EXPECT_TRUE(torch::equal(grads[0], params[0].grad()));
+    EXPECT_TRUE(torch::equal(grads[1], params[1].grad()));
+    EXPECT_TRUE(torch::equal(grads[0], torch::full({4}, 3.0)));
+  }
+  std::vector<Tensor> ints{torch::full({2}, 1, torch::kLong)};
+  EXPECT_EQ(amp_error_of([&] { amp::clip_by_global_norm_(ints, INFINITY); }),
+            "amp::clip_by_global_norm_: tensor 0 has dtype Long; gradients must be floating point");
 }
 
 // ---- load_scaler_state: only bounded regular files (issue 39 items 4, 6, 12) --------------------

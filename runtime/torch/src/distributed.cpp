@@ -181,6 +181,10 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
 
 torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
                                    const ProcessGroupRef &process_group) {
+  if (detail::clips_nothing(clip_norm)) {
+    detail::check_clip_arguments(xs, 1.0, "amp::clip_by_global_norm_");
+    return global_norm(xs, process_group);
+  }
   detail::check_clip_arguments(xs, clip_norm, "amp::clip_by_global_norm_");
   auto norm = global_norm(xs, process_group);
   detail::clip_to_norm_(xs, clip_norm, norm, "amp::clip_by_global_norm_");

@@ -18,6 +18,9 @@ void clip_to_norm_(const std::vector<torch::Tensor> &xs, double clip_norm,
 /// What every clip checks first, naming `who` (the function that was called): clip_norm > 0 and
 /// finite as the fp32 the clip runs in, and floating-point tensors only. Throws amp::Error.
 void check_clip_arguments(const std::vector<torch::Tensor> &xs, double clip_norm, const char *who);
+/// A max norm past fp32's range (+inf): the in-place clip leaves the grads as they are, as
+/// libtorch's clip_grad_norm_ does, and returns the norm.
+bool clips_nothing(double clip_norm);
 
 #if AMP_TORCH_DISTRIBUTED
 /// Combines the per-device inf checks into one and all-reduces it with MAX over `collective`:

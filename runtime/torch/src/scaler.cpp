@@ -232,6 +232,10 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
 }
 
 torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm) {
+  if (detail::clips_nothing(clip_norm)) {
+    detail::check_clip_arguments(xs, 1.0, "amp::clip_by_global_norm_");
+    return global_norm(xs);
+  }
   detail::check_clip_arguments(xs, clip_norm, "amp::clip_by_global_norm_");
   auto norm = global_norm(xs);
   detail::clip_to_norm_(xs, clip_norm, norm, "amp::clip_by_global_norm_");
@@ -320,6 +324,12 @@ void check_unscalable(torch::optim::Optimizer &opt, const std::vector<torch::Ten
                           who, shared->first, shared->second));
 }
 } // namespace
+
+bool detail::clips_nothing(double clip_norm) {
+  // libtorch's clip_grad_norm_ scales by min(1, max_norm / (norm + 1e-6)): 1 for a max norm past
+  // fp32's range (+inf: the norm logged without clipping), whatever the grads' norm in fp32.
+  return clip_norm > static_cast<double>(std::numeric_limits<float>::max());
+}
 
 void detail::check_clip_arguments(const std::vector<torch::Tensor> &xs, double clip_norm,
                                   const char *who) {

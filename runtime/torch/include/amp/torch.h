@@ -456,7 +456,9 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
 /// clip_norm / max(global_norm, clip_norm) where it lies. Returns the global norm before clipping
 /// (0-dim fp32 on the first tensor's device, no host sync), like clip_grad_norm_'s total norm. The
 /// tensors must not share memory (amp::Error: the memory would be scaled twice); value_and_grad's
-/// grads never do. This is the form amp-migrate writes: no output list is allocated.
+/// grads never do. This is the form amp-migrate writes: no output list is allocated. A clip_norm
+/// past fp32's range (+inf, the usual way to log the norm without clipping) clips nothing and
+/// returns the norm, as clip_grad_norm_ does; other non-positive or NaN values are amp::Errors.
 torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double clip_norm);
 /// torch::nn::utils::clip_grad_value_ on explicit grads: every element of every defined tensor
 /// clamped, in place, to [-clip_value, clip_value] (the form amp-migrate writes for it).
