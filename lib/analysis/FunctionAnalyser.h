@@ -221,6 +221,13 @@ private:
 
   /// Is `E` (an argument) the parameters, a model or an optimizer of the step?
   bool namesStepParameters(const TrainingStep &T, const clang::Expr *E) const;
+  /// A local container the function fills with parameters (`for (auto &p : m->parameters())
+  /// ps.push_back(p);`, `ps = opt.parameters();`): handing it to code hands the parameters.
+  bool collectsParameters(const clang::VarDecl *V) const;
+  /// An expression whose value is parameters: a `parameters()` list, or the variable of a
+  /// range-for over one (the elements).
+  bool isParameterValue(const clang::Expr *E) const;
+  mutable llvm::DenseMap<const clang::VarDecl *, bool> CollectsParameters;
 
   bool isStepElement(const TrainingStep &T, const clang::CallExpr *CE) const;
 
@@ -240,6 +247,9 @@ private:
 
   void addGradAccesses(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);
+  /// TrainingStep::FeedingScopes: earlier scopes that a variable carries into the region
+  /// [T.Scope->Begin, FirstBackward).
+  void addFeedingScopes(TrainingStep &T, unsigned FirstBackward);
   /// The `.grad()` read (not a clearing) that calling `CE` leads to, in a function defined in
   /// this translation unit a few calls deep; null when none.
   const clang::CallExpr *gradReadInCallee(const clang::CallExpr *CE);

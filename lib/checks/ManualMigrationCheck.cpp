@@ -54,7 +54,9 @@ void checkManualMigration(const CheckInput &In, FindingSink &Out) {
   for (const AutocastScope &S : In.Function.Scopes) {
     if (S.DisablesAutocast || isInferenceScope(In, S))
       continue;
-    bool InStep = llvm::any_of(In.Function.Steps, [&](const TrainingStep &T) { return T.Scope == &S; }) ||
+    bool InStep = llvm::any_of(In.Function.Steps, [&](const TrainingStep &T) {
+                    return T.Scope == &S || llvm::is_contained(T.FeedingScopes, &S);
+                  }) ||
                   llvm::any_of(In.CalleePlans, [&](const MigrationPlan *P) { return P->CalleeScope == &S; });
     if (InStep)
       continue;

@@ -20,7 +20,31 @@ public:
   }
 };
 
-const Expr *StepPlanner::runTimeFlag(const AutocastScope &S) const {
+const Expr *StepPlanner::branchFlag(const AutocastScope &S, bool &OnWhenFalse) const {
+  if (!S.Enable || !S.Enable->Removable || S.Shape != AutocastScope::Kind::CallPair)
+    return nullptr;
+  const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(S.Enable->Removable));
+  const auto *If = Block ? dyn_cast_or_null<IfStmt>(PM.getParent(Block)) : nullptr;
+  if (!If || If->getInit() || If->getConditionVariable() || If->isConstexpr() ||
+      (If->getCond()->HasSideEffects(Ctx) && !onlyReads(If->getCond())))
+    return nullptr;
+  // The disable in the same branch: the scope is the branch's.
+  if (!S.Disable || !S.Disable->Removable || PM.getParent(S.Disable->Removable) != Block)
+    return nullptr;
+  // The other branch must not switch autocast itself.
+  if (const Stmt *Other = If->getThen() == Block ? If->getElse() : If->getThen()) {
+    GuardCalls Calls(Rules);
+    Calls.walk(Other);
+    if (!Calls.Found.empty())
+      return nullptr;
+  }
+  OnWhenFalse = If->getElse() == Block;
+  return If->getCond();
+}
+
+const Expr *StepPlanner::runTimeFlag(const AutocastScope &S, bool *OnWhenFalse) const {
+  if (OnWhenFalse)
+    *OnWhenFalse = false;
   if (S.Enable && S.Enable->GuardCondition)
     return S.Enable->GuardCondition;
   // `if (bf16) { set_autocast_cpu_dtype(...); set_cpu_enabled(true); }`: the enable shares its
@@ -33,6 +57,12 @@ const Expr *StepPlanner::runTimeFlag(const AutocastScope &S) const {
       S.Enable->Rule->EnabledArg >= 0 &&
       (unsigned)S.Enable->Rule->EnabledArg < S.Enable->Call->getNumArgs())
     return S.Enable->Call->getArg(S.Enable->Rule->EnabledArg);
+  bool Else = false;
+  if (const Expr *Cond = branchFlag(S, Else)) {
+    if (OnWhenFalse)
+      *OnWhenFalse = Else;
+    return Cond;
+  }
   const auto *VD = S.GuardVar ? dyn_cast<VarDecl>(S.GuardVar) : nullptr;
   const auto *CE = VD && VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
   if (!CE || !CE->getConstructor())
@@ -51,7 +81,8 @@ const Expr *StepPlanner::runTimeFlag(const AutocastScope &S) const {
 
 bool StepPlanner::levelExpr(const AutocastScope &S, unsigned At, std::string &Out) {
   std::string Level = Tgt.LevelEnum + "::" + levelName(Opts.Level).str();
-  const Expr *Flag = runTimeFlag(S);
+  bool OnWhenFalse = false;
+  const Expr *Flag = runTimeFlag(S, &OnWhenFalse);
   if (!Flag) {
     Out = Level;
     return true;
@@ -76,7 +107,23 @@ bool StepPlanner::levelExpr(const AutocastScope &S, unsigned At, std::string &Ou
   if (!isa<DeclRefExpr, MemberExpr, CXXMemberCallExpr, CallExpr>(Bare) &&
       !(isa<UnaryOperator>(Bare) && cast<UnaryOperator>(Bare)->getOpcode() == UO_LNot))
     F = "(" + F + ")";
-  Out = F + " ? " + Level + " : " + Tgt.LevelEnum + "::O0";
+  // The flag keeps its value from the conversion on: assigned later, the conversion made once
+  // would not follow it.
+  for (const ValueDecl *D : Refs.Found) {
+    ObjectRef R;
+    R.Decl = D;
+    for (unsigned W : writesOf(R))
+      if (W >= At) {
+        block(Flag->getBeginLoc(), "autocast is switched by the run-time flag `" +
+                                       text(Flag->getSourceRange()) + "`, which is assigned "
+                                       "at " + where(SM.getComposedLoc(File, W)) +
+                                       ", after where the model is converted; the conversion "
+                                       "would not follow it: migrate by hand");
+        return false;
+      }
+  }
+  std::string O0 = Tgt.LevelEnum + "::O0";
+  Out = OnWhenFalse ? F + " ? " + O0 + " : " + Level : F + " ? " + Level + " : " + O0;
   return true;
 }
 

@@ -35,6 +35,13 @@ public:
     for (const ClipCall *C : T.Clips)
       checkClipNorm(*C);
     checkGuard();
+    for (const AutocastScope *S : T.FeedingScopes)
+      Out.push_back({S->ReportLoc,
+                     "this autocast scope computes values that the training step's loss reads "
+                     "(the step's own scope starts at " + where(T.Scope->ReportLoc) + "); the "
+                     "rewrite hands one scope's code to amp::value_and_grad, and this one would "
+                     "stay outside it, its gradient lost: join the two scopes into one, or "
+                     "migrate this step by hand"});
     return std::move(Out);
   }
 

@@ -277,7 +277,11 @@ private:
   /// The run-time flag that switched autocast on for this scope, if any: the condition of
   /// `if (use_amp) set_enabled(true);`, or the argument a guard constructor takes for its
   /// `bool` parameter (`AmpGuard g(cfg.use_amp);`). Null for a scope that is always on.
-  const clang::Expr *runTimeFlag(const AutocastScope &S) const;
+  const clang::Expr *runTimeFlag(const AutocastScope &S, bool *OnWhenFalse = nullptr) const;
+  /// `if (use_amp) { enable; ...forward...; disable; } else { ...forward...; }`: the if whose
+  /// branch holds the scope's calls beside other code, the other branch running without autocast;
+  /// its condition switches the scope (`OnWhenFalse` when the scope is in the else branch).
+  const clang::Expr *branchFlag(const AutocastScope &S, bool &OnWhenFalse) const;
 
   /// The level expression of a conversion inserted at `At`: the chosen level, or, when autocast
   /// was switched by a run-time flag, that flag choosing between it and O0 (so the fp32 mode

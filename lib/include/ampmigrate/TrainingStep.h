@@ -196,6 +196,10 @@ struct TrainingStep {
   /// gradients, or zero_grad()'s zeros, there; explicit grads never reach `.grad`. Calls that only
   /// clear `.grad` (a hand-written zero_grad) are not listed.
   llvm::SmallVector<const clang::CallExpr *, 1> GradReadsBefore;
+  /// Other autocast scopes before `Scope` whose values the step's forward region reads (a
+  /// feature extractor in one scope, the head and loss in another), with no backward between:
+  /// they feed the same loss, and the rewrite hands one scope's region to value_and_grad.
+  llvm::SmallVector<const AutocastScope *, 1> FeedingScopes;
   ObjectRef Scaler;
   const clang::CXXRecordDecl *ScalerClass = nullptr;
   /// A step without a loss scaler (bf16 or fp32 autocast): a plain `loss.backward()` of a loss
