@@ -47,9 +47,11 @@ std::string firstDifference(const std::vector<EditKey> &A, const std::vector<Edi
   const EditKey &K = I < A.size() ? A[I] : B[I];
   const std::string &File = std::get<0>(K);
   const std::string *Text = Texts.get(File);
-  unsigned Line = Text ? static_cast<unsigned>(std::count(Text->begin(),
-                                                          Text->begin() + std::min<size_t>(std::get<1>(K), Text->size()), '\n')) + 1
-                       : 0;
+  unsigned Line = 0;
+  if (Text) {
+    size_t End = std::min<size_t>(std::get<1>(K), Text->size());
+    Line = static_cast<unsigned>(std::count(Text->begin(), Text->begin() + End, '\n')) + 1;
+  }
   return positionText(llvm::sys::path::filename(File), Line);
 }
 
