@@ -10,6 +10,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/thread.h"
 #include "llvm/Support/raw_ostream.h"
 #include <atomic>
 #include <mutex>
@@ -80,6 +81,84 @@ std::string inputProblem(const std::string &File, const std::vector<tooling::Com
   return "";
 }
 
+/// What the analysis of a file under its compile commands gave.
+struct FileAnalysis {
+  std::string Error; ///< the parse failed: the compiler's errors
+  TUResult Result;
+  bool BodiesUnchecked = false; ///< header bodies skipped and not parsed since (ResultCache)
+};
+
+/// Parses and analyses `File` under `Cmds` (one compile command, or the language server's), then
+/// parses it in full if it is going to be rewritten and skipped bodies, and verifies its fixes.
+FileAnalysis analyseCommand(const tooling::CompilationDatabase &DB, const std::vector<tooling::CompileCommand> &Cmds,
+                            const std::string &File, const RuleSet &Rules, const DriverOptions &Opts,
+                            const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS) {
+  FileAnalysis Out;
+  TUResult &Res = Out.Result;
+  AmpActionFactory Factory(Rules, Opts, Res);
+  ErrorCollector Errors;
+  bool Parsed = Opts.Parser ? Opts.Parser(Cmds, File, Factory, Errors)
+                            : parseTU(DB, File, Opts.Overlays, {}, Factory, Errors, FS);
+  Errors.OS.flush();
+  Parsed = Parsed && Errors.getNumErrors() == 0;
+  Out.BodiesUnchecked = Res.SkippedBodies > 0 && Res.hasFixes() && !Opts.VerifyBeforeFix;
+  // Errors in header bodies the fast path skipped are invisible to it; a TU that is going to
+  // be rewritten is parsed again in full first (a file that does not compile is never fixed).
+  if (Parsed && Opts.VerifyBeforeFix && Res.SkippedBodies > 0 && Res.hasFixes()) {
+    std::unique_ptr<tooling::FrontendActionFactory> SyntaxOnly =
+        tooling::newFrontendActionFactory<SyntaxOnlyAction>();
+    Errors.Text.clear();
+    ErrorCollector Full;
+    Parsed = parseTU(DB, File, Opts.Overlays, {}, *SyntaxOnly, Full, FS);
+    Errors.Text = Full.Text;
+  }
+  if (!Parsed) {
+    Out.Error = Errors.Text.empty() ? File + ": error: the file could not be parsed" : Errors.Text;
+    while (!Out.Error.empty() && Out.Error.back() == '\n')
+      Out.Error.pop_back();
+    return Out;
+  }
+  if (Opts.VerifyFixes && !Opts.Unfinished)
+    verifyFixes(Res, DB, File, Opts, FS);
+  return Out;
+}
+
+/// Every configuration of `File` (each compile command the database has for it) analysed on its
+/// own, then agreed on (agreeOnFixes): a step is fixed only as every configuration would fix it.
+/// The language server's parser takes the commands together, as before.
+FileAnalysis analyseFile(const tooling::CompilationDatabase &DB, const std::vector<tooling::CompileCommand> &Cmds,
+                         const std::string &File, const RuleSet &Rules, const DriverOptions &Opts,
+                         const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS) {
+  if (Opts.Parser || Cmds.size() == 1)
+    return analyseCommand(DB, Cmds, File, Rules, Opts, FS);
+  FileAnalysis Out;
+  std::vector<std::string> Labels = configurationLabels(Cmds);
+  std::vector<Analysis> Parts;
+  for (size_t I = 0; I < Cmds.size(); ++I) {
+    std::unique_ptr<tooling::CompilationDatabase> One = databaseOf(Cmds[I]);
+    FileAnalysis A = analyseCommand(*One, {Cmds[I]}, File, Rules, Opts, FS);
+    if (!A.Error.empty()) {
+      Out.Error = A.Error + "\n" + File + ": note: under " + Labels[I];
+      return Out;
+    }
+    Out.BodiesUnchecked |= A.BodiesUnchecked;
+    Parts.push_back({Labels[I], std::move(A.Result)});
+  }
+  Out.Result = agreeOnFixes(std::move(Parts), Opts);
+  return Out;
+}
+
+/// Clang's parser and the analysis's walks recurse once per level of an expression: 3,000 nested
+/// parentheses, or an operator chain of 10,000 links, overflow a thread's usual 8 MiB (2 MiB
+/// already at 5,000 links), several times sooner in a sanitizer build. Each translation unit runs
+/// on a thread with this much stack: address space reserved, not memory used.
+constexpr unsigned TranslationUnitStack = 512u << 20;
+
+void runOnLargeStack(llvm::function_ref<void()> Fn) {
+  llvm::thread T(std::optional<unsigned>(TranslationUnitStack), [Fn] { Fn(); });
+  T.join();
+}
+
 } // namespace
 } // namespace driver
 using namespace driver;
@@ -87,6 +166,7 @@ using namespace driver;
 Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
                  const tooling::CompilationDatabase &DB, DriverStats *Stats) {
   Report R;
+  std::vector<Analysis> Parts; // each translation unit's result
   std::mutex M;
   std::vector<std::string> Tokens = Rules.prefilterTokens();
   std::atomic<unsigned> Done{0};
@@ -120,15 +200,12 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
       std::lock_guard<std::mutex> L(M);
       if (Stats)
         ++Stats->CacheHits;
-      for (Finding &F : Hit->Findings)
-        R.Findings.push_back(std::move(F));
-      for (StepFix &F : Hit->Fixes)
-        R.StepFixes.push_back(std::move(F));
-      mergeDigests(R.ParsedDigests, Hit->Digests);
-    } else {
       TUResult Res;
-      AmpActionFactory Factory(Rules, Opts, Res);
-      ErrorCollector Errors;
+      Res.Findings = std::move(Hit->Findings);
+      Res.Fixes = std::move(Hit->Fixes);
+      Res.Digests = std::move(Hit->Digests);
+      Parts.push_back({"the translation unit " + File, std::move(Res)});
+    } else {
       // With a cache, the parses (and the verification's) run on a file system that records what
       // they probed and read. Either has a working directory of its own: ClangTool moves to each
       // compile command's directory, which on the process-wide real file system would move every
@@ -138,39 +215,18 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
           Cache ? makeRecordingFileSystem(Deps)
                 : llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem>(
                       llvm::vfs::createPhysicalFileSystem().release());
-      bool Parsed = Opts.Parser ? Opts.Parser(Cmds, File, Factory, Errors)
-                                : parseTU(DB, File, Opts.Overlays, {}, Factory, Errors, FS);
-      Errors.OS.flush();
-      Parsed = Parsed && Errors.getNumErrors() == 0;
-      bool BodiesUnchecked = Res.SkippedBodies > 0 && Res.hasFixes() && !Opts.VerifyBeforeFix;
-      // Errors in header bodies the fast path skipped are invisible to it; a TU that is going to
-      // be rewritten is parsed again in full first (a file that does not compile is never fixed).
-      if (Parsed && Opts.VerifyBeforeFix && Res.SkippedBodies > 0 && Res.hasFixes()) {
-        std::unique_ptr<tooling::FrontendActionFactory> SyntaxOnly =
-            tooling::newFrontendActionFactory<SyntaxOnlyAction>();
-        Errors.Text.clear();
-        ErrorCollector Full;
-        Parsed = parseTU(DB, File, Opts.Overlays, {}, *SyntaxOnly, Full, FS);
-        Errors.Text = Full.Text;
-      }
-      if (!Parsed) {
+      FileAnalysis A = analyseFile(DB, Cmds, File, Rules, Opts, FS);
+      if (!A.Error.empty()) {
         O.Status = FileOutcome::State::Failed;
-        O.Error = Errors.Text.empty() ? File + ": error: the file could not be parsed" : Errors.Text;
-        while (!O.Error.empty() && O.Error.back() == '\n')
-          O.Error.pop_back();
+        O.Error = std::move(A.Error);
       } else {
-        if (Opts.VerifyFixes && !Opts.Unfinished)
-          verifyFixes(Res, DB, File, Opts, FS);
+        TUResult &Res = A.Result;
         if (Cache && !cancelled(Opts))
-          Cache->store(Key, Deps.take(), CachedTU{Res.Findings, Res.Fixes, Res.Digests, BodiesUnchecked});
+          Cache->store(Key, Deps.take(), CachedTU{Res.Findings, Res.Fixes, Res.Digests, A.BodiesUnchecked});
         std::lock_guard<std::mutex> L(M);
         if (Stats && Cache)
           ++Stats->CacheMisses;
-        for (Finding &F : Res.Findings)
-          R.Findings.push_back(std::move(F));
-        for (StepFix &F : Res.Fixes)
-          R.StepFixes.push_back(std::move(F));
-        mergeDigests(R.ParsedDigests, Res.Digests);
+        Parts.push_back({"the translation unit " + File, std::move(Res)});
       }
     }
     std::lock_guard<std::mutex> L(M);
@@ -182,13 +238,20 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
 
   if (Opts.Jobs <= 1 || Opts.Files.size() <= 1) {
     for (const std::string &F : Opts.Files)
-      RunOne(F);
+      runOnLargeStack([&] { RunOne(F); });
   } else {
     llvm::DefaultThreadPool Pool(llvm::hardware_concurrency(Opts.Jobs));
     for (const std::string &F : Opts.Files)
-      Pool.async([&, F] { RunOne(F); });
+      Pool.async([&, F] { runOnLargeStack([&] { RunOne(F); }); });
     Pool.wait();
   }
+
+  // A header's step seen from several translation units is fixed only if they all fix it alike.
+  llvm::sort(Parts, [](const Analysis &A, const Analysis &B) { return A.Label < B.Label; });
+  TUResult All = agreeOnFixes(std::move(Parts), Opts);
+  R.Findings = std::move(All.Findings);
+  R.StepFixes = std::move(All.Fixes);
+  R.ParsedDigests = std::move(All.Digests);
 
   if (Cache)
     Cache->trim();

@@ -11,6 +11,7 @@
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -92,6 +93,27 @@ private:
 /// each step alone, and then the survivors together once more.
 void verifyFixes(TUResult &Res, const clang::tooling::CompilationDatabase &DB, const std::string &File,
                  const DriverOptions &Opts, const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS);
+
+// -- Several analyses of one source (Configurations.cpp)
+
+/// A database of one compile command: a parse under that configuration alone.
+std::unique_ptr<clang::tooling::CompilationDatabase> databaseOf(const clang::tooling::CompileCommand &Cmd);
+
+/// How messages name each of a file's compile commands: by the arguments that tell it from the
+/// others ("the compile command #2 with '-DUSE_GRAD'").
+std::vector<std::string> configurationLabels(const std::vector<clang::tooling::CompileCommand> &Cmds);
+
+/// One analysis: a compile command of a file, or a translation unit of the run, named for messages.
+struct Analysis {
+  std::string Label;
+  TUResult Result;
+};
+
+/// Several analyses as one result: every finding, and a step's fix only when every analysis that
+/// saw the step (a finding or a fix of it) has a fix with the same edits. A step one analysis does
+/// not fix, or that two fix differently, is not fixed: its findings become unfixable and an
+/// amp-manual-migration finding names the analyses. Digests merged (mergeDigests).
+TUResult agreeOnFixes(std::vector<Analysis> Parts, const DriverOptions &Opts);
 
 // -- Report assembly (Report.cpp)
 

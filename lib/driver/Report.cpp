@@ -52,6 +52,10 @@ void mergeReport(Report &Into, Report &&Part) {
 
 void finishReport(Report &R, const DriverOptions &Opts) {
   FileTexts Texts(Opts.Overlays);
+  size_t Before = R.Findings.size();
+  withdrawNoLintFixes(R.Findings, R.StepFixes, Texts, Opts.Engine.CheckEnabled);
+  if (R.Findings.size() != Before)
+    sortAndDeduplicate(R);
   applyNoLint(R.Findings, Texts);
   attachFixes(R.Findings, R.StepFixes);
 }

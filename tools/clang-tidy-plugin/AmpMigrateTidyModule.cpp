@@ -286,8 +286,10 @@ private:
     // clang-tidy applies NOLINT to the diagnostics itself, by the same rules; the fixes must go to
     // findings that survive it (test/tidy/nolint.test). clang-tidy applies each diagnostic's
     // fix-its on its own, so an edit several steps share goes to the first lead only.
-    std::vector<Finding> Surviving = R.Findings;
     BufferTexts Texts(SM);
+    // An edit under a NOLINT withdraws its step's fix, as in amp-migrate (withdrawNoLintFixes).
+    withdrawNoLintFixes(R.Findings, R.Fixes, Texts, EO.CheckEnabled);
+    std::vector<Finding> Surviving = R.Findings;
     applyNoLint(Surviving, Texts);
     attachFixes(Surviving, R.Fixes, /*EachEditOnce=*/true);
     // clang-tidy is given every finding (it reports unmatched NOLINTBEGINs its own way).

@@ -137,9 +137,17 @@ void finishReport(Report &R, const DriverOptions &Opts);
 void mergeReport(Report &Into, Report &&Part);
 
 /// Drops findings suppressed by NOLINT, NOLINT(id), NOLINTNEXTLINE(id), NOLINTBEGIN/END(id).
-/// Fixes are attached afterwards (attachFixes), so NOLINT on one finding of a step silences that
-/// diagnostic without vetoing the step's rewrite.
+/// Fixes are attached afterwards (attachFixes), after withdrawNoLintFixes.
 void applyNoLint(std::vector<Finding> &Findings, SourceTexts &Texts);
+
+/// NOLINT over the edits of fixes, for every front end (run before applyNoLint): a step with any
+/// edit on a line that a NOLINT, NOLINTNEXTLINE or NOLINTBEGIN/END of an amp check (or of every
+/// check) covers, by the rules applyNoLint uses for findings, loses its fix whole (the marker's
+/// own lines count, so a fix never moves a marker). Its findings become unfixable, and an
+/// amp-manual-migration finding (when enabled; else a note) names the edit and the marker, on the
+/// step's first finding that a NOLINT of amp-manual-migration does not hide.
+void withdrawNoLintFixes(std::vector<Finding> &Findings, std::vector<StepFix> &Fixes, SourceTexts &Texts,
+                         const std::function<bool(llvm::StringRef)> &CheckEnabled);
 
 /// True when the text mentions none of the tokens (the lexical prefilter's test of one file).
 bool mentionsAnyToken(llvm::StringRef Text, const std::vector<std::string> &Tokens);

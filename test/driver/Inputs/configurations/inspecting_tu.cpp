@@ -1,0 +1,3 @@
+#define INSPECT_GRADS
+#include "train_step.h"
+void run_b() {}

@@ -1,0 +1,2 @@
+#include "train_step.h"
+void run_a() {}
