@@ -153,4 +153,25 @@ bool StepPlanner::planEditAnywhere(SourceRange R, const std::string &Text) {
   return true;
 }
 
+std::string StepPlanner::argumentText(const CallExpr *CE, unsigned I) const {
+  const Expr *Arg = CE->getArg(I);
+  std::string Plain = text(Arg->getSourceRange());
+  if (I == 0 || Arg->getBeginLoc().isMacroID() || CE->getArg(I - 1)->getEndLoc().isMacroID())
+    return Plain;
+  SourceLocation PrevEnd =
+      Lexer::getLocForEndOfToken(CE->getArg(I - 1)->getEndLoc(), 0, SM, LO);
+  if (PrevEnd.isInvalid() || SM.getFileID(PrevEnd) != File ||
+      SM.getFileID(Arg->getBeginLoc()) != File)
+    return Plain;
+  unsigned From = SM.getFileOffset(PrevEnd), To = SM.getFileOffset(Arg->getBeginLoc());
+  if (From >= To || To > Buffer.size())
+    return Plain;
+  // Between the previous argument and this one stand only a comma, blanks and comments.
+  llvm::StringRef Between = Buffer.slice(From, To);
+  size_t Comment = std::min(Between.find("//"), Between.find("/*"));
+  if (Comment == llvm::StringRef::npos)
+    return Plain;
+  return Between.substr(Comment).str() + Plain;
+}
+
 } // namespace ampmigrate

@@ -423,7 +423,7 @@ void StepPlanner::checkClips() {
     }
     ClipEdit Clip;
     Clip.Grads = G;
-    Clip.MaxNorm = text(C->Call->getArg(AmountArg)->getSourceRange());
+    Clip.MaxNorm = argumentText(C->Call, AmountArg);
     Clip.Indent = indentAt(off(C->Statement->getBeginLoc()));
     CharSourceRange SR = stmtRange(C->Statement);
     Clip.StmtBegin = SM.getFileOffset(SR.getBegin());

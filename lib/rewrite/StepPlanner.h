@@ -133,6 +133,10 @@ private:
   unsigned off(clang::SourceLocation L) const { return SM.getFileOffset(SM.getExpansionLoc(L)); }
 
   std::string text(clang::SourceRange R) const { return StepFinder::textOf(Ctx, R); }
+  /// Argument `I` of `CE` as written, with the comments that stand before it after the previous
+  /// argument's comma (`f(p, /* why */ n)` gives `/* why */ n`): the text an edit copies, so that
+  /// no comment of a rewritten call is lost.
+  std::string argumentText(const clang::CallExpr *CE, unsigned I) const;
 
   std::string freshName(llvm::StringRef Base);
 

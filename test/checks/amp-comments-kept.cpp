@@ -57,3 +57,36 @@ float train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES-NEXT: {{^}}  scaler.update(); // c13 update{{$}}
 // CHECK-FIXES-NEXT: {{^}}  return loss.item<float>() * n; // c14 return{{$}}
 // CHECK-FIXES-NEXT: {{^}}}{{$}}
+
+// Comments inside the arguments of a rewritten call stay with the argument they precede (issue #37
+// item 12: they were lost with the parameter list the clip no longer takes).
+void comments_in_arguments(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+                           const torch::Tensor &target, double max_norm) {
+  torch::amp::GradScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    loss = torch::nll_loss(model->forward(/* the batch */ data), target);
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.unscale_(optimizer /* before the clip */);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: unscale_() without explicit grads; with explicit gradients it takes them: unscale_(optimizer, grads) [amp-scaler-unscale]
+  torch::nn::utils::clip_grad_norm_(model->parameters(), /* why */ max_norm);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
+  double n = torch::nn::utils::clip_grad_norm_(model->parameters(), // keep it small
+  // CHECK-MESSAGES: :[[@LINE-1]]:14: warning: clipping the parameters' .grad inside a scaled step; clip the explicit grads instead: amp::clip_by_global_norm_(grads, max_norm) [amp-clip-grad-norm]
+                                               max_norm);
+  scaler.step(/* the optimizer */ optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+  (void)n;
+}
+// CHECK-FIXES: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(/* the batch */ data)), target);{{$}}
+// CHECK-FIXES: {{^}}  scaler.unscale_(optimizer /* before the clip */, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, /* why */ max_norm);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  double n = amp::clip_by_global_norm_(grads, // keep it small{{$}}
+// CHECK-FIXES-NEXT: {{^}}                                               max_norm).item<double>();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.step(/* the optimizer */ optimizer, grads);{{$}}
