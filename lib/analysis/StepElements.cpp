@@ -390,9 +390,26 @@ void FunctionAnalyser::findImplicitBackwards() {
   }
 }
 
+/// `s.total`, `s.parts.main` of tensor type, `s` a local variable reached through `.` only: the
+/// local struct that holds the tensor; null otherwise.
+static const VarDecl *localStructOf(const MemberExpr *ME, const RuleSet &Rules) {
+  if (!isTensorType(ME->getType(), Rules) || !isa<FieldDecl>(ME->getMemberDecl()))
+    return nullptr;
+  const Expr *Base = ME;
+  while (const auto *M = dyn_cast<MemberExpr>(Base)) {
+    if (M->isArrow() || !isa<FieldDecl>(M->getMemberDecl()))
+      return nullptr;
+    Base = M->getBase()->IgnoreParenImpCasts();
+  }
+  const auto *DRE = dyn_cast<DeclRefExpr>(Base);
+  const auto *V = DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : nullptr;
+  return V && V->isLocalVarDecl() ? V : nullptr;
+}
+
 /// The loss variable of `(loss / accum).backward()`, `(loss * w).backward()`: arithmetic of one
-/// local tensor variable with numbers (literals, variables that are not tensors). Null for
-/// anything else (a call, two tensors).
+/// local tensor variable with numbers (literals, variables that are not tensors), or of one tensor
+/// field of a local struct (`losses.total / k`: the struct's variable). Null for anything else (a
+/// call, two tensors).
 const VarDecl *FunctionAnalyser::scaledLossVariable(const Expr *E) const {
   struct Walk : AstVisitor {
     const RuleSet &Rules;
@@ -419,6 +436,15 @@ const VarDecl *FunctionAnalyser::scaledLossVariable(const Expr *E) const {
         }
       } else if (isa<DeclRefExpr>(S)) {
         // the operator's callee
+      } else if (const auto *ME = dyn_cast<MemberExpr>(S)) {
+        // A tensor field of a local struct (`losses.total`): the struct's variable holds the loss.
+        const VarDecl *Base = localStructOf(ME, Rules);
+        if (!Base)
+          Other = true;
+        else if (Tensor && Tensor != Base)
+          Other = true;
+        else
+          Tensor = Base;
       } else if (isa<CallExpr>(S) && !isa<CXXOperatorCallExpr>(S)) {
         Other = true;
       } else if (!isa<ParenExpr, ImplicitCastExpr, IntegerLiteral, FloatingLiteral,
@@ -452,7 +478,10 @@ void FunctionAnalyser::findPlainBackwards() {
       continue; // a gradient or retain_graph: not the plain training backward
     const Expr *Obj = MC->getImplicitObjectArgument();
     const auto *DRE = dyn_cast<DeclRefExpr>(strip(Obj));
-    const auto *VD = DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : scaledLossVariable(Obj);
+    const auto *Field = dyn_cast<MemberExpr>(strip(Obj));
+    const VarDecl *VD = DRE     ? dyn_cast<VarDecl>(DRE->getDecl())
+                        : Field ? localStructOf(Field, Rules) // `losses.total.backward()`
+                                : scaledLossVariable(Obj);
     if (!VD || !VD->isLocalVarDecl() || Obj->getBeginLoc().isMacroID())
       continue;
     ImplicitBackward B;
