@@ -32,6 +32,9 @@ echo "|---|---:|---:|---:|---:|---:|"
 for shape in plus shift call lambda template; do
   base=
   for n in "${sizes[@]}"; do
+    # Lambdas nested 10,000 deep and templates instantiated 10,000 deep are past what real code
+    # does (and past clang's default limits); the nesting shapes stop at 2,000.
+    if [[ $shape == lambda || $shape == template ]] && ((n > 2000)); then n=2000; fi
     f=$work/$shape$n.cpp
     python3 "$gen" "$shape" "$n" > "$f"
     flags=(-std=c++17 -I"$mock" -ftemplate-depth=$((n + 64)) -fbracket-depth=$((n + 256)))

@@ -15,7 +15,10 @@ void FunctionAnalyser::classifyCall(const CallExpr *CE) {
   const FunctionDecl *Callee = CE->getDirectCallee();
   if (!Callee)
     return;
-  std::string QN = qualifiedName(Callee);
+  // A function declared inside a function body (a lambda's call operator, a local class's
+  // method) has no name a rule can spell; its qualified name costs a walk of every enclosing
+  // context (quadratic in nested lambdas), so it is not computed.
+  std::string QN = Callee->getParentFunctionOrMethod() ? std::string() : qualifiedName(Callee);
   if (const AutocastFunctionRule *R = Rules.autocastRule(QN)) {
     addAutocastCall(CE, R);
     return;

@@ -31,7 +31,10 @@ std::string qualifiedName(const NamedDecl *D) {
 }
 
 bool nameIn(const NamedDecl *D, const std::vector<std::string> &Names) {
-  return !Names.empty() && llvm::is_contained(Names, qualifiedName(D));
+  // A declaration inside a function body (a lambda's class, a local class) has no name a rule can
+  // spell, and printing its qualified name walks every enclosing context.
+  return !Names.empty() && !D->getParentFunctionOrMethod() &&
+         llvm::is_contained(Names, qualifiedName(D));
 }
 
 bool isDerivedFromAny(const CXXRecordDecl *RD, const std::vector<std::string> &Names) {
