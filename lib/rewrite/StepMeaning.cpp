@@ -35,6 +35,7 @@ public:
     for (const ClipCall *C : T.Clips)
       checkClipNorm(*C);
     checkGuard();
+    checkScalerPort();
     for (const AutocastScope *S : T.FeedingScopes)
       Out.push_back({S->ReportLoc,
                      "this autocast scope computes values that the training step's loss reads "
@@ -208,6 +209,100 @@ private:
                          "autocast: `" + text(statementOf(E)) + "` (" + where(E->getBeginLoc()) + ") would be "
                          "removed with the guard; keep that code outside the guard class, or "
                          "migrate this step by hand"});
+  }
+
+  /// A scaler class of the project (recognised by shape, not named by the rules) is replaced by
+  /// amp::GradScaler: what its methods that the step calls do besides scaling (a log line, a
+  /// counter in a global, a call into project code) would be lost with it.
+  void checkScalerPort() {
+    const CXXRecordDecl *RD = T.ScalerClass ? T.ScalerClass->getDefinition() : nullptr;
+    if (!RD || SM.isInSystemHeader(SM.getExpansionLoc(RD->getLocation())))
+      return;
+    for (const std::string &Named : Rules.ScalerClasses)
+      if (qualifiedName(RD) == Named)
+        return;
+    llvm::SmallVector<const CXXMemberCallExpr *, 8> Calls;
+    for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates})
+      for (const ScalerCall *C : *List)
+        Calls.push_back(C->Call);
+    for (const ImplicitBackward *B : T.Backwards)
+      if (B->Scale)
+        Calls.push_back(B->Scale->Call);
+    llvm::SmallPtrSet<const CXXMethodDecl *, 8> Seen;
+    for (const CXXMemberCallExpr *Call : Calls) {
+      const CXXMethodDecl *MD = Call->getMethodDecl();
+      if (!MD || !Seen.insert(MD->getCanonicalDecl()).second)
+        continue;
+      if (const Stmt *E = portSideEffect(MD, RD, 0)) {
+        Out.push_back({Call->getBeginLoc(),
+                       "the scaler class `" + RD->getNameAsString() + "`'s " +
+                           MD->getNameAsString() + "() does more than scaling: `" +
+                           text(statementOf(E)) + "` (" + where(E->getBeginLoc()) +
+                           ") would be lost when the class is replaced by amp::GradScaler; move "
+                           "it out of the class, or migrate this step by hand"});
+        return;
+      }
+    }
+  }
+
+  /// The first statement of `MD` (or of a method of `Port` it calls, two levels deep) that does
+  /// output or reaches outside the port: a call of a function outside at::, c10::, torch:: and
+  /// std:: (and of the C library's non-output functions), output through a stream or stdio, a
+  /// use of a mutable global.
+  const Stmt *portSideEffect(const CXXMethodDecl *MD, const CXXRecordDecl *Port, int Depth) const {
+    const FunctionDecl *Def = nullptr;
+    if (!MD->hasBody(Def) || !Def->getBody())
+      return nullptr;
+    struct Effects : AnalysedBodyVisitor {
+      const MeaningCheck &M;
+      const CXXRecordDecl *Port;
+      int Depth;
+      const Stmt *Found = nullptr;
+      Effects(const MeaningCheck &M, const CXXRecordDecl *Port, int Depth)
+          : M(M), Port(Port), Depth(Depth) {}
+      bool visitStmt(Stmt *S) override {
+        if (const auto *DRE = dyn_cast<DeclRefExpr>(S))
+          if (const auto *V = dyn_cast<VarDecl>(DRE->getDecl());
+              V && V->hasGlobalStorage() && !V->isStaticLocal() && !V->getType().isConstQualified() &&
+              !V->isConstexpr() && !inSystemHeader(V))
+            Found = S;
+        if (const auto *CE = dyn_cast<CallExpr>(S); CE && !Found)
+          if (const FunctionDecl *F = CE->getDirectCallee()) {
+            const auto *Method = dyn_cast<CXXMethodDecl>(F);
+            if (Method && Method->getParent()->getCanonicalDecl() == Port->getCanonicalDecl()) {
+              if (Depth < 2)
+                if (const Stmt *Inner = M.portSideEffect(Method, Port, Depth + 1))
+                  Found = Inner;
+            } else if (!allowed(F)) {
+              Found = S;
+            }
+          }
+        return !Found;
+      }
+      bool inSystemHeader(const Decl *D) const {
+        return M.SM.isInSystemHeader(M.SM.getExpansionLoc(D->getLocation()));
+      }
+      static bool writesOutput(llvm::StringRef Q) {
+        return Q.contains("ostream") || Q.contains("printf") || Q.contains("puts") ||
+               Q.contains("putc") || Q.contains("fwrite") || Q.contains("syslog") ||
+               Q.contains("operator<<");
+      }
+      bool allowed(const FunctionDecl *F) const {
+        if (F->getBuiltinID())
+          return true;
+        std::string Q = qualifiedName(F);
+        if (writesOutput(Q))
+          return false;
+        llvm::StringRef R(Q);
+        if (R.starts_with("at::") || R.starts_with("c10::") || R.starts_with("torch::") ||
+            R.starts_with("std::"))
+          return true;
+        // The C library's functions (math, memory) in the global namespace.
+        return !R.contains("::") && inSystemHeader(F);
+      }
+    } E(*this, Port, Depth);
+    E.walk(Def->getBody());
+    return E.Found;
   }
 
   std::string where(SourceLocation L) const {

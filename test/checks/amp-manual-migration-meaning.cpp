@@ -213,3 +213,35 @@ void cleared_after_and_infinite_clip(Net &model, torch::optim::SGD &optimizer,
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  clear_grads(model);{{$}}
+
+// A project's scaler port whose update() logs: replacing the class by amp::GradScaler would drop
+// the log line (issue #37 item 7, the scaler half). The same port without it migrates (above:
+// torch::amp::GradScaler's declarations in the mock have no bodies).
+void log_line(const char *what);
+struct LoggingScaler {
+  at::Tensor scale(const at::Tensor &loss) { return loss * scale_; }
+  void unscale_(torch::optim::Optimizer &opt) {}
+  void step(torch::optim::Optimizer &opt) { opt.step(); }
+  void update() {
+    scale_ *= 2;
+    log_line("scale grew");
+  }
+  double scale_ = 1024;
+};
+void logging_port(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
+                  const torch::Tensor &target) {
+  LoggingScaler scaler;
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    loss = torch::nll_loss(model->forward(data), target);
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: the scaler class `LoggingScaler`'s update() does more than scaling: `log_line("scale grew")` ({{.*}}.cpp:{{[0-9]+}}) would be lost when the class is replaced by amp::GradScaler; move it out of the class, or migrate this step by hand [amp-manual-migration]
+}
