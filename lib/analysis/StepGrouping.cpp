@@ -605,6 +605,10 @@ const CallExpr *FunctionAnalyser::gradReadInCallee(const CallExpr *CE) {
   const FunctionDecl *F = CE->getDirectCallee();
   const FunctionDecl *Def = nullptr;
   const SourceManager &SM = Ctx.getSourceManager();
+  // A lambda's body is this function's code, analysed with it (its .grad reads are its own
+  // calls; calling the lambda that holds the step runs the step, not code after it).
+  if (const auto *MD = dyn_cast_or_null<CXXMethodDecl>(F); MD && MD->getParent()->isLambda())
+    return nullptr;
   if (!F || !F->hasBody(Def) || !Def->getBody() ||
       SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())) || !bodyTouchesGrad(F, 0))
     return nullptr;
