@@ -8,6 +8,7 @@
 #include "ampmigrate/IncludeInsertion.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/StepFinder.h"
+#include "ForwardRegion.h"
 #include "ModelQueries.h"
 #include "RegionDeclarations.h"
 #include "SplitSteps.h"
@@ -345,8 +346,40 @@ private:
                             const clang::Stmt *EndStmt, const clang::Stmt *&R0);
 
   /// The forward region: whether it can become the function handed to value_and_grad, and, as
-  /// that is found by building it, its new text and the scope's removals (Desc.Region).
+  /// that is found by building it, its new text and the scope's removals (Desc.Region). Its
+  /// steps, below, each hand a value to the next; each returns nothing (nullopt) when it blocked.
   void checkRegion(const ImplicitBackward &B);
+  /// The region's statements, from the scope's start (or the scope around the loop) to the
+  /// scaled backward, in its block (runs checkAccumulation).
+  std::optional<ForwardRegion> forwardRegion(const ImplicitBackward &B);
+  /// The index of the guard tail in the region (its size when none), when no other statement
+  /// leaves the region (RegionBounds.cpp).
+  std::optional<size_t> tailStart(const ForwardRegion &R);
+  /// Where the region's pieces lie (sets RegionBegin and RegionEnd), when each starts its line
+  /// and no graph crosses another step's region.
+  std::optional<RegionOffsets> regionOffsets(const ImplicitBackward &B, const ForwardRegion &R);
+  /// The scope's calls removed: those in the region's text as its edits, the others into
+  /// Desc.Region (or the scope in a called function, checkCalleeScope).
+  RegionTextEdits removeScope(const ForwardRegion &R, const RegionOffsets &O);
+  /// The models the region's forwards run, converted (before a loop into Desc.Region, or at the
+  /// region's start: the lines returned) and their forwards rewritten into `Body`.
+  std::optional<std::vector<std::string>> convertModels(const ForwardRegion &R, const RegionOffsets &O,
+                                                        std::vector<Edit> &Body);
+  /// The step's zero_grad()s inside the region go (or clear the summed grads), into `Body`.
+  void clearRegionZeroGrads(const RegionOffsets &O, std::vector<Edit> &Body);
+  /// The lines declaring, before the lambda, the region's declarations that the code after it
+  /// still names; their edits inside the region into `Body`.
+  std::optional<std::string> hoistedDeclarations(const ForwardRegion &R, const RegionOffsets &O,
+                                                 std::vector<Edit> &Body);
+  /// The lambda's body: the region's text with `Edits`, re-indented.
+  std::optional<std::string> lambdaBody(const ForwardRegion &R, const RegionOffsets &O, std::vector<Edit> Edits);
+  /// What the lambda returns: the scaled loss (the sum of them, with several backwards).
+  std::optional<std::string> scaledReturn();
+  /// The guard tail's text, less the scope's calls in it (`TailEdits`).
+  std::optional<std::string> guardText(const RegionOffsets &O, std::vector<Edit> TailEdits);
+  /// The text that stays around the call: comments after the statements it replaces, the
+  /// statements between the scale statement and backward, comments between several backwards.
+  void keepTextAroundCall(const ImplicitBackward &B, const ForwardRegion &R, RegionLambda &L) const;
 
   // ---- mixed steps: a plain path beside the scaled one ------------------------------------------
   // `if (COND) { scaled backward, unscale_, clip, step, update } else { loss.backward(); clip;
