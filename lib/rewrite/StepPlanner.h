@@ -581,15 +581,7 @@ private:
   /// arguments are mapped like a constructor's.
   std::vector<const clang::CallExpr *> FlowMakeCalls;
 
-  /// The class itself, a reference or pointer to it, or a wrapper whose first template argument
-  /// holds it (std::shared_ptr, std::unique_ptr, std::optional).
-  static bool holdsClass(clang::QualType QT, const clang::CXXRecordDecl *Class);
   std::string stateDictUseProblem(const clang::CXXMethodDecl *M) const;
-
-  static bool takesClass(const clang::FunctionDecl *FD, const clang::CXXRecordDecl *Class) {
-    return llvm::any_of(FD->parameters(),
-                        [&](const clang::ParmVarDecl *P) { return holdsClass(P->getType(), Class); });
-  }
 
   /// The uses, in the code of the translation unit outside system headers, of every declaration
   /// holding the class, and the calls of every function taking it.
@@ -608,17 +600,6 @@ private:
   /// Adds the type spellings and constructions of the class inside `S` (an initializer, an
   /// argument); false when there are none.
   bool collectSpellings(const clang::Stmt *S, const clang::CXXRecordDecl *Class);
-
-  /// The expression as far as the object is the same: through parentheses, implicit casts,
-  /// temporaries, `*` and `&`, copies and moves of the holder, `std::move`, `.get()`, `.value()`.
-  static const clang::Expr *throughSameObject(const clang::Expr *E, const clang::CXXRecordDecl *Class);
-
-  /// The holder an expression names (after throughSameObject), or null.
-  static const clang::ValueDecl *holderOf(const clang::Expr *E, const clang::CXXRecordDecl *Class);
-
-  /// Every declaration of a holder: a variable's redeclarations, a parameter in each declaration
-  /// of its function.
-  static std::vector<const clang::DeclaratorDecl *> declarationsOf(const clang::ValueDecl *H);
 
   /// A scaler call on the holder (scale/unscale_/step/update/get_scale) that stays valid on the
   /// target class: one of a training step, or one that takes no optimizer.
