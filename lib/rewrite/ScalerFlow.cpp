@@ -1,5 +1,6 @@
 // The scaler held outside the step function: every declaration it flows through changes type.
 #include "StepPlanner.h"
+#include "ScalerHolders.h"
 #include "ScalerSpellings.h"
 
 using namespace clang;
@@ -65,27 +66,6 @@ private:
   }
 };
 
-bool StepPlanner::holdsClass(QualType QT, const CXXRecordDecl *Class) {
-  for (int I = 0; I < 8 && !QT.isNull(); ++I) {
-    QT = QT.getNonReferenceType();
-    if (QT->isPointerType()) {
-      QT = QT->getPointeeType();
-      continue;
-    }
-    const CXXRecordDecl *RD = QT->getAsCXXRecordDecl();
-    if (!RD)
-      return false;
-    if (RD->getCanonicalDecl() == Class)
-      return true;
-    const auto *TS = dyn_cast<ClassTemplateSpecializationDecl>(RD);
-    if (!TS || TS->getTemplateArgs().size() == 0 ||
-        TS->getTemplateArgs()[0].getKind() != TemplateArgument::Type)
-      return false;
-    QT = TS->getTemplateArgs()[0].getAsType();
-  }
-  return false;
-}
-
 bool StepPlanner::collectSpellings(const Stmt *S, const CXXRecordDecl *Class) {
   TypeLocFinder TF(Class);
   ConstructFinder CF(Class);
@@ -95,73 +75,6 @@ bool StepPlanner::collectSpellings(const Stmt *S, const CXXRecordDecl *Class) {
   llvm::append_range(FlowConstructs, CF.Constructs);
   llvm::append_range(FlowMakeCalls, CF.MakeCalls);
   return !TF.Ranges.empty() || !CF.Constructs.empty() || !CF.MakeCalls.empty();
-}
-
-const Expr *StepPlanner::throughSameObject(const Expr *E, const CXXRecordDecl *Class) {
-  for (int I = 0; I < 16; ++I) {
-    E = E->IgnoreParenImpCasts();
-    if (const auto *EW = dyn_cast<ExprWithCleanups>(E))
-      E = EW->getSubExpr();
-    else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
-      E = MT->getSubExpr();
-    else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
-      E = BT->getSubExpr();
-    else if (const auto *U = dyn_cast<UnaryOperator>(E);
-             U && (U->getOpcode() == UO_Deref || U->getOpcode() == UO_AddrOf))
-      E = U->getSubExpr();
-    else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E);
-             OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
-      E = OC->getArg(0);
-    else if (const auto *CE = dyn_cast<CXXConstructExpr>(E);
-             CE && CE->getConstructor()->isCopyOrMoveConstructor() && CE->getNumArgs() >= 1 &&
-             holdsClass(CE->getType(), Class))
-      E = CE->getArg(0);
-    else if (const auto *C = dyn_cast<CallExpr>(E); C && C->getNumArgs() == 1 && C->getDirectCallee() &&
-             C->getDirectCallee()->isInStdNamespace() && C->getDirectCallee()->getIdentifier() &&
-             (C->getDirectCallee()->getName() == "move" || C->getDirectCallee()->getName() == "forward"))
-      E = C->getArg(0);
-    else if (const auto *MC = dyn_cast<CXXMemberCallExpr>(E);
-             MC && MC->getNumArgs() == 0 && MC->getMethodDecl() && MC->getMethodDecl()->getIdentifier() &&
-             (MC->getMethodDecl()->getName() == "get" || MC->getMethodDecl()->getName() == "value") &&
-             MC->getMethodDecl()->getParent()->getCanonicalDecl() != Class)
-      E = MC->getImplicitObjectArgument();
-    else
-      return E;
-  }
-  return E;
-}
-
-const ValueDecl *StepPlanner::holderOf(const Expr *E, const CXXRecordDecl *Class) {
-  E = throughSameObject(E, Class);
-  const ValueDecl *D = nullptr;
-  if (const auto *DR = dyn_cast<DeclRefExpr>(E))
-    D = DR->getDecl();
-  else if (const auto *ME = dyn_cast<MemberExpr>(E))
-    D = ME->getMemberDecl();
-  if (!D || !isa<VarDecl, FieldDecl>(D) || !holdsClass(D->getType(), Class))
-    return nullptr;
-  return D;
-}
-
-std::vector<const DeclaratorDecl *> StepPlanner::declarationsOf(const ValueDecl *H) {
-  std::vector<const DeclaratorDecl *> Out;
-  if (const auto *PV = dyn_cast<ParmVarDecl>(H)) {
-    if (const auto *FD = dyn_cast<FunctionDecl>(PV->getDeclContext())) {
-      unsigned I = PV->getFunctionScopeIndex();
-      for (const FunctionDecl *R : FD->redecls())
-        if (I < R->getNumParams())
-          Out.push_back(R->getParamDecl(I));
-      return Out;
-    }
-  }
-  if (const auto *VD = dyn_cast<VarDecl>(H)) {
-    for (const VarDecl *R : VD->redecls())
-      Out.push_back(R);
-    return Out;
-  }
-  if (const auto *FD = dyn_cast<FieldDecl>(H))
-    Out.push_back(FD);
-  return Out;
 }
 
 bool StepPlanner::isScalerCallOn(const Expr *R, const ValueDecl *H) const {

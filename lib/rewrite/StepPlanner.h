@@ -8,6 +8,7 @@
 #include "ampmigrate/IncludeInsertion.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/StepFinder.h"
+#include "ForwardRegion.h"
 #include "ModelQueries.h"
 #include "RegionDeclarations.h"
 #include "SplitSteps.h"
@@ -349,8 +350,40 @@ private:
                             const clang::Stmt *EndStmt, const clang::Stmt *&R0);
 
   /// The forward region: whether it can become the function handed to value_and_grad, and, as
-  /// that is found by building it, its new text and the scope's removals (Desc.Region).
+  /// that is found by building it, its new text and the scope's removals (Desc.Region). Its
+  /// steps, below, each hand a value to the next; each returns nothing (nullopt) when it blocked.
   void checkRegion(const ImplicitBackward &B);
+  /// The region's statements, from the scope's start (or the scope around the loop) to the
+  /// scaled backward, in its block (runs checkAccumulation).
+  std::optional<ForwardRegion> forwardRegion(const ImplicitBackward &B);
+  /// The index of the guard tail in the region (its size when none), when no other statement
+  /// leaves the region (RegionBounds.cpp).
+  std::optional<size_t> tailStart(const ForwardRegion &R);
+  /// Where the region's pieces lie (sets RegionBegin and RegionEnd), when each starts its line
+  /// and no graph crosses another step's region.
+  std::optional<RegionOffsets> regionOffsets(const ImplicitBackward &B, const ForwardRegion &R);
+  /// The scope's calls removed: those in the region's text as its edits, the others into
+  /// Desc.Region (or the scope in a called function, checkCalleeScope).
+  RegionTextEdits removeScope(const ForwardRegion &R, const RegionOffsets &O);
+  /// The models the region's forwards run, converted (before a loop into Desc.Region, or at the
+  /// region's start: the lines returned) and their forwards rewritten into `Body`.
+  std::optional<std::vector<std::string>> convertModels(const ForwardRegion &R, const RegionOffsets &O,
+                                                        std::vector<Edit> &Body);
+  /// The step's zero_grad()s inside the region go (or clear the summed grads), into `Body`.
+  void clearRegionZeroGrads(const RegionOffsets &O, std::vector<Edit> &Body);
+  /// The lines declaring, before the lambda, the region's declarations that the code after it
+  /// still names; their edits inside the region into `Body`.
+  std::optional<std::string> hoistedDeclarations(const ForwardRegion &R, const RegionOffsets &O,
+                                                 std::vector<Edit> &Body);
+  /// The lambda's body: the region's text with `Edits`, re-indented.
+  std::optional<std::string> lambdaBody(const ForwardRegion &R, const RegionOffsets &O, std::vector<Edit> Edits);
+  /// What the lambda returns: the scaled loss (the sum of them, with several backwards).
+  std::optional<std::string> scaledReturn();
+  /// The guard tail's text, less the scope's calls in it (`TailEdits`).
+  std::optional<std::string> guardText(const RegionOffsets &O, std::vector<Edit> TailEdits);
+  /// The text that stays around the call: comments after the statements it replaces, the
+  /// statements between the scale statement and backward, comments between several backwards.
+  void keepTextAroundCall(const ImplicitBackward &B, const ForwardRegion &R, RegionLambda &L) const;
 
   // ---- mixed steps: a plain path beside the scaled one ------------------------------------------
   // `if (COND) { scaled backward, unscale_, clip, step, update } else { loss.backward(); clip;
@@ -552,15 +585,7 @@ private:
   /// arguments are mapped like a constructor's.
   std::vector<const clang::CallExpr *> FlowMakeCalls;
 
-  /// The class itself, a reference or pointer to it, or a wrapper whose first template argument
-  /// holds it (std::shared_ptr, std::unique_ptr, std::optional).
-  static bool holdsClass(clang::QualType QT, const clang::CXXRecordDecl *Class);
   std::string stateDictUseProblem(const clang::CXXMethodDecl *M) const;
-
-  static bool takesClass(const clang::FunctionDecl *FD, const clang::CXXRecordDecl *Class) {
-    return llvm::any_of(FD->parameters(),
-                        [&](const clang::ParmVarDecl *P) { return holdsClass(P->getType(), Class); });
-  }
 
   /// The uses, in the code of the translation unit outside system headers, of every declaration
   /// holding the class, and the calls of every function taking it.
@@ -579,17 +604,6 @@ private:
   /// Adds the type spellings and constructions of the class inside `S` (an initializer, an
   /// argument); false when there are none.
   bool collectSpellings(const clang::Stmt *S, const clang::CXXRecordDecl *Class);
-
-  /// The expression as far as the object is the same: through parentheses, implicit casts,
-  /// temporaries, `*` and `&`, copies and moves of the holder, `std::move`, `.get()`, `.value()`.
-  static const clang::Expr *throughSameObject(const clang::Expr *E, const clang::CXXRecordDecl *Class);
-
-  /// The holder an expression names (after throughSameObject), or null.
-  static const clang::ValueDecl *holderOf(const clang::Expr *E, const clang::CXXRecordDecl *Class);
-
-  /// Every declaration of a holder: a variable's redeclarations, a parameter in each declaration
-  /// of its function.
-  static std::vector<const clang::DeclaratorDecl *> declarationsOf(const clang::ValueDecl *H);
 
   /// A scaler call on the holder (scale/unscale_/step/update/get_scale) that stays valid on the
   /// target class: one of a training step, or one that takes no optimizer.

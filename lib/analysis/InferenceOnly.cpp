@@ -1,0 +1,251 @@
+// The inference-only rule: what each function of a translation unit calls, and which of them
+// training code reaches.
+#include "InferenceOnly.h"
+#include "ampmigrate/GenericLambdas.h"
+#include "ampmigrate/StepFinder.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace clang;
+namespace ampmigrate {
+
+/// The functions a piece of code calls or names (a call's callee, a constructor, a function named
+/// without being called), memoised per statement for one translation unit. CallSummary asks it for
+/// every argument of every call; without the memo a chain of n operator calls (`a + b + ...`,
+/// `os << x << y ...`, `opts()(...)(...)`) was walked once per enclosing call, and each of those
+/// walks asked again for its own calls' arguments: exponential in n. With it every statement is
+/// walked once (time linear in the size of the code, times the few distinct callees).
+class CalleeMemo {
+public:
+  using Set = llvm::SmallVector<const FunctionDecl *, 4>;
+
+  /// One key for a function, its redeclarations and its template's instantiations.
+  static const FunctionDecl *key(const FunctionDecl *F) {
+    if (const FunctionDecl *Pattern = F->getTemplateInstantiationPattern())
+      F = Pattern;
+    return F->getCanonicalDecl();
+  }
+
+  /// The function `S` itself calls or names (not what is under it), or null.
+  static const FunctionDecl *namedBy(const Stmt *S) {
+    if (const auto *CE = dyn_cast<CallExpr>(S)) {
+      const FunctionDecl *F = CE->getDirectCallee();
+      return F ? key(F) : nullptr;
+    }
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(S))
+      return CE->getConstructor() ? key(CE->getConstructor()) : nullptr;
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(S))
+      if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl()))
+        return key(F);
+    if (const auto *ME = dyn_cast<MemberExpr>(S))
+      if (const auto *F = dyn_cast<FunctionDecl>(ME->getMemberDecl()))
+        return key(F);
+    return nullptr;
+  }
+
+  /// What `S` and everything under it calls or names (a lambda through its analysed body).
+  const Set &of(const Stmt *S) {
+    if (auto It = Memo.find(S); It != Memo.end())
+      return It->second;
+    Collector C(*this);
+    C.walk(S);
+    return Memo[S];
+  }
+
+private:
+  /// A post-order walk: each statement's set is its own callee and its children's sets, stored as
+  /// it finishes; a statement already known is not entered again.
+  class Collector : public AnalysedBodyVisitor {
+  public:
+    explicit Collector(CalleeMemo &M) : M(M) { WrapsStmts = true; }
+    bool traverseStmt(Stmt *S) override {
+      if (auto It = M.Memo.find(S); It != M.Memo.end()) {
+        if (!Frames.empty())
+          Frames.back().insert(It->second.begin(), It->second.end());
+        return true;
+      }
+      Frames.emplace_back();
+      if (const FunctionDecl *F = namedBy(S))
+        Frames.back().insert(F);
+      descend(S);
+      llvm::SmallSetVector<const FunctionDecl *, 4> Mine = std::move(Frames.back());
+      Frames.pop_back();
+      if (!Frames.empty())
+        Frames.back().insert(Mine.begin(), Mine.end());
+      M.Memo[S] = Set(Mine.begin(), Mine.end());
+      return true;
+    }
+
+  private:
+    CalleeMemo &M;
+    std::vector<llvm::SmallSetVector<const FunctionDecl *, 4>> Frames;
+  };
+
+  llvm::DenseMap<const Stmt *, Set> Memo;
+};
+
+namespace {
+
+/// What one function body calls, for the inference-only rule: whether it runs a backward pass,
+/// and which functions it calls (lambdas in it count as its own code).
+class CallSummary : public AnalysedBodyVisitor {
+public:
+  CallSummary(const RuleSet &Rules, CalleeMemo &Memo) : Rules(Rules), Memo(Memo) {}
+  bool CallsBackward = false;
+  llvm::SmallPtrSet<const FunctionDecl *, 8> Callees;
+  using Callback = TrainingReach::Callback;
+  std::vector<Callback> Callbacks;
+
+  static const FunctionDecl *key(const FunctionDecl *F) { return CalleeMemo::key(F); }
+
+  bool visitStmt(Stmt *S) override {
+    if (auto *CE = dyn_cast<CallExpr>(S))
+      return visitCall(CE);
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(S)) {
+      if (const CXXConstructorDecl *Ctor = CE->getConstructor())
+        Callees.insert(key(Ctor));
+      return true;
+    }
+    // A function named without being called (a callback, `&f`, `&C::m`) may run from here too.
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(S)) {
+      if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl()))
+        Callees.insert(key(F));
+      return true;
+    }
+    if (const auto *ME = dyn_cast<MemberExpr>(S))
+      if (const auto *F = dyn_cast<FunctionDecl>(ME->getMemberDecl()))
+        Callees.insert(key(F));
+    return true;
+  }
+
+private:
+  bool visitCall(CallExpr *CE) {
+    const FunctionDecl *Callee = CE->getDirectCallee();
+    if (!Callee) {
+      // In a template: `f().backward()` on a dependent type may well be a tensor's.
+      const Expr *C = CE->getCallee()->IgnoreParenImpCasts();
+      DeclarationName Name;
+      if (const auto *DM = dyn_cast<CXXDependentScopeMemberExpr>(C))
+        Name = DM->getMember();
+      else if (const auto *UM = dyn_cast<UnresolvedMemberExpr>(C))
+        Name = UM->getMemberName();
+      if (const IdentifierInfo *II = Name.getAsIdentifierInfo(); II && II->getName() == "backward")
+        CallsBackward = true;
+      return true;
+    }
+    Callees.insert(key(Callee));
+    if (isBackward(CE, Callee))
+      CallsBackward = true;
+    addCallbacks(key(Callee), CE->arguments());
+    return true;
+  }
+
+  const RuleSet &Rules;
+  CalleeMemo &Memo;
+  template <class Args> void addCallbacks(const FunctionDecl *Callee, Args Arguments) {
+    Callback CB{Callee, {}};
+    for (const Expr *A : Arguments) {
+      const Expr *E = A->IgnoreImplicit()->IgnoreParenImpCasts();
+      if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
+        E = MT->getSubExpr()->IgnoreImplicit();
+      if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
+        E = BT->getSubExpr()->IgnoreImplicit();
+      if (const auto *DRE = dyn_cast<DeclRefExpr>(E)) {
+        if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl())) {
+          CB.Runs.push_back(key(F));
+          continue;
+        }
+        if (const auto *V = dyn_cast<VarDecl>(DRE->getDecl()); V && V->getInit())
+          E = V->getInit()->IgnoreImplicit();
+      }
+      if (const auto *U = dyn_cast<UnaryOperator>(E); U && U->getOpcode() == UO_AddrOf)
+        if (const auto *DRE = dyn_cast<DeclRefExpr>(U->getSubExpr()->IgnoreParenImpCasts()))
+          if (const auto *F = dyn_cast<FunctionDecl>(DRE->getDecl()))
+            CB.Runs.push_back(key(F));
+      // The code of a lambda runs when the callee runs it; a call's result (in the argument, or
+      // in the variable the argument names) is what the callee works on: a loss computed by
+      // `forward_loss()` and handed to a step function that calls backward() is trained on.
+      const Stmt *Code = E;
+      if (const auto *LE = dyn_cast<LambdaExpr>(E))
+        Code = analysedLambdaBody(LE);
+      if (Code)
+        CB.Runs.append(Memo.of(Code));
+    }
+    if (!CB.Runs.empty())
+      Callbacks.push_back(std::move(CB));
+  }
+  /// A call that only training code makes: a backward pass, and also an optimizer's step() or
+  /// zero_grad() or a gradient clip (a training function whose backward runs in a callee of
+  /// another file still steps the optimizer here).
+  bool isBackward(const CallExpr *CE, const FunctionDecl *Callee) const {
+    const IdentifierInfo *II = Callee->getIdentifier();
+    if (!II)
+      return false;
+    if (Rules.clipRule(qualifiedName(Callee)))
+      return true;
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE)) {
+      if ((II->getName() == "step" || II->getName() == "zero_grad") && MC->getMethodDecl() &&
+          isDerivedFromAny(MC->getMethodDecl()->getParent(), Rules.OptimizerClasses))
+        return true;
+      return II->getName() == "backward" && MC->getImplicitObjectArgument() &&
+             isTensorType(MC->getImplicitObjectArgument()->getType(), Rules);
+    }
+    if (II->getName() != "backward" && II->getName() != "grad")
+      return false;
+    std::string Q = qualifiedName(Callee);
+    return Q == "torch::autograd::backward" || Q == "torch::autograd::grad";
+  }
+};
+
+} // namespace
+
+TrainingReach::TrainingReach(const RuleSet &Rules) : Rules(Rules), Memo(std::make_unique<CalleeMemo>()) {}
+
+TrainingReach::~TrainingReach() = default;
+
+const FunctionDecl *TrainingReach::key(const FunctionDecl *F) { return CalleeMemo::key(F); }
+
+void TrainingReach::summariseCalls(const FunctionDecl *FD) {
+  CallSummary CS(Rules, *Memo);
+  CS.walk(FD->getBody());
+  if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(FD))
+    for (const CXXCtorInitializer *Init : Ctor->inits())
+      CS.walk(Init->getInit());
+  FunctionCalls &Entry = Calls[key(FD)];
+  Entry.CallsBackward |= CS.CallsBackward;
+  Entry.Callees.insert(CS.Callees.begin(), CS.Callees.end());
+  for (Callback &CB : CS.Callbacks)
+    Callbacks.push_back(std::move(CB));
+}
+
+llvm::SmallPtrSet<const FunctionDecl *, 32> TrainingReach::trainingFunctions() const {
+  llvm::SmallPtrSet<const FunctionDecl *, 32> Training;
+  std::vector<const FunctionDecl *> Work;
+  for (const auto &[F, C] : Calls)
+    if (C.CallsBackward && Training.insert(F).second)
+      Work.push_back(F);
+  // What a training function calls trains; so does the code handed to one (a callback).
+  for (bool Grew = true; Grew;) {
+    while (!Work.empty()) {
+      const FunctionDecl *F = Work.back();
+      Work.pop_back();
+      auto It = Calls.find(F);
+      if (It == Calls.end())
+        continue;
+      for (const FunctionDecl *Callee : It->second.Callees)
+        if (Training.insert(Callee).second)
+          Work.push_back(Callee);
+    }
+    Grew = false;
+    for (const Callback &CB : Callbacks)
+      if (Training.contains(CB.Callee))
+        for (const FunctionDecl *F : CB.Runs)
+          if (Training.insert(F).second) {
+            Work.push_back(F);
+            Grew = true;
+          }
+  }
+  return Training;
+}
+
+} // namespace ampmigrate
