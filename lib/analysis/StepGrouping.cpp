@@ -506,14 +506,6 @@ const CallExpr *FunctionAnalyser::gradReadInCallee(const CallExpr *CE) {
       SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())) || !bodyTouchesGrad(F, 0))
     return nullptr;
   // Every .grad() the helper reaches, a few calls deep, that does more than clear it.
-  struct Calls : AstVisitor {
-    std::vector<const CallExpr *> All;
-    bool visitStmt(Stmt *S) override {
-      if (const auto *C = dyn_cast<CallExpr>(S))
-        All.push_back(C);
-      return true;
-    }
-  };
   llvm::SmallPtrSet<const FunctionDecl *, 8> Seen;
   std::vector<std::pair<const FunctionDecl *, int>> Work{{Def, 0}};
   while (!Work.empty()) {
@@ -521,10 +513,10 @@ const CallExpr *FunctionAnalyser::gradReadInCallee(const CallExpr *CE) {
     Work.pop_back();
     if (!Seen.insert(Fn->getCanonicalDecl()).second)
       continue;
-    Calls C;
+    BodyCollector C;
     C.walk(Fn->getBody());
     ParentMap FnPM(Fn->getBody());
-    for (const CallExpr *Inner : C.All) {
+    for (const CallExpr *Inner : C.Calls) {
       if (isGradAccessor(Inner)) {
         if (!onlyClearsGrad(Inner, FnPM))
           return Inner;
