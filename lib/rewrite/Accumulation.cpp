@@ -1,43 +1,44 @@
 // Gradient accumulation: micro-step grads summed into a list that lives as long as .grad did.
 #include "StepEmitter.h"
-#include "StepPlanner.h"
+#include "RegionPlanner.h"
+#include "StepLambda.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-bool StepPlanner::checkSplitAfterAccumulation() {
+bool RegionPlanner::checkSplitAfterAccumulation() {
   const ScalerCall *First = nullptr;
   for (const auto *List : {&T.Unscales, &T.Steps})
     for (const ScalerCall *SC : *List)
-      if (!First || off(SC->Call->getBeginLoc()) < off(First->Call->getBeginLoc()))
+      if (!First || C.off(SC->Call->getBeginLoc()) < C.off(First->Call->getBeginLoc()))
         First = SC;
   const Stmt *St = First ? First->Call : nullptr;
   while (St && PM.getParent(St) && !isa<CompoundStmt>(PM.getParent(St)))
     St = PM.getParent(St);
   const auto *Block = St ? dyn_cast_or_null<CompoundStmt>(PM.getParent(St)) : nullptr;
-  bool AllInside = Block && llvm::all_of(T.Steps, [&](const ScalerCall *SC) { return within(SC->Call, Block); }) &&
-                   llvm::all_of(T.Unscales, [&](const ScalerCall *SC) { return within(SC->Call, Block); });
-  unsigned At = St ? off(St->getBeginLoc()) : 0;
-  if (!AllInside || St->getBeginLoc().isMacroID() || !onlySpace(lineStart(At), At)) {
+  bool AllInside = Block && llvm::all_of(T.Steps, [&](const ScalerCall *SC) { return C.within(SC->Call, Block); }) &&
+                   llvm::all_of(T.Unscales, [&](const ScalerCall *SC) { return C.within(SC->Call, Block); });
+  unsigned At = St ? C.off(St->getBeginLoc()) : 0;
+  if (!AllInside || St->getBeginLoc().isMacroID() || !C.onlySpace(C.lineStart(At), At)) {
     block(T.Steps[1]->Call->getBeginLoc(), "several optimizers step after a gradient accumulation, "
                                             "not all in one block; not rewritten automatically");
     return false;
   }
-  Desc.Accumulation.SplitAt = lineStart(At);
-  Desc.Accumulation.SplitIndent = indentAt(At);
+  Plan.Accumulation.SplitAt = C.lineStart(At);
+  Plan.Accumulation.SplitIndent = C.indentAt(At);
   return true;
 }
 
-bool StepPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundStmt *C) {
+bool RegionPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundStmt *Block) {
   std::vector<const ScalerCall *> Calls;
   for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates})
     Calls.insert(Calls.end(), List->begin(), List->end());
   auto HoldsAll = [&](const Stmt *X) {
-    return llvm::all_of(Calls, [&](const ScalerCall *SC) { return within(SC->Call, X); });
+    return llvm::all_of(Calls, [&](const ScalerCall *SC) { return C.within(SC->Call, X); });
   };
   // The innermost block holding the backward and every unscale_/step/update.
-  const Stmt *CA = C;
+  const Stmt *CA = Block;
   while (CA && !HoldsAll(CA)) {
     CA = PM.getParent(CA);
     while (CA && !isa<CompoundStmt>(CA))
@@ -48,17 +49,17 @@ bool StepPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundStm
                                      "one block of this function");
     return false;
   }
-  unsigned BackOff = off(B.Backward->getBeginLoc());
+  unsigned BackOff = C.off(B.Backward->getBeginLoc());
   for (const ScalerCall *SC : Calls)
-    if (off(SC->Call->getBeginLoc()) < BackOff && within(SC->Call, CA) && CA != C) {
+    if (C.off(SC->Call->getBeginLoc()) < BackOff && C.within(SC->Call, CA) && CA != Block) {
       block(SC->Call->getBeginLoc(), canonicalMethod(SC->Kind) + "() comes before the scaled "
                                      "backward of its step");
       return false;
     }
-  bool Nested = CA != C;
+  bool Nested = CA != Block;
   // Between that block and the backward only loops and plain blocks: a backward under a
   // condition would make the number of summed micro-steps differ from what .grad held.
-  for (const Stmt *P = C; Nested && P && P != CA; P = PM.getParent(P))
+  for (const Stmt *P = Block; Nested && P && P != CA; P = PM.getParent(P))
     if (!isa<CompoundStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P)) {
       block(B.Backward->getBeginLoc(),
             "the scaled backward is in a nested block under a condition and " +
@@ -73,7 +74,7 @@ bool StepPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundStm
       InLoop = true;
   bool ConditionalStep = false;
   for (const ScalerCall *SC : T.Steps) {
-    const Stmt *Child = childOf(SC->Call, cast<CompoundStmt>(CA));
+    const Stmt *Child = C.childOf(SC->Call, cast<CompoundStmt>(CA));
     if (Child && isa<IfStmt, SwitchStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(Child))
       ConditionalStep = true;
   }
@@ -92,10 +93,10 @@ bool StepPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundStm
           "of one call cannot carry; clear the gradients on every call or migrate by hand");
     return false;
   }
-  Desc.Accumulation.On = Nested || (InLoop && ConditionalStep);
-  if (!Desc.Accumulation.On)
+  Plan.Accumulation.On = Nested || (InLoop && ConditionalStep);
+  if (!Plan.Accumulation.On)
     return true;
-  if (!Desc.PerOptimizer.empty() && !checkSplitAfterAccumulation())
+  if (!F.PerOptimizer.empty() && !checkSplitAfterAccumulation())
     return false;
   if (Tgt.Accumulate.empty()) {
     block(B.Backward->getBeginLoc(), "gradient accumulation needs target.accumulate in the rules");
@@ -106,8 +107,8 @@ bool StepPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundStm
   unsigned OptDecl = 0;
   if (const auto *OV = dyn_cast_or_null<VarDecl>(T.Steps.front()->Optimizer.Decl);
       OV && OV->isLocalVarDecl() && !isa<ParmVarDecl>(OV))
-    OptDecl = off(OV->getLocation());
-  const Stmt *Anchor = outermostLoop(CA, OptDecl);
+    OptDecl = C.off(OV->getLocation());
+  const Stmt *Anchor = Conversion.outermostLoop(CA, OptDecl);
   if (!Anchor) {
     if (!Nested) {
       block(T.Steps.front()->Call->getBeginLoc(),
@@ -115,15 +116,15 @@ bool StepPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundStm
             "the optimizer is declared inside the loop; the summed grads have no place to live");
       return false;
     }
-    Anchor = childOf(B.BackwardStmt, cast<CompoundStmt>(CA));
+    Anchor = C.childOf(B.BackwardStmt, cast<CompoundStmt>(CA));
   }
-  unsigned A = off(Anchor->getBeginLoc());
-  if (Anchor->getBeginLoc().isMacroID() || !onlySpace(lineStart(A), A)) {
+  unsigned A = C.off(Anchor->getBeginLoc());
+  if (Anchor->getBeginLoc().isMacroID() || !C.onlySpace(C.lineStart(A), A)) {
     block(Anchor->getBeginLoc(), "the loop of the accumulation does not start its line");
     return false;
   }
-  Desc.Accumulation.GradsDeclAt = lineStart(A);
-  Desc.Accumulation.GradsDecl = indentAt(A) + "std::vector<torch::Tensor> " + Desc.GradsName + ";\n";
+  Plan.Accumulation.GradsDeclAt = C.lineStart(A);
+  Plan.Accumulation.GradsDecl = C.indentAt(A) + "std::vector<torch::Tensor> " + F.GradsName + ";\n";
   return true;
 }
 

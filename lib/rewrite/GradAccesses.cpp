@@ -1,18 +1,41 @@
 // Statements touching .grad between the backward and step(): rewritten (loops, all-reduce) or blocking.
 #include "StepEmitter.h"
-#include "StepPlanner.h"
+#include "StepConcerns.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-struct StepPlanner::GradLoop {
+namespace {
+
+const CXXMemberCallExpr *memberCall(const Expr *E, StringRef Name) {
+  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E ? E->IgnoreImplicit()->IgnoreParenImpCasts() : nullptr);
+  const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
+  return MD && MD->getIdentifier() && MD->getName() == Name ? MC : nullptr;
+}
+
+/// `p.grad()` / `p.mutable_grad()` of the loop variable.
+bool isGradOf(const Expr *E, const VarDecl *P) {
+  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E ? E->IgnoreImplicit()->IgnoreParenImpCasts() : nullptr);
+  if (!MC || !isGradAccessor(MC))
+    return false;
+  const auto *DRE = dyn_cast<DeclRefExpr>(MC->getImplicitObjectArgument()->IgnoreParenImpCasts());
+  return DRE && DRE->getDecl() == P;
+}
+
+/// An element-wise loop over the step's parameters that touches nothing of them but their
+/// gradients:
+///   for (auto &p : model->parameters()) { if (p.grad().defined()) p.grad().div_(world); }
+/// Each iteration works on one gradient alone, so the loop carries over to the explicit grads
+/// one for one, whatever their order: `for (auto &p_grad : grads) { ... p_grad.div_(world); }`.
+struct GradLoop {
   const CXXForRangeStmt *Loop = nullptr;
   std::vector<const CXXMemberCallExpr *> Accessors;
   std::string Grads;
 };
 
-class StepPlanner::GradAccessors : public AnalysedBodyVisitor {
+/// Every `.grad()`/`.mutable_grad()` call in a statement, and whether all are on `P`.
+class GradAccessors : public AnalysedBodyVisitor {
 public:
   explicit GradAccessors(const VarDecl *P) : P(P) {}
   const VarDecl *P;
@@ -32,12 +55,22 @@ public:
   unsigned Uses = 0;
 };
 
-struct StepPlanner::GradAllReduce {
+/// A data-parallel gradient all-reduce over the step's parameters, as libtorch projects write
+/// it (there is no DDP in C++):
+///   for (auto &p : model->parameters()) {
+///     std::vector<torch::Tensor> bufs{p.grad()};   // or allreduce on {p.grad()} directly
+///     pg->allreduce(bufs)->wait();                  // default options: SUM
+///     p.grad().div_(world);                         // optional; world = pg->getSize()
+///   }
+/// becomes `amp::all_reduce_grads(grads, pg)` (average when it divides by the group's size).
+/// Anything else in the loop, other options, or another divisor: no match (reported).
+struct GradAllReduce {
   std::string Group;
   bool Average = false;
 };
 
-class StepPlanner::GradOnly : public AnalysedBodyVisitor {
+/// Whether an expression holds exactly one `p.grad()` and nothing else that computes.
+class GradOnly : public AnalysedBodyVisitor {
 public:
   const VarDecl *P;
   int Grads = 0, Other = 0;
@@ -60,7 +93,46 @@ public:
   }
 };
 
-void StepPlanner::checkGradAccesses() {
+/// The statements touching `.grad` in the step's gradient window, each refused or carried over
+/// onto the grads (Out).
+class GradAccessPlanner : public StepConcern {
+public:
+  GradAccessPlanner(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers,
+                    llvm::StringSet<> &Names, std::vector<GradAccessEdit> &Out)
+      : StepConcern(C, F, Blockers), Names(Names), Out(Out) {}
+
+  /// Statements between the backward and step() that touch `.grad`: the explicit grads never
+  /// reach it, so such a statement would silently act on nothing after the rewrite. Each one is
+  /// refused, or carried over onto the grads.
+  void checkGradAccesses();
+
+private:
+  llvm::StringSet<> &Names;
+  std::vector<GradAccessEdit> &Out;
+
+  /// `Why` is set when the statement is such a loop that cannot be carried over (said with it).
+  std::optional<GradLoop> matchGradLoop(const clang::Stmt *S, std::string &Why) const;
+  /// `for (auto &p : X.parameters())` -> `for (auto &p_grad : grads)`, each `p.grad()` ->
+  /// `p_grad`.
+  void checkGradLoop(const GradLoop &L);
+  /// The process group an `allreduce` is called on, as written, when it is an intrusive_ptr
+  /// (what amp::ProcessGroupRef takes); "" otherwise.
+  std::string groupOf(const clang::CXXMemberCallExpr *Call) const;
+  /// `X` is the group's size: `<group>->getSize()`, or a variable initialised from it.
+  bool isGroupSize(const clang::Expr *X, llvm::StringRef Group) const;
+  std::optional<GradAllReduce> matchGradAllReduce(const clang::Stmt *S) const;
+};
+
+} // namespace
+
+ConcernPlan<std::vector<GradAccessEdit>> planGradAccesses(const StepContext &C, const StepFacts &F,
+                                                          llvm::StringSet<> &Names) {
+  ConcernPlan<std::vector<GradAccessEdit>> P;
+  GradAccessPlanner(C, F, P.Blockers, Names, P.Plan).checkGradAccesses();
+  return P;
+}
+
+void GradAccessPlanner::checkGradAccesses() {
   // The statement of its block that holds a call, as the reports name it.
   auto HolderOf = [&](const CallExpr *CE) {
     const Stmt *Holder = CE;
@@ -72,15 +144,15 @@ void StepPlanner::checkGradAccesses() {
     const Stmt *Holder = HolderOf(CE);
     if (!isGradAccessor(CE)) { // the step's optimizer stepped on .grad after the step
       block(CE->getBeginLoc(),
-            "`" + firstLine(text(CE->getSourceRange())) + "` steps the optimizer on .grad after "
-                "the step (" + where(CE->getBeginLoc()) + "; the fp32 path of the same "
+            "`" + firstLine(C.text(CE->getSourceRange())) + "` steps the optimizer on .grad after "
+                "the step (" + C.where(CE->getBeginLoc()) + "; the fp32 path of the same "
                 "backward?); the explicit grads of " + Tgt.ValueAndGrad + " never reach .grad, "
                 "so it would step on none: migrate this step by hand");
       return;
     }
     block(CE->getBeginLoc(),
-          "`" + firstLine(text(Holder->getSourceRange())) + "` uses .grad after the step (" +
-              where(CE->getBeginLoc()) + "), where the original's gradients still are; the "
+          "`" + firstLine(C.text(Holder->getSourceRange())) + "` uses .grad after the step (" +
+              C.where(CE->getBeginLoc()) + "), where the original's gradients still are; the "
               "explicit grads of " + Tgt.ValueAndGrad + " never reach .grad, so it would find "
               "none: read the step's grads there instead (the list of the optimizer's "
               "parameters, in order), or migrate this step by hand");
@@ -89,9 +161,9 @@ void StepPlanner::checkGradAccesses() {
   for (const auto &[CE, Read] : T.GradHelpersAfter) {
     const Stmt *Holder = HolderOf(CE);
     block(CE->getBeginLoc(),
-          "`" + firstLine(text(Holder->getSourceRange())) + "` calls `" +
+          "`" + firstLine(C.text(Holder->getSourceRange())) + "` calls `" +
               CE->getDirectCallee()->getNameAsString() + "`, which reads .grad (`" +
-              firstLine(text(Read->getSourceRange())) + "`, " + where(Read->getBeginLoc()) +
+              firstLine(C.text(Read->getSourceRange())) + "`, " + C.where(Read->getBeginLoc()) +
               ") after the step, where the original's gradients still are; the explicit grads "
               "of " + Tgt.ValueAndGrad + " never reach .grad, so it would find none: hand it "
               "the step's grads instead, or migrate this step by hand");
@@ -100,20 +172,20 @@ void StepPlanner::checkGradAccesses() {
   for (const CallExpr *CE : T.GradReadsBefore) {
     const Stmt *Holder = HolderOf(CE);
     block(CE->getBeginLoc(),
-          "`" + firstLine(text(Holder->getSourceRange())) + "` uses .grad before this step's "
-              "backward (" + where(CE->getBeginLoc()) + "), where the original finds the last "
+          "`" + firstLine(C.text(Holder->getSourceRange())) + "` uses .grad before this step's "
+              "backward (" + C.where(CE->getBeginLoc()) + "), where the original finds the last "
               "step's gradients (or the zeros of zero_grad()); the explicit grads of " +
               Tgt.ValueAndGrad + " never reach .grad, so it would find none: move it after the "
               "step and read the step's grads there, or migrate this step by hand");
     return;
   }
   for (const GradAccess &A : T.GradAccesses) {
-    std::string Stmt = firstLine(text(A.Statement->getSourceRange()));
+    std::string Stmt = firstLine(C.text(A.Statement->getSourceRange()));
     // Reports name the statement that holds the access itself.
-    std::string Named = firstLine(text((A.Holder ? A.Holder : A.Statement)->getSourceRange()));
+    std::string Named = firstLine(C.text((A.Holder ? A.Holder : A.Statement)->getSourceRange()));
     std::string Why;
     std::optional<GradAllReduce> AR = matchGradAllReduce(A.Statement);
-    if (AR && (!Desc.PerOptimizer.empty() || Desc.Accumulation.On || Tgt.AllReduceGrads.empty())) {
+    if (AR && (!F.PerOptimizer.empty() || F.Accumulation.On || Tgt.AllReduceGrads.empty())) {
       // Not one bucketed collective here; the loop itself may still carry over.
       if (std::optional<GradLoop> L = matchGradLoop(A.Statement, Why)) {
         checkGradLoop(*L);
@@ -121,7 +193,7 @@ void StepPlanner::checkGradAccesses() {
       }
     }
     if (AR) {
-      if (!Desc.PerOptimizer.empty() || Desc.Accumulation.On || Tgt.AllReduceGrads.empty()) {
+      if (!F.PerOptimizer.empty() || F.Accumulation.On || Tgt.AllReduceGrads.empty()) {
         block(A.Access->getBeginLoc(),
               "`" + Stmt + "` all-reduces .grad across ranks; with " +
                   (Tgt.AllReduceGrads.empty() ? std::string("no target.all-reduce-grads in the rules")
@@ -129,9 +201,9 @@ void StepPlanner::checkGradAccesses() {
                   " it is not rewritten yet: migrate this step by hand");
         continue;
       }
-      CharSourceRange R = stmtRange(A.Statement);
+      CharSourceRange R = C.stmtRange(A.Statement);
       unsigned B, E;
-      if (R.isInvalid() || !fileRange(SourceRange(R.getBegin(), R.getBegin()), B, E)) {
+      if (R.isInvalid() || !C.fileRange(SourceRange(R.getBegin(), R.getBegin()), B, E)) {
         block(A.Access->getBeginLoc(), "the gradient all-reduce is inside a macro");
         continue;
       }
@@ -139,10 +211,10 @@ void StepPlanner::checkGradAccesses() {
       AE.What = GradAccessEdit::Kind::AllReduce;
       AE.Begin = SM.getFileOffset(R.getBegin());
       AE.End = SM.getFileOffset(R.getEnd());
-      AE.Grads = Desc.GradsName;
+      AE.Grads = F.GradsName;
       AE.Group = AR->Group;
       AE.Average = AR->Average;
-      Desc.GradAccesses.push_back(AE);
+      Out.push_back(AE);
       continue;
     }
     if (std::optional<GradLoop> L = matchGradLoop(A.Statement, Why)) {
@@ -153,7 +225,7 @@ void StepPlanner::checkGradAccesses() {
       block(A.Access->getBeginLoc(), "`" + Stmt + "` " + Why);
       continue;
     }
-    bool Plain = T.Unscaled || T.Plain.contains(off(A.Statement->getBeginLoc()));
+    bool Plain = T.Unscaled || T.Plain.contains(C.off(A.Statement->getBeginLoc()));
     std::string Backward = Plain ? "backward()" : "the scaled backward";
     if (A.How == GradAccess::Kind::GradAccessor)
       block(A.Access->getBeginLoc(),
@@ -169,7 +241,7 @@ void StepPlanner::checkGradAccesses() {
   }
 }
 
-std::optional<StepPlanner::GradLoop> StepPlanner::matchGradLoop(const Stmt *S, std::string &Why) const {
+std::optional<GradLoop> GradAccessPlanner::matchGradLoop(const Stmt *S, std::string &Why) const {
   const auto *FR = dyn_cast<CXXForRangeStmt>(S);
   if (!FR || !FR->getLoopVariable())
     return std::nullopt;
@@ -194,9 +266,9 @@ std::optional<StepPlanner::GradLoop> StepPlanner::matchGradLoop(const Stmt *S, s
   // After unscale_(), amp::GradScaler::step takes only the grads unscale_() unscaled (changed
   // in place) or clips of them: a loop that puts new tensors in their place would be refused
   // by step() at run time (docs/runtime.md, "Which grads step() takes").
-  unsigned LoopOff = off(FR->getBeginLoc());
+  unsigned LoopOff = C.off(FR->getBeginLoc());
   bool AfterUnscale = llvm::any_of(T.Unscales, [&](const ScalerCall *U) {
-    return off(U->Call->getBeginLoc()) < LoopOff;
+    return C.off(U->Call->getBeginLoc()) < LoopOff;
   });
   for (const CXXMemberCallExpr *A : G.OnP) {
     const Stmt *Parent = PM.getParent(A);
@@ -204,7 +276,7 @@ std::optional<StepPlanner::GradLoop> StepPlanner::matchGradLoop(const Stmt *S, s
       Parent = PM.getParent(Parent);
     const auto *OC = dyn_cast_or_null<CXXOperatorCallExpr>(Parent);
     if (AfterUnscale && OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2 &&
-        within(A, OC->getArg(0))) {
+        C.within(A, OC->getArg(0))) {
       Why = "puts a new tensor in place of each grad after unscale_(); " + Tgt.ScalerClass +
             "::step takes only the grads unscale_() unscaled, changed in place, or their clip: "
             "change them in place (copy_, mul_, clamp_) or migrate this step by hand";
@@ -215,40 +287,40 @@ std::optional<StepPlanner::GradLoop> StepPlanner::matchGradLoop(const Stmt *S, s
   L.Loop = FR;
   L.Accessors = G.OnP;
   if (T.stepsOptimizer(Owner)) {
-    L.Grads = gradsFor(Owner);
-  } else if (!Desc.PerOptimizer.empty()) {
+    L.Grads = F.gradsFor(Owner);
+  } else if (!F.PerOptimizer.empty()) {
     Why = "loops over the model's parameters while several optimizers step with one loss; "
           "which optimizer's grads it means is not known: migrate this step by hand";
     return std::nullopt;
   } else {
-    L.Grads = Desc.GradsName;
+    L.Grads = F.GradsName;
   }
   return L;
 }
 
-void StepPlanner::checkGradLoop(const GradLoop &L) {
+void GradAccessPlanner::checkGradLoop(const GradLoop &L) {
   const VarDecl *P = L.Loop->getLoopVariable();
   unsigned HB, HE, RB, RE;
-  if (!fileRange(SourceRange(P->getBeginLoc(), P->getLocation()), HB, HE) ||
-      !fileRange(L.Loop->getRangeInit()->getSourceRange(), RB, RE)) {
+  if (!C.fileRange(SourceRange(P->getBeginLoc(), P->getLocation()), HB, HE) ||
+      !C.fileRange(L.Loop->getRangeInit()->getSourceRange(), RB, RE)) {
     block(L.Loop->getBeginLoc(), "the loop over the parameters' .grad is inside a macro");
     return;
   }
   GradAccessEdit AE;
   AE.What = GradAccessEdit::Kind::Loop;
-  AE.LoopVar = freshName(P->getName().str() + "_grad");
+  AE.LoopVar = freshName(Names, P->getName().str() + "_grad");
   AE.Begin = HB;
   AE.End = RE;
   AE.Grads = L.Grads;
   for (const CXXMemberCallExpr *MC : L.Accessors) {
     unsigned B, E;
-    if (!fileRange(MC->getSourceRange(), B, E)) {
+    if (!C.fileRange(MC->getSourceRange(), B, E)) {
       block(MC->getBeginLoc(), "a .grad access of the loop is inside a macro");
       return;
     }
     AE.Accessors.emplace_back(B, E);
   }
-  Desc.GradAccesses.push_back(AE);
+  Out.push_back(AE);
 }
 
 void StepEmitter::emitGradAccesses() const {
@@ -264,21 +336,7 @@ void StepEmitter::emitGradAccesses() const {
   }
 }
 
-const CXXMemberCallExpr *StepPlanner::memberCall(const Expr *E, StringRef Name) {
-  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E ? E->IgnoreImplicit()->IgnoreParenImpCasts() : nullptr);
-  const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
-  return MD && MD->getIdentifier() && MD->getName() == Name ? MC : nullptr;
-}
-
-bool StepPlanner::isGradOf(const Expr *E, const VarDecl *P) {
-  const auto *MC = dyn_cast_or_null<CXXMemberCallExpr>(E ? E->IgnoreImplicit()->IgnoreParenImpCasts() : nullptr);
-  if (!MC || !isGradAccessor(MC))
-    return false;
-  const auto *DRE = dyn_cast<DeclRefExpr>(MC->getImplicitObjectArgument()->IgnoreParenImpCasts());
-  return DRE && DRE->getDecl() == P;
-}
-
-std::string StepPlanner::groupOf(const CXXMemberCallExpr *Call) const {
+std::string GradAccessPlanner::groupOf(const CXXMemberCallExpr *Call) const {
   const auto *Arrow = dyn_cast<CXXOperatorCallExpr>(Call->getImplicitObjectArgument()->IgnoreParenImpCasts());
   if (!Arrow || Arrow->getOperator() != OO_Arrow || Arrow->getNumArgs() != 1)
     return "";
@@ -286,10 +344,10 @@ std::string StepPlanner::groupOf(const CXXMemberCallExpr *Call) const {
   const CXXRecordDecl *RD = G->getType().getNonReferenceType()->getAsCXXRecordDecl();
   if (!RD || qualifiedName(RD) != "c10::intrusive_ptr" || !isa<DeclRefExpr, MemberExpr>(G))
     return "";
-  return text(G->getSourceRange());
+  return C.text(G->getSourceRange());
 }
 
-bool StepPlanner::isGroupSize(const Expr *X, StringRef Group) const {
+bool GradAccessPlanner::isGroupSize(const Expr *X, StringRef Group) const {
   // Through implicit conversions, a converting constructor included (int -> c10::Scalar).
   for (int I = 0; I < 4; ++I) {
     X = X->IgnoreImplicit()->IgnoreParenImpCasts();
@@ -305,7 +363,7 @@ bool StepPlanner::isGroupSize(const Expr *X, StringRef Group) const {
   return Size && groupOf(Size) == Group;
 }
 
-std::optional<StepPlanner::GradAllReduce> StepPlanner::matchGradAllReduce(const Stmt *S) const {
+std::optional<GradAllReduce> GradAccessPlanner::matchGradAllReduce(const Stmt *S) const {
   const auto *FR = dyn_cast<CXXForRangeStmt>(S);
   if (!FR)
     return std::nullopt;

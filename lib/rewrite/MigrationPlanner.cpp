@@ -1,4 +1,4 @@
-// Plans every training step of a translation unit (planMigrations): one StepPlanner per step,
+// Plans every training step of a translation unit (planMigrations): one planStep per step,
 // then the steps that must migrate together (a shared scaler, the halves of a split step) are
 // settled across plans.
 #include "StepPlanner.h"
@@ -122,8 +122,7 @@ std::vector<MigrationPlan> planMigrations(ASTContext &Ctx, const RuleSet &Rules,
     FunctionPlanning Shared{namesIn(FA.Function), {}};
     for (const TrainingStep &T : FA.Steps) {
       const TargetApi Tgt = spelledTarget(Ctx, Rules.Target, FA.Function);
-      StepPlanner P(Ctx, Rules, FA, T, Opts, Shared, Tgt, TU);
-      Plans.push_back(P.plan());
+      Plans.push_back(planStep(Ctx, Rules, FA, T, Opts, Shared, Tgt, TU));
     }
   }
   settleInstantiations(Plans);

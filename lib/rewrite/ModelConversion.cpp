@@ -1,12 +1,15 @@
 // Where and how the model is converted: the level (with a run-time flag), the dtype, the place.
-#include "StepPlanner.h"
+#include "ModelConversion.h"
 #include "clang/Lex/Lexer.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-class StepPlanner::GuardCalls : public AstVisitor {
+namespace {
+
+/// The autocast calls a guard's constructor makes (the guard's use is the scope).
+class GuardCalls : public AstVisitor {
 public:
   explicit GuardCalls(const RuleSet &Rules) : Rules(Rules) {}
   const RuleSet &Rules;
@@ -20,20 +23,24 @@ public:
   }
 };
 
-const Expr *StepPlanner::branchFlag(const AutocastScope &S, bool &OnWhenFalse) const {
+/// `if (use_amp) { enable; ...forward...; disable; } else { ...forward...; }`: the if whose
+/// branch holds the scope's calls beside other code, the other branch running without autocast;
+/// its condition switches the scope (`OnWhenFalse` when the scope is in the else branch).
+const Expr *branchFlag(const StepContext &C, const AutocastScope &S, bool &OnWhenFalse) {
+  const ParentMap &PM = C.PM;
   if (!S.Enable || !S.Enable->Removable || S.Shape != AutocastScope::Kind::CallPair)
     return nullptr;
   const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(S.Enable->Removable));
   const auto *If = Block ? dyn_cast_or_null<IfStmt>(PM.getParent(Block)) : nullptr;
   if (!If || If->getInit() || If->getConditionVariable() || If->isConstexpr() ||
-      (If->getCond()->HasSideEffects(Ctx) && !onlyReads(If->getCond())))
+      (If->getCond()->HasSideEffects(C.Ctx) && !onlyReads(If->getCond(), C.Ctx)))
     return nullptr;
   // The disable in the same branch: the scope is the branch's.
   if (!S.Disable || !S.Disable->Removable || PM.getParent(S.Disable->Removable) != Block)
     return nullptr;
   // The other branch must not switch autocast itself.
   if (const Stmt *Other = If->getThen() == Block ? If->getElse() : If->getThen()) {
-    GuardCalls Calls(Rules);
+    GuardCalls Calls(C.Rules);
     Calls.walk(Other);
     if (!Calls.Found.empty())
       return nullptr;
@@ -42,7 +49,24 @@ const Expr *StepPlanner::branchFlag(const AutocastScope &S, bool &OnWhenFalse) c
   return If->getCond();
 }
 
-const Expr *StepPlanner::runTimeFlag(const AutocastScope &S, bool *OnWhenFalse) const {
+} // namespace
+
+const Stmt *removalUnit(const StepContext &C, const AutocastScope &S, const Stmt *St) {
+  const ParentMap &PM = C.PM;
+  const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(St));
+  const auto *If = Block ? dyn_cast_or_null<IfStmt>(PM.getParent(Block)) : nullptr;
+  // A condition that only reads (`use_amp`, an optional scaler's truth) goes with the block.
+  if (!If || If->getThen() != Block || If->getElse() || If->getInit() || If->getConditionVariable() ||
+      (If->getCond()->HasSideEffects(C.Ctx) && !onlyReads(If->getCond(), C.Ctx)))
+    return St;
+  auto OfScope = [&](const Stmt *Child) {
+    auto Is = [&](const AutocastCall *A) { return A && A->Removable == Child; };
+    return Is(S.Enable) || Is(S.Disable) || llvm::any_of(S.Auxiliary, Is);
+  };
+  return llvm::all_of(Block->body(), OfScope) ? If : St;
+}
+
+const Expr *runTimeFlag(const StepContext &C, const AutocastScope &S, bool *OnWhenFalse) {
   if (OnWhenFalse)
     *OnWhenFalse = false;
   if (S.Enable && S.Enable->GuardCondition)
@@ -50,7 +74,7 @@ const Expr *StepPlanner::runTimeFlag(const AutocastScope &S, bool *OnWhenFalse) 
   // `if (bf16) { set_autocast_cpu_dtype(...); set_cpu_enabled(true); }`: the enable shares its
   // block with the scope's other calls, and the whole if goes with them (removalUnit).
   if (S.Enable && S.Enable->Removable)
-    if (const auto *If = dyn_cast<IfStmt>(removalUnit(S, S.Enable->Removable)))
+    if (const auto *If = dyn_cast<IfStmt>(removalUnit(C, S, S.Enable->Removable)))
       return If->getCond();
   // `set_cpu_enabled(use_amp)`: the enable's own argument is the switch.
   if (S.Enable && S.Enable->Turns == AutocastCall::State::Unknown && S.Enable->Rule &&
@@ -58,7 +82,7 @@ const Expr *StepPlanner::runTimeFlag(const AutocastScope &S, bool *OnWhenFalse) 
       (unsigned)S.Enable->Rule->EnabledArg < S.Enable->Call->getNumArgs())
     return S.Enable->Call->getArg(S.Enable->Rule->EnabledArg);
   bool Else = false;
-  if (const Expr *Cond = branchFlag(S, Else)) {
+  if (const Expr *Cond = branchFlag(C, S, Else)) {
     if (OnWhenFalse)
       *OnWhenFalse = Else;
     return Cond;
@@ -72,17 +96,17 @@ const Expr *StepPlanner::runTimeFlag(const AutocastScope &S, bool *OnWhenFalse) 
     if (isa<CXXDefaultArgExpr>(A) || !CE->getConstructor()->getParamDecl(I)->getType()->isBooleanType())
       continue;
     bool Value;
-    if (!A->isValueDependent() && A->EvaluateAsBooleanCondition(Value, Ctx))
+    if (!A->isValueDependent() && A->EvaluateAsBooleanCondition(Value, C.Ctx))
       continue; // a constant: no run-time switch
     return A;
   }
   return nullptr;
 }
 
-bool StepPlanner::levelExpr(const AutocastScope &S, unsigned At, std::string &Out) {
+bool ModelConversion::levelExpr(const AutocastScope &S, unsigned At, std::string &Out) {
   std::string Level = Tgt.LevelEnum + "::" + levelName(Opts.Level).str();
   bool OnWhenFalse = false;
-  const Expr *Flag = runTimeFlag(S, &OnWhenFalse);
+  const Expr *Flag = runTimeFlag(C, S, &OnWhenFalse);
   if (!Flag) {
     Out = Level;
     return true;
@@ -94,15 +118,15 @@ bool StepPlanner::levelExpr(const AutocastScope &S, unsigned At, std::string &Ou
     const auto *V = dyn_cast<VarDecl>(D);
     // A parameter of a lambda of the step is declared where that lambda starts.
     bool LambdaParam = isa_and_nonnull<ParmVarDecl>(V) && V->getDeclContext() != FA.Function;
-    if (!V || !(V->isLocalVarDecl() || LambdaParam) || off(V->getLocation()) < At)
+    if (!V || !(V->isLocalVarDecl() || LambdaParam) || C.off(V->getLocation()) < At)
       continue;
     block(Flag->getBeginLoc(), "autocast is switched by the run-time flag `" +
-                                   text(Flag->getSourceRange()) + "`, which is declared after "
+                                   C.text(Flag->getSourceRange()) + "`, which is declared after "
                                    "where the model is converted once (before the loop); "
                                    "declare it earlier or migrate by hand");
     return false;
   }
-  std::string F = text(Flag->getSourceRange());
+  std::string F = C.text(Flag->getSourceRange());
   const Expr *Bare = Flag->IgnoreParenImpCasts();
   if (!isa<DeclRefExpr, MemberExpr, CXXMemberCallExpr, CallExpr>(Bare) &&
       !(isa<UnaryOperator>(Bare) && cast<UnaryOperator>(Bare)->getOpcode() == UO_LNot))
@@ -115,8 +139,8 @@ bool StepPlanner::levelExpr(const AutocastScope &S, unsigned At, std::string &Ou
     for (unsigned W : writesOf(R))
       if (W >= At) {
         block(Flag->getBeginLoc(), "autocast is switched by the run-time flag `" +
-                                       text(Flag->getSourceRange()) + "`, which is assigned "
-                                       "at " + where(SM.getComposedLoc(File, W)) +
+                                       C.text(Flag->getSourceRange()) + "`, which is assigned "
+                                       "at " + C.where(SM.getComposedLoc(File, W)) +
                                        ", after where the model is converted; the conversion "
                                        "would not follow it: migrate by hand");
         return false;
@@ -127,7 +151,7 @@ bool StepPlanner::levelExpr(const AutocastScope &S, unsigned At, std::string &Ou
   return true;
 }
 
-std::string StepPlanner::deviceOf(const CallExpr *CE, const AutocastFunctionRule &R) const {
+std::string ModelConversion::deviceOf(const CallExpr *CE, const AutocastFunctionRule &R) const {
   if (R.DeviceArg < 0 || (unsigned)R.DeviceArg >= CE->getNumArgs())
     return R.Device;
   Expr::EvalResult Res;
@@ -138,7 +162,7 @@ std::string StepPlanner::deviceOf(const CallExpr *CE, const AutocastFunctionRule
   return V == 0 ? "cpu" : V == 1 ? "cuda" : "device-type-" + std::to_string(V);
 }
 
-bool StepPlanner::conversionArgs(const AutocastScope &S, unsigned At, std::string &Out) {
+bool ModelConversion::conversionArgs(const AutocastScope &S, unsigned At, std::string &Out) {
   std::string Device;
   if (!dtypeArg(S, At, Out, Device))
     return false;
@@ -149,7 +173,7 @@ bool StepPlanner::conversionArgs(const AutocastScope &S, unsigned At, std::strin
   return true;
 }
 
-bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out,
+bool ModelConversion::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out,
                            std::string &EnableDeviceOut) {
   Out.clear();
   struct DtypeCall {
@@ -168,8 +192,8 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
     // A dtype set after the scope is closed (`set_autocast_dtype(dev, prev_dtype)` restoring the
     // saved one) is not the scope's, when one is set before.
     if (S.Disable) {
-      unsigned Close = off(S.Disable->Call->getBeginLoc());
-      auto After = [&](const DtypeCall &D) { return off(D.Call->getBeginLoc()) > Close; };
+      unsigned Close = C.off(S.Disable->Call->getBeginLoc());
+      auto After = [&](const DtypeCall &D) { return C.off(D.Call->getBeginLoc()) > Close; };
       if (!llvm::all_of(Dtypes, After))
         llvm::erase_if(Dtypes, After);
     }
@@ -200,7 +224,7 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
   // }`) has no text at the use: its tokens as the macro definition (or the macro's argument)
   // spells them, when they are one run of one file.
   auto DtypeText = [&](const Expr *E) {
-    std::string T = text(E->getSourceRange());
+    std::string T = C.text(E->getSourceRange());
     if (!T.empty() || !E->getBeginLoc().isMacroID())
       return T;
     SourceLocation B = SM.getSpellingLoc(E->getBeginLoc()), End = SM.getSpellingLoc(E->getEndLoc());
@@ -253,10 +277,10 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
         GuardCtor = nullptr;
       }
       if (!GuardCtor)
-        Text = text(D->getSourceRange());
+        Text = C.text(D->getSourceRange());
     }
   }
-  const FunctionDecl *ScopeFn = Desc.CalleeScope == &S ? Desc.CalleeFA->Function : FA.Function;
+  const FunctionDecl *ScopeFn = F.CalleeScope == &S ? F.CalleeFA->Function : FA.Function;
   VariablesRead Refs;
   Refs.walk(D);
   for (const ValueDecl *V : Refs.Found) {
@@ -264,7 +288,7 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
     if (!VD || !(VD->isLocalVarDecl() || isa<ParmVarDecl>(VD)))
       continue;
     bool InGuard = GuardCtor && VD->getDeclContext() == GuardCtor;
-    if (!InGuard && off(VD->getLocation()) < At && VD->getDeclContext() == ScopeFn)
+    if (!InGuard && C.off(VD->getLocation()) < At && VD->getDeclContext() == ScopeFn)
       continue;
     if (!InGuard && isa<ParmVarDecl>(VD) && VD->getDeclContext() == ScopeFn)
       continue;
@@ -280,34 +304,34 @@ bool StepPlanner::dtypeArg(const AutocastScope &S, unsigned At, std::string &Out
   return true;
 }
 
-bool StepPlanner::conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
+bool ModelConversion::conversionBeforeLoop(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
   // A parameter or a data member exists before any loop of the body; a local must be
   // declared before the loop.
   const auto *VD = dyn_cast_or_null<VarDecl>(M.Decl);
   bool Outlives = isa_and_nonnull<ParmVarDecl>(M.Decl) || isa_and_nonnull<FieldDecl>(M.Decl);
   if (!Outlives && (!VD || !VD->isLocalVarDecl()))
     return false;
-  unsigned DeclOff = Outlives ? 0 : off(VD->getLocation());
+  unsigned DeclOff = Outlives ? 0 : C.off(VD->getLocation());
   const Stmt *Best = outermostLoop(Anchor, DeclOff, writesOf(M));
   if (!Best)
     return false;
-  InsertAt = lineStart(off(Best->getBeginLoc()));
-  return onlySpace(InsertAt, off(Best->getBeginLoc()));
+  InsertAt = C.lineStart(C.off(Best->getBeginLoc()));
+  return C.onlySpace(InsertAt, C.off(Best->getBeginLoc()));
 }
 
-bool StepPlanner::conversionBefore(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
+bool ModelConversion::conversionBefore(const ObjectRef &M, const Stmt *Anchor, unsigned &InsertAt) const {
   const auto *VD = dyn_cast_or_null<VarDecl>(M.Decl);
-  unsigned DeclOff = VD && VD->isLocalVarDecl() ? off(VD->getLocation()) : 0;
+  unsigned DeclOff = VD && VD->isLocalVarDecl() ? C.off(VD->getLocation()) : 0;
   const Stmt *Best = outermostLoop(Anchor, DeclOff, writesOf(M));
   if (!Best)
     Best = Anchor;
   if (Best->getBeginLoc().isMacroID())
     return false;
-  InsertAt = lineStart(off(Best->getBeginLoc()));
-  return onlySpace(InsertAt, off(Best->getBeginLoc()));
+  InsertAt = C.lineStart(C.off(Best->getBeginLoc()));
+  return C.onlySpace(InsertAt, C.off(Best->getBeginLoc()));
 }
 
-const Stmt *StepPlanner::outermostLoop(const Stmt *S, unsigned After,
+const Stmt *ModelConversion::outermostLoop(const Stmt *S, unsigned After,
                                        llvm::ArrayRef<unsigned> Writes) const {
   const Stmt *Best = nullptr;
   for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P)) {
@@ -317,7 +341,7 @@ const Stmt *StepPlanner::outermostLoop(const Stmt *S, unsigned After,
       continue;
     if (!isa_and_nonnull<CompoundStmt>(PM.getParent(P)) || P->getBeginLoc().isMacroID())
       break;
-    unsigned Begin = off(P->getBeginLoc()), End = off(P->getEndLoc());
+    unsigned Begin = C.off(P->getBeginLoc()), End = C.off(P->getEndLoc());
     if (After >= Begin)
       break; // declared inside this loop
     if (llvm::any_of(Writes, [&](unsigned W) { return W >= Begin && W <= End; }))
@@ -327,7 +351,7 @@ const Stmt *StepPlanner::outermostLoop(const Stmt *S, unsigned After,
   return Best;
 }
 
-std::vector<unsigned> StepPlanner::writesOf(const ObjectRef &M) const {
+std::vector<unsigned> ModelConversion::writesOf(const ObjectRef &M) const {
   std::vector<unsigned> Out;
   if (!M.Decl)
     return Out;
@@ -364,7 +388,7 @@ std::vector<unsigned> StepPlanner::writesOf(const ObjectRef &M) const {
   Finder F(M, Found);
   F.walk(FA.Function->getBody());
   for (const Expr *E : Found)
-    Out.push_back(off(E->getBeginLoc()));
+    Out.push_back(C.off(E->getBeginLoc()));
   return Out;
 }
 

@@ -1,5 +1,7 @@
 // Fresh names for what the rewrite declares (grads, grad_fn, converted models, members).
-#include "StepPlanner.h"
+#include "Naming.h"
+#include "ampmigrate/AstVisitor.h"
+#include "ampmigrate/GenericLambdas.h"
 
 using namespace clang;
 
@@ -62,9 +64,7 @@ std::string convertedModelBase(const ObjectRef &M) {
   return Base;
 }
 
-std::string StepPlanner::freshName(StringRef Base) { return ampmigrate::freshName(UsedNames, Base); }
-
-std::string StepPlanner::memberName(const CXXRecordDecl *Class) {
+std::string freshMemberName(const CXXRecordDecl *Class) {
   auto Taken = [&](StringRef N) {
     for (const Decl *D : Class->decls())
       if (const auto *ND = dyn_cast<NamedDecl>(D); ND && ND->getIdentifier() && ND->getName() == N)

@@ -2,7 +2,7 @@
 // statements that leave it (and the guard tail that can run after value_and_grad instead), a graph
 // shared with another step's forward region, and what goes when a scope call goes.
 #include "ampmigrate/SourceText.h"
-#include "StepPlanner.h"
+#include "RegionPlanner.h"
 
 using namespace clang;
 
@@ -98,7 +98,7 @@ public:
 
 } // namespace
 
-bool StepPlanner::checkCrossStepGraph(unsigned RB, unsigned BodyEnd) {
+bool RegionPlanner::checkCrossStepGraph(unsigned RB, unsigned BodyEnd) {
   if (Opts.Level != AmpLevel::O2 && Opts.Level != AmpLevel::O3)
     return true;
   // The other steps' scopes in this file: what their forward regions compute.
@@ -111,7 +111,7 @@ bool StepPlanner::checkCrossStepGraph(unsigned RB, unsigned BodyEnd) {
     return true;
   // Which forward computes what is at L: 0 this step's region, 1 another step's scope, -1 none.
   auto Area = [&](SourceLocation L) {
-    unsigned O = off(L);
+    unsigned O = C.off(L);
     if (O >= RB && O < BodyEnd)
       return 0;
     for (const AutocastScope *S : Others)
@@ -139,9 +139,9 @@ bool StepPlanner::checkCrossStepGraph(unsigned RB, unsigned BodyEnd) {
       continue;
     std::string Why = ReadIn == 0
         ? "this step's loss is differentiated through `" + V->getNameAsString() +
-              "`, computed in the forward region of another training step (" + where(Made) + ")"
-        : "`" + V->getNameAsString() + "`, computed in this step's forward region (" + where(Made) +
-              "), is differentiated by another training step (" + where(E->getBeginLoc()) + ")";
+              "`, computed in the forward region of another training step (" + C.where(Made) + ")"
+        : "`" + V->getNameAsString() + "`, computed in this step's forward region (" + C.where(Made) +
+              "), is differentiated by another training step (" + C.where(E->getBeginLoc()) + ")";
     block(ReadIn == 0 ? E->getBeginLoc() : Made,
           Why + "; at " + levelName(Opts.Level).str() + " a converted model computes with "
           "low-precision copies of its weights that are swapped out when the first step's "
@@ -235,10 +235,10 @@ public:
 
 } // namespace
 
-const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const Stmt *> Region,
+const Stmt *RegionPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const Stmt *> Region,
                                    bool Enclosing, size_t &TailAt, std::string &Why) {
   TailAt = Region.size();
-  if (Enclosing || T.mixed() || Desc.Split)
+  if (Enclosing || T.mixed() || F.Split)
     return nullptr;
   size_t First = Region.size();
   for (size_t I = 0; I < Region.size(); ++I) {
@@ -253,11 +253,11 @@ const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const 
     return nullptr;
   // Statements before the scope's end move only when autocast does not change them; not in a
   // scope this region's first statement is a call of (a callee's scope ended inside the callee).
-  unsigned ScopeEnd = Desc.CalleeScope ? off(Region.front()->getEndLoc()) : S.End;
-  if (!Desc.CalleeScope && S.Shape != AutocastScope::Kind::CallPair)
+  unsigned ScopeEnd = F.CalleeScope ? C.off(Region.front()->getEndLoc()) : S.End;
+  if (!F.CalleeScope && S.Shape != AutocastScope::Kind::CallPair)
     return nullptr;
   TailHazards H;
-  for (const ImplicitBackward *Bi : Desc.AllBackwards) {
+  for (const ImplicitBackward *Bi : F.AllBackwards) {
     VariablesRead R;
     if (Bi->Scale && Bi->Scale->Call->getNumArgs())
       R.walk(Bi->Scale->Call->getArg(0));
@@ -265,11 +265,11 @@ const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const 
       R.walk(Bi->Loss);
     H.LossVars.insert(R.Found.begin(), R.Found.end());
   }
-  for (const ForwardCall *F : T.Forwards)
-    H.StepCalls.insert(F->Call);
-  for (const ScalerCall &C : FA.ScalerCalls)
-    H.StepCalls.insert(C.Call);
-  for (const ZeroGradCall *Z : stepZeroGrads())
+  for (const ForwardCall *Fwd : T.Forwards)
+    H.StepCalls.insert(Fwd->Call);
+  for (const ScalerCall &SC : FA.ScalerCalls)
+    H.StepCalls.insert(SC.Call);
+  for (const ZeroGradCall *Z : F.stepZeroGrads(T))
     H.StepCalls.insert(Z->Call);
   // The scope's closing calls in the tail (`if (!finite) { set_enabled(false); continue; }`, the
   // disable after it) are removed from the tail with the scope; its enable is not.
@@ -278,7 +278,7 @@ const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const 
     ScopeCalls.insert(A->Call);
   if (S.Disable)
     ScopeCalls.insert(S.Disable->Call);
-  if (Desc.CalleeScope)
+  if (F.CalleeScope)
     H.StepCalls.insert(ScopeCalls.begin(), ScopeCalls.end());
   if (S.Enable)
     H.StepCalls.insert(S.Enable->Call);
@@ -287,21 +287,21 @@ const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const 
       Why = "it is inside a macro";
       return Region[I];
     }
-    if (off(Region[I]->getBeginLoc()) < ScopeEnd) {
+    if (C.off(Region[I]->getBeginLoc()) < ScopeEnd) {
       // It ran with autocast on; after the call it runs with autocast off: only a statement that
       // computes the same either way (a test of the loss, a log line, a counter) may move.
       AutocastSensitive AS(Rules, ScopeCalls);
       AS.walk(Region[I]);
       if (AS.Found) {
         Why = "it runs before the autocast scope ends, and `" +
-              firstLine(text(AS.Found->getSourceRange())) + "` could compute differently without it";
+              firstLine(C.text(AS.Found->getSourceRange())) + "` could compute differently without it";
         return Region[I];
       }
     }
     H.walk(Region[I]);
     if (H.Found) {
       Why = (H.StepCalls.count(H.Found) ? "it holds `" : "`") +
-            firstLine(text(H.Found->getSourceRange())) +
+            firstLine(C.text(H.Found->getSourceRange())) +
             (H.StepCalls.count(H.Found) ? "`, a call of the step's own"
                                         : "` changes what the scaled backward reads");
       return H.Found;
@@ -311,34 +311,20 @@ const Stmt *StepPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const 
   return nullptr;
 }
 
-const Stmt *StepPlanner::removalUnit(const AutocastScope &S, const Stmt *St) const {
-  const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(St));
-  const auto *If = Block ? dyn_cast_or_null<IfStmt>(PM.getParent(Block)) : nullptr;
-  // A condition that only reads (`use_amp`, an optional scaler's truth) goes with the block.
-  if (!If || If->getThen() != Block || If->getElse() || If->getInit() || If->getConditionVariable() ||
-      (If->getCond()->HasSideEffects(Ctx) && !onlyReads(If->getCond())))
-    return St;
-  auto OfScope = [&](const Stmt *Child) {
-    auto Is = [&](const AutocastCall *A) { return A && A->Removable == Child; };
-    return Is(S.Enable) || Is(S.Disable) || llvm::any_of(S.Auxiliary, Is);
-  };
-  return llvm::all_of(Block->body(), OfScope) ? If : St;
-}
-
-bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *ScopeStart, const CompoundStmt *C,
+bool RegionPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *ScopeStart, const CompoundStmt *Block,
                                        const Stmt *EndStmt, const Stmt *&R0) {
   auto Different = [&] {
     block(S.ReportLoc, "the autocast scope and the scaled backward are in different blocks");
     return false;
   };
-  const CompoundStmt *Outer = parentCompound(ScopeStart);
-  const Stmt *Holder = Outer ? childOf(C, Outer) : nullptr;
+  const CompoundStmt *Outer = C.parentCompound(ScopeStart);
+  const Stmt *Holder = Outer ? C.childOf(Block, Outer) : nullptr;
   if (!Holder || (S.Enable && S.Enable->InLambda) ||
-      off(ScopeStart->getBeginLoc()) >= off(Holder->getBeginLoc()))
+      C.off(ScopeStart->getBeginLoc()) >= C.off(Holder->getBeginLoc()))
     return Different();
   // Only loops and plain blocks between the step's block and the scope's: every iteration
   // that reaches the backward ran its forward under the scope.
-  for (const Stmt *P = C; P && P != Outer; P = PM.getParent(P))
+  for (const Stmt *P = Block; P && P != Outer; P = PM.getParent(P))
     if (!isa<CompoundStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
       return Different();
   if (S.Shape == AutocastScope::Kind::Unclosed) {
@@ -346,28 +332,28 @@ bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *Scope
                        "before it, nor after the loop that holds the step)");
     return false;
   }
-  unsigned HolderEnd = off(Holder->getEndLoc());
+  unsigned HolderEnd = C.off(Holder->getEndLoc());
   bool ClosedAfter = S.GuardDeclStmt
                          ? llvm::all_of(S.GuardEnds,
                                         [&](const CXXMemberCallExpr *E) {
-                                          return off(E->getBeginLoc()) > HolderEnd;
+                                          return C.off(E->getBeginLoc()) > HolderEnd;
                                         })
-                         : S.Disable && childOf(S.Disable->Call, Outer) &&
-                               off(S.Disable->Call->getBeginLoc()) > HolderEnd;
+                         : S.Disable && C.childOf(S.Disable->Call, Outer) &&
+                               C.off(S.Disable->Call->getBeginLoc()) > HolderEnd;
   if (!ClosedAfter) {
     const Stmt *Closer = S.GuardDeclStmt ? (S.GuardEnds.empty() ? nullptr : S.GuardEnds.front())
                                          : (S.Disable ? S.Disable->Call : nullptr);
-    if (!Closer || !within(Closer, Holder))
+    if (!Closer || !C.within(Closer, Holder))
       return Different();
     block(S.ReportLoc, "the autocast scope opens before the loop of the step but closes inside "
                        "it (" + lineText(SM, Closer->getBeginLoc()) + "): later iterations run their forward without autocast; migrate this "
                        "step by hand");
     return false;
   }
-  for (const Stmt *Child : C->body()) {
+  for (const Stmt *Child : Block->body()) {
     if (Child == EndStmt)
       break;
-    if (llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return within(F->Call, Child); })) {
+    if (llvm::any_of(T.Forwards, [&](const ForwardCall *Fwd) { return C.within(Fwd->Call, Child); })) {
       R0 = Child;
       return true;
     }
@@ -377,7 +363,7 @@ bool StepPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *Scope
   return false;
 }
 
-std::optional<size_t> StepPlanner::tailStart(const ForwardRegion &R) {
+std::optional<size_t> RegionPlanner::tailStart(const ForwardRegion &R) {
   // A guard between the forward and the backward that leaves the iteration (`if (!finite) {
   // log; continue; }`): it runs after the call instead, before the step, with the same effect.
   size_t TailAt = R.Statements.size();
@@ -397,7 +383,7 @@ std::optional<size_t> StepPlanner::tailStart(const ForwardRegion &R) {
               "the forward region contains a statement that leaves it (return, break, continue "
               "or goto), which cannot move into the function given to amp::value_and_grad" +
                   (TailStop ? "; nor can it run after that call, before the step (" +
-                                  where(TailStop->getBeginLoc()) + "): " + TailWhy
+                                  C.where(TailStop->getBeginLoc()) + "): " + TailWhy
                             : std::string()));
       return std::nullopt;
     }

@@ -3,6 +3,7 @@
 // function and assigned inside it, with the same meaning, or the step is blocked with the reason.
 #pragma once
 
+#include "Edit.h"
 #include "ampmigrate/Rules.h"
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Stmt.h"
@@ -13,12 +14,6 @@
 #include <vector>
 
 namespace ampmigrate {
-
-/// An edit inside one file, by offsets; the planner turns its edits into tooling::Replacements.
-struct Edit {
-  unsigned Offset, Length;
-  std::string Text;
-};
 
 struct RegionDeclarations {
   /// Declarations to put before the function handed to value_and_grad, one per entry, without

@@ -1,6 +1,9 @@
 // The forward region becomes the function handed to value_and_grad; the scope goes.
 #include "StepEmitter.h"
-#include "StepPlanner.h"
+#include "RegionPlanner.h"
+#include "MixedSteps.h"
+#include "ModelQueries.h"
+#include "StepLambda.h"
 
 using namespace clang;
 
@@ -62,7 +65,15 @@ const CallExpr *callOfOwnFunctionInScope(llvm::ArrayRef<const Stmt *> Region, co
 
 } // namespace
 
-void StepPlanner::checkRegion(const ImplicitBackward &B) {
+ConcernPlan<RegionPlan> planRegion(const StepContext &C, const StepFacts &F, FunctionPlanning &Shared,
+                                   const ImplicitBackward &B) {
+  ConcernPlan<RegionPlan> P;
+  P.Plan.Accumulation = F.Accumulation;
+  RegionPlanner(C, F, P.Blockers, Shared, P.Plan).checkRegion(B);
+  return P;
+}
+
+void RegionPlanner::checkRegion(const ImplicitBackward &B) {
   std::optional<ForwardRegion> R = forwardRegion(B);
   if (!R)
     return;
@@ -77,10 +88,10 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
   // A scope around the loop covers every forward of the model in it: one outside this step's
   // region would keep running under no autocast on the unconverted model.
   if (R->Enclosing)
-    for (const ForwardCall *F : T.Forwards) {
-      if (!O->inBody(off(F->Call->getBeginLoc()))) {
-        block(F->Call->getBeginLoc(),
-              "`" + text(F->Call->getSourceRange()) + "` runs in the autocast scope around the "
+    for (const ForwardCall *Fwd : T.Forwards) {
+      if (!O->inBody(C.off(Fwd->Call->getBeginLoc()))) {
+        block(Fwd->Call->getBeginLoc(),
+              "`" + C.text(Fwd->Call->getSourceRange()) + "` runs in the autocast scope around the "
               "loop but outside the step's forward region; after the rewrite it would run in "
               "fp32 on the unconverted model: migrate this step by hand");
         return;
@@ -103,10 +114,10 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
   // A scope whose forward runs in a function it calls (`loss = compute_loss(batch);` in the scope,
   // `model_->forward` in compute_loss): with the scope removed and no model converted, the step
   // would train in fp32.
-  if (!Desc.CalleeScope && ModelNames.empty()) {
+  if (!F.CalleeScope && ModelNames.empty()) {
     const CallExpr *Via = callOfOwnFunctionInScope(R->Statements, *R->Scope, SM);
     block(R->Scope->ReportLoc, "no forward of a model runs in the autocast scope itself" +
-                           (Via ? " (it calls `" + firstLine(text(Via->getSourceRange())) +
+                           (Via ? " (it calls `" + firstLine(C.text(Via->getSourceRange())) +
                                       "`, whose forward would run in fp32 once the scope is gone)"
                                 : std::string()) +
                            "; the model to convert is not known: migrate this step by hand");
@@ -114,7 +125,8 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
   }
   clearRegionZeroGrads(*O, Edits.Body);
   std::optional<std::string> Hoisted = hoistedDeclarations(*R, *O, Edits.Body);
-  if (!Hoisted || !Blockers.empty())
+  // Once the step is refused (by this concern or an earlier stage), the lambda is not built.
+  if (!Hoisted || F.Refused || !Blockers.empty())
     return;
   std::optional<std::string> Body = lambdaBody(*R, *O, std::move(Edits.Body));
   if (!Body)
@@ -126,35 +138,35 @@ void StepPlanner::checkRegion(const ImplicitBackward &B) {
   std::string ValueName = "scaled_loss";
   bool AssignBack = false;
   if (T.Unscaled || T.mixed())
-    ValueName = freshName("loss_value");
+    ValueName = freshName(Names, "loss_value");
   else if (B.SplitVar && !B.SplitAssignsArgument && isa<DeclStmt>(B.ScaleStmt))
     ValueName = B.SplitVar->getNameAsString();
   else {
-    ValueName = freshName("scaled_loss");
+    ValueName = freshName(Names, "scaled_loss");
     AssignBack = B.SplitVar != nullptr;
   }
   std::optional<std::string> Guard = guardText(*O, std::move(Edits.Tail));
   if (!Guard)
     return;
-  RegionLambda &L = Desc.Lambda.emplace();
+  RegionLambda &L = Plan.Lambda.emplace();
   L.Guard = *Guard;
-  L.Begin = RegionBegin;
-  L.End = RegionEnd;
+  L.Begin = Plan.Extent.Begin;
+  L.End = Plan.Extent.End;
   L.Indent = O->Indent;
-  for (const std::string &C : *Conversions)
-    L.Before += C;
+  for (const std::string &Line : *Conversions)
+    L.Before += Line;
   L.Before += *Hoisted;
   L.Body = *Body;
   L.Returns = *Returns;
   L.ValueName = ValueName;
   keepTextAroundCall(B, *R, L);
-  if (Desc.Accumulation.On)
-    L.MicroName = freshName("micro_grads");
+  if (Plan.Accumulation.On)
+    L.MicroName = freshName(Names, "micro_grads");
   if (AssignBack)
     L.AssignBackTo = B.SplitVar->getNameAsString();
 }
 
-std::optional<ForwardRegion> StepPlanner::forwardRegion(const ImplicitBackward &B) {
+std::optional<ForwardRegion> RegionPlanner::forwardRegion(const ImplicitBackward &B) {
   const Stmt *EndStmt = B.ScaleStmt ? B.ScaleStmt : B.BackwardStmt;
   // A mixed step: the region ends at the if that chooses the path (checkMixedBackwards removes
   // the backwards in its branches).
@@ -164,32 +176,32 @@ std::optional<ForwardRegion> StepPlanner::forwardRegion(const ImplicitBackward &
     block(B.Backward->getBeginLoc(), "backward() is part of a larger expression");
     return std::nullopt;
   }
-  const CompoundStmt *C = parentCompound(EndStmt);
-  if (!C || (B.ScaleStmt && parentCompound(B.BackwardStmt) != C)) {
+  const CompoundStmt *Block = C.parentCompound(EndStmt);
+  if (!Block || (B.ScaleStmt && C.parentCompound(B.BackwardStmt) != Block)) {
     block(B.Backward->getBeginLoc(), "the scaled loss and backward() are not statements of one block");
     return std::nullopt;
   }
-  if (!T.mixed() && !Desc.Split && !checkAccumulation(B, C))
+  if (!T.mixed() && !F.Split && !checkAccumulation(B, Block))
     return std::nullopt;
   ForwardRegion R;
-  R.Block = C;
+  R.Block = Block;
   R.End = EndStmt;
   // The scope in this function; or, with the scope in a called function, the statement that
   // calls it starts the region.
-  R.Scope = Desc.CalleeScope ? Desc.CalleeScope : T.Scope;
+  R.Scope = F.CalleeScope ? F.CalleeScope : T.Scope;
   const AutocastScope &S = *R.Scope;
-  const Stmt *R0 = Desc.CalleeCallStmt;
-  if (!Desc.CalleeScope) {
+  const Stmt *R0 = F.CalleeCallStmt;
+  if (!F.CalleeScope) {
     const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
                                              : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
-    R0 = childOf(ScopeStart, C);
-    unsigned BackOff = off(B.Backward->getBeginLoc());
+    R0 = C.childOf(ScopeStart, Block);
+    unsigned BackOff = C.off(B.Backward->getBeginLoc());
     if (!R0) {
-      if (!enclosingScopeRegion(S, ScopeStart, C, EndStmt, R0))
+      if (!enclosingScopeRegion(S, ScopeStart, Block, EndStmt, R0))
         return std::nullopt;
       R.Enclosing = true;
-    } else if (S.Shape == AutocastScope::Kind::Unclosed || (S.Disable && off(S.Disable->Call->getBeginLoc()) > BackOff) ||
-        (S.GuardDeclStmt && parentCompound(S.GuardDeclStmt) == C && S.GuardEnds.empty())) {
+    } else if (S.Shape == AutocastScope::Kind::Unclosed || (S.Disable && C.off(S.Disable->Call->getBeginLoc()) > BackOff) ||
+        (S.GuardDeclStmt && C.parentCompound(S.GuardDeclStmt) == Block && S.GuardEnds.empty())) {
       block(B.Backward->getBeginLoc(), "backward() runs inside the autocast scope (the scope is "
                                        "not closed before it)");
       return std::nullopt;
@@ -198,7 +210,7 @@ std::optional<ForwardRegion> StepPlanner::forwardRegion(const ImplicitBackward &
   R.First = R0;
   // Region statements: [R0, EndStmt) in C.
   bool In = false;
-  for (const Stmt *Child : C->body()) {
+  for (const Stmt *Child : Block->body()) {
     if (Child == R0)
       In = true;
     if (Child == EndStmt)
@@ -214,73 +226,73 @@ std::optional<ForwardRegion> StepPlanner::forwardRegion(const ImplicitBackward &
   return R;
 }
 
-std::optional<RegionOffsets> StepPlanner::regionOffsets(const ImplicitBackward &B, const ForwardRegion &R) {
+std::optional<RegionOffsets> RegionPlanner::regionOffsets(const ImplicitBackward &B, const ForwardRegion &R) {
   const Stmt *R0 = R.First, *EndStmt = R.End;
   unsigned RB, RE;
-  if (!fileRange(SourceRange(R0->getBeginLoc(), R0->getBeginLoc()), RB, RE) && !R0->getBeginLoc().isMacroID()) {
+  if (!C.fileRange(SourceRange(R0->getBeginLoc(), R0->getBeginLoc()), RB, RE) && !R0->getBeginLoc().isMacroID()) {
     block(R0->getBeginLoc(), "the forward region starts inside a macro");
     return std::nullopt;
   }
-  RB = off(R0->getBeginLoc());
-  const ImplicitBackward &LastB = *Desc.AllBackwards.back();
-  CharSourceRange EndR = stmtRange(LastB.BackwardStmt);
+  RB = C.off(R0->getBeginLoc());
+  const ImplicitBackward &LastB = *F.AllBackwards.back();
+  CharSourceRange EndR = C.stmtRange(LastB.BackwardStmt);
   if (EndR.isInvalid() || LastB.BackwardStmt->getBeginLoc().isMacroID() ||
       B.BackwardStmt->getBeginLoc().isMacroID()) {
     block(B.Backward->getBeginLoc(), "backward() is inside a macro");
     return std::nullopt;
   }
-  RegionBegin = lineStart(RB);
-  if (!onlySpace(RegionBegin, RB)) {
+  Plan.Extent.Begin = C.lineStart(RB);
+  if (!C.onlySpace(Plan.Extent.Begin, RB)) {
     block(R0->getBeginLoc(), "the forward region does not start its line");
     return std::nullopt;
   }
-  for (const Edit &G : VersionGroups) // the enable spelled per version: from its `#if` on
-    if (G.Offset < RegionBegin && RegionBegin < G.Offset + G.Length)
-      RegionBegin = G.Offset;
+  for (const Edit &G : F.Preprocessor.VersionGroups) // the enable spelled per version: from its `#if` on
+    if (G.Offset < Plan.Extent.Begin && Plan.Extent.Begin < G.Offset + G.Length)
+      Plan.Extent.Begin = G.Offset;
   unsigned BE = SM.getFileOffset(EndR.getEnd());
-  RegionEnd = lineEnd(BE);
+  Plan.Extent.End = C.lineEnd(BE);
   if (T.mixed()) // the region's text ends where the if starts; the if stays
-    RegionEnd = lineStart(off(EndStmt->getBeginLoc()));
+    Plan.Extent.End = C.lineStart(C.off(EndStmt->getBeginLoc()));
   RegionOffsets O;
   O.First = RB;
   // The body's text ends before the scale/backward statements (or before the guard tail).
-  O.EndLine = lineStart(off(EndStmt->getBeginLoc()));
+  O.EndLine = C.lineStart(C.off(EndStmt->getBeginLoc()));
   O.BodyEnd = O.EndLine;
-  if (!onlySpace(O.EndLine, off(EndStmt->getBeginLoc()))) {
+  if (!C.onlySpace(O.EndLine, C.off(EndStmt->getBeginLoc()))) {
     block(EndStmt->getBeginLoc(), "the scaled backward does not start its line");
     return std::nullopt;
   }
   O.TailBegin = O.EndLine;
   if (R.TailAt < R.Statements.size()) {
     const Stmt *TailStmt = R.Statements[R.TailAt];
-    O.TailBegin = lineStart(off(TailStmt->getBeginLoc()));
-    if (!onlySpace(O.TailBegin, off(TailStmt->getBeginLoc()))) {
+    O.TailBegin = C.lineStart(C.off(TailStmt->getBeginLoc()));
+    if (!C.onlySpace(O.TailBegin, C.off(TailStmt->getBeginLoc()))) {
       block(TailStmt->getBeginLoc(), "the statement that leaves the iteration before the "
                                      "backward does not start its line");
       return std::nullopt;
     }
     O.BodyEnd = O.TailBegin;
   }
-  O.Indent = indentAt(RB);
+  O.Indent = C.indentAt(RB);
   if (!checkCrossStepGraph(RB, O.BodyEnd))
     return std::nullopt;
   return O;
 }
 
-RegionTextEdits StepPlanner::removeScope(const ForwardRegion &R, const RegionOffsets &O) {
+RegionTextEdits RegionPlanner::removeScope(const ForwardRegion &R, const RegionOffsets &O) {
   RegionTextEdits Out;
   const AutocastScope &S = *R.Scope;
   std::set<const Stmt *> RemovedUnits; // scope statements removed (one `if` may hold several)
   // The scope's own statements: inside the region they leave with it; outside it (a scope
   // around the loop, a cache call after the region) they are removed where they are.
   auto RemoveScopeStmt = [&](const Stmt *St, SourceLocation Why) {
-    unsigned At = off(St->getBeginLoc());
+    unsigned At = C.off(St->getBeginLoc());
     if (O.inBody(At))
       removeInto(St, Why, Out.Body);
     else if (O.inTail(At))
       removeInto(St, Why, Out.Tail);
     else
-      removeInto(St, Why, Desc.Region.InFile);
+      removeInto(St, Why, Plan.Region.InFile);
   };
   auto RemoveCall = [&](const AutocastCall *A) {
     if (!A)
@@ -293,18 +305,18 @@ RegionTextEdits StepPlanner::removeScope(const ForwardRegion &R, const RegionOff
         block(A->Call->getBeginLoc(), "the autocast call is part of a larger expression");
       return;
     }
-    const Stmt *Unit = removalUnit(S, A->Removable);
+    const Stmt *Unit = removalUnit(C, S, A->Removable);
     if (RemovedUnits.insert(Unit).second)
       RemoveScopeStmt(Unit, A->Call->getBeginLoc());
   };
-  if (Desc.CalleeScope) {
+  if (F.CalleeScope) {
     checkCalleeScope();
     return Out;
   }
   RemoveCall(S.Enable);
   RemoveCall(S.Disable);
   for (const AutocastCall *A : S.Auxiliary) {
-    unsigned At = off(A->Call->getBeginLoc());
+    unsigned At = C.off(A->Call->getBeginLoc());
     if (O.inBody(At) || O.inTail(At))
       RemoveCall(A);
     else if (A->Removable && R.Enclosing)
@@ -314,13 +326,13 @@ RegionTextEdits StepPlanner::removeScope(const ForwardRegion &R, const RegionOff
       // A call in a conditional that goes whole with the region (`#ifdef USE_AMP` before the
       // enable) leaves with it.
       auto WithRegion = [&] {
-        return llvm::any_of(VersionGroups, [&](const Edit &G) {
-          return G.Offset >= RegionBegin && G.Offset < O.BodyEnd && E.Offset >= G.Offset &&
+        return llvm::any_of(F.Preprocessor.VersionGroups, [&](const Edit &G) {
+          return G.Offset >= Plan.Extent.Begin && G.Offset < O.BodyEnd && E.Offset >= G.Offset &&
                  E.Offset < G.Offset + G.Length;
         });
       };
-      if (removal(A->Removable, E) && !WithRegion())
-        Desc.Region.replace(E);
+      if (C.removal(A->Removable, E) && !WithRegion())
+        Plan.Region.replace(E);
     }
   }
   if (S.GuardDeclStmt)
@@ -335,30 +347,30 @@ RegionTextEdits StepPlanner::removeScope(const ForwardRegion &R, const RegionOff
 }
 
 std::optional<std::vector<std::string>>
-StepPlanner::convertModels(const ForwardRegion &R, const RegionOffsets &O, std::vector<Edit> &Body) {
+RegionPlanner::convertModels(const ForwardRegion &R, const RegionOffsets &O, std::vector<Edit> &Body) {
   const AutocastScope &S = *R.Scope;
   std::vector<std::string> Conversions;
-  for (const ForwardCall *F : T.Forwards) {
-    if (!O.inBody(off(F->Call->getBeginLoc())))
+  for (const ForwardCall *Fwd : T.Forwards) {
+    if (!O.inBody(C.off(Fwd->Call->getBeginLoc())))
       continue;
-    if (const CallExpr *Q = autocastQueryInForward(F->Call, Rules)) {
-      block(F->Call->getBeginLoc(),
+    if (const CallExpr *Q = autocastQueryInForward(Fwd->Call, Rules)) {
+      block(Fwd->Call->getBeginLoc(),
             "the model's forward asks whether autocast is on (`" +
-                firstLine(text(Q->getSourceRange())) + "` at " + where(Q->getBeginLoc()) +
+                firstLine(C.text(Q->getSourceRange())) + "` at " + C.where(Q->getBeginLoc()) +
                 "); after the conversion autocast is never enabled, so that code would take "
                 "its other path: migrate this step by hand");
       return std::nullopt;
     }
     std::string Conv;
-    if (auto Known = ModelNames.find(F->Model.Decl); Known != ModelNames.end()) {
+    if (auto Known = ModelNames.find(Fwd->Model.Decl); Known != ModelNames.end()) {
       Conv = Known->second; // converted already by this step
     } else {
       unsigned At = 0;
       bool BeforeLoop = false;
       llvm::SmallVector<const LambdaExpr *, 2> Crossed;
-      if (auto LP = conversionOutsideLambdas(R.First, F->Model, FA.Function, PM, SM)) {
+      if (auto LP = conversionOutsideLambdas(R.First, Fwd->Model, FA.Function, PM, SM)) {
         // The step runs in a lambda that captures the model: converted once, outside it.
-        if (!conversionBefore(F->Model, LP->Anchor, At)) {
+        if (!Conversion.conversionBefore(Fwd->Model, LP->Anchor, At)) {
           block(LP->Anchor->getBeginLoc(), "the statement holding the lambda of the step does "
                                            "not start its line; the model cannot be converted "
                                            "before it");
@@ -367,28 +379,28 @@ StepPlanner::convertModels(const ForwardRegion &R, const RegionOffsets &O, std::
         BeforeLoop = true;
         Crossed = LP->Crossed;
       } else {
-        BeforeLoop = conversionBeforeLoop(F->Model, R.First, At);
+        BeforeLoop = Conversion.conversionBeforeLoop(Fwd->Model, R.First, At);
       }
       std::string Level, Dtype;
-      if (!levelExpr(S, BeforeLoop ? At : O.First, Level) ||
-          !conversionArgs(S, BeforeLoop ? At : O.First, Dtype))
+      if (!Conversion.levelExpr(S, BeforeLoop ? At : O.First, Level) ||
+          !Conversion.conversionArgs(S, BeforeLoop ? At : O.First, Dtype))
         return std::nullopt;
-      std::string Rhs = " = " + Tgt.Convert + "(" + modelText(F->Model) + ", " + Level + Dtype + ");\n";
+      std::string Rhs = " = " + Tgt.Convert + "(" + C.modelText(Fwd->Model) + ", " + Level + Dtype + ");\n";
       const FunctionPlanning::Conversion *Earlier = nullptr;
       if (BeforeLoop) {
-        auto It = Shared.Conversions.find({F->Model.Decl, At});
+        auto It = Shared.Conversions.find({Fwd->Model.Decl, At});
         if (It != Shared.Conversions.end())
           Earlier = &It->second;
       }
-      if (Earlier && Earlier->Line != indentAt(At) + "auto " + Earlier->Name + Rhs) {
-        block(F->Call->getBeginLoc(),
-              "another training step of this function converts `" + modelText(F->Model) +
+      if (Earlier && Earlier->Line != C.indentAt(At) + "auto " + Earlier->Name + Rhs) {
+        block(Fwd->Call->getBeginLoc(),
+              "another training step of this function converts `" + C.modelText(Fwd->Model) +
                   "` before the same loop differently (`" + StringRef(Earlier->Line).trim().str() +
                   "`); a model has one conversion: migrate these steps by hand");
         return std::nullopt;
       }
-      Conv = Earlier ? Earlier->Name : freshName(convertedModelBase(F->Model));
-      ModelNames[F->Model.Decl] = Conv;
+      Conv = Earlier ? Earlier->Name : freshName(Names, convertedModelBase(Fwd->Model));
+      ModelNames[Fwd->Model.Decl] = Conv;
       for (const LambdaExpr *L : Crossed) {
         std::optional<Edit> Capture = captureByCopy(L, Conv, SM);
         if (!Capture) {
@@ -397,53 +409,53 @@ StepPlanner::convertModels(const ForwardRegion &R, const RegionOffsets &O, std::
           return std::nullopt;
         }
         if (!Capture->Text.empty())
-          Desc.Region.replace(*Capture);
+          Plan.Region.replace(*Capture);
       }
       std::string Line = "auto " + Conv + Rhs;
       if (BeforeLoop) {
-        std::string Indented = perConfiguration(indentAt(At) + Line, Level);
-        Desc.Region.insertJoined(At, Indented);
-        LoopConversions.push_back({At, Indented});
-        Shared.Conversions.try_emplace({F->Model.Decl, At}, FunctionPlanning::Conversion{Conv, Indented});
+        std::string Indented = F.Preprocessor.perConfiguration(C.indentAt(At) + Line, Level, Tgt.LevelEnum);
+        Plan.Region.insertJoined(At, Indented);
+        Plan.LoopConversions.push_back({At, Indented});
+        Shared.Conversions.try_emplace({Fwd->Model.Decl, At}, FunctionPlanning::Conversion{Conv, Indented});
       } else {
-        Conversions.push_back(perConfiguration(O.Indent + Line, Level));
+        Conversions.push_back(F.Preprocessor.perConfiguration(O.Indent + Line, Level, Tgt.LevelEnum));
       }
     }
-    rewriteForward(*F, Conv, Body);
+    rewriteForward(*Fwd, Conv, Body);
   }
   return Conversions;
 }
 
-void StepPlanner::clearRegionZeroGrads(const RegionOffsets &O, std::vector<Edit> &Body) {
-  for (const ZeroGradCall *Z : stepZeroGrads()) {
-    if (!O.inBody(off(Z->Call->getBeginLoc())) || !Z->Statement)
+void RegionPlanner::clearRegionZeroGrads(const RegionOffsets &O, std::vector<Edit> &Body) {
+  for (const ZeroGradCall *Z : F.stepZeroGrads(T)) {
+    if (!O.inBody(C.off(Z->Call->getBeginLoc())) || !Z->Statement)
       continue;
-    if (!Desc.Accumulation.On) {
+    if (!Plan.Accumulation.On) {
       removeInto(Z->Statement, Z->Call->getBeginLoc(), Body);
       continue;
     }
-    CharSourceRange ZR = stmtRange(Z->Statement);
+    CharSourceRange ZR = C.stmtRange(Z->Statement);
     if (ZR.isInvalid() || Z->Statement->getBeginLoc().isMacroID()) {
       block(Z->Call->getBeginLoc(), "zero_grad() is inside a macro");
       continue;
     }
     unsigned ZB = SM.getFileOffset(ZR.getBegin()), ZE = SM.getFileOffset(ZR.getEnd());
-    Body.push_back({ZB, ZE - ZB, Desc.GradsName + ".clear();"});
+    Body.push_back({ZB, ZE - ZB, F.GradsName + ".clear();"});
   }
 }
 
-std::optional<std::string> StepPlanner::hoistedDeclarations(const ForwardRegion &R, const RegionOffsets &O,
+std::optional<std::string> RegionPlanner::hoistedDeclarations(const ForwardRegion &R, const RegionOffsets &O,
                                                             std::vector<Edit> &Body) {
   // What stays outside: everything after the scale statement except the scaled backward(s),
   // whose scale() argument becomes the lambda's return.
   auto UsedOutside = [&](const Expr *E) {
-    if (off(E->getBeginLoc()) < O.BodyEnd)
+    if (C.off(E->getBeginLoc()) < O.BodyEnd)
       return false;
-    for (const ImplicitBackward *Bi : Desc.AllBackwards)
-      if ((Bi->BackwardStmt && within(E, Bi->BackwardStmt)) ||
-          (Bi->ScaleStmt && within(E, Bi->ScaleStmt)))
+    for (const ImplicitBackward *Bi : F.AllBackwards)
+      if ((Bi->BackwardStmt && C.within(E, Bi->BackwardStmt)) ||
+          (Bi->ScaleStmt && C.within(E, Bi->ScaleStmt)))
         return false;
-    return !inMixedBackward(E); // a mixed step's backwards leave their branches too
+    return !inMixedBackward(C, E); // a mixed step's backwards leave their branches too
   };
   RegionDeclarations Decls;
   if (auto Why = planRegionDeclarations(Ctx, Rules, R.Statements, FA.Function->getBody(), UsedOutside,
@@ -458,7 +470,7 @@ std::optional<std::string> StepPlanner::hoistedDeclarations(const ForwardRegion 
   return Hoisted;
 }
 
-std::optional<std::string> StepPlanner::lambdaBody(const ForwardRegion &R, const RegionOffsets &O,
+std::optional<std::string> RegionPlanner::lambdaBody(const ForwardRegion &R, const RegionOffsets &O,
                                                    std::vector<Edit> Edits) {
   sortAndMergeEdits(Edits);
   for (size_t I = 1; I < Edits.size(); ++I)
@@ -468,9 +480,9 @@ std::optional<std::string> StepPlanner::lambdaBody(const ForwardRegion &R, const
       return std::nullopt;
     }
   std::string Body;
-  unsigned Cur = RegionBegin;
+  unsigned Cur = Plan.Extent.Begin;
   for (const Edit &E : Edits) {
-    if (E.Offset < RegionBegin || E.Offset + E.Length > O.BodyEnd) {
+    if (E.Offset < Plan.Extent.Begin || E.Offset + E.Length > O.BodyEnd) {
       block(SM.getLocForStartOfFile(File).getLocWithOffset(E.Offset), "edit outside the forward region");
       return std::nullopt;
     }
@@ -484,21 +496,21 @@ std::optional<std::string> StepPlanner::lambdaBody(const ForwardRegion &R, const
   return indentedLambdaBody(Body, OneBlock);
 }
 
-std::optional<std::string> StepPlanner::scaledReturn() {
+std::optional<std::string> RegionPlanner::scaledReturn() {
   std::string ScaleCall;
-  for (const ImplicitBackward *Bi : Desc.AllBackwards) {
+  for (const ImplicitBackward *Bi : F.AllBackwards) {
     if (!Bi->Scale) { // no scaler: the function returns the loss itself
-      ScaleCall += (ScaleCall.empty() ? "" : " + ") + text(Bi->Loss->getSourceRange());
+      ScaleCall += (ScaleCall.empty() ? "" : " + ") + C.text(Bi->Loss->getSourceRange());
       continue;
     }
     const CXXMemberCallExpr *SCall = Bi->Scale->Call;
-    std::string ScaleArg = SCall->getNumArgs() ? text(SCall->getArg(0)->getSourceRange()) : "";
+    std::string ScaleArg = SCall->getNumArgs() ? C.text(SCall->getArg(0)->getSourceRange()) : "";
     // The receiver as written, with its `.` or `->` (`scaler.`, `scaler->` on a smart pointer,
     // `(*scaler).`): the text from the call's start up to the method name.
     std::string ScalerRecv;
     if (const auto *ME = dyn_cast<MemberExpr>(SCall->getCallee());
         ME && !ME->getMemberLoc().isMacroID() && !SCall->getBeginLoc().isMacroID()) {
-      unsigned RB0 = off(SCall->getBeginLoc()), RE0 = off(ME->getMemberLoc());
+      unsigned RB0 = C.off(SCall->getBeginLoc()), RE0 = C.off(ME->getMemberLoc());
       if (RE0 > RB0)
         ScalerRecv = StringRef(Buffer).substr(RB0, RE0 - RB0).rtrim().str();
     }
@@ -510,11 +522,11 @@ std::optional<std::string> StepPlanner::scaledReturn() {
                  canonicalMethod(ScalerCall::Method::Scale) + "(" + ScaleArg + ")";
   }
   if (T.mixed())
-    ScaleCall = mixedReturn(ScaleCall);
+    ScaleCall = mixedReturn(C, ScaleCall);
   return ScaleCall;
 }
 
-std::optional<std::string> StepPlanner::guardText(const RegionOffsets &O, std::vector<Edit> TailEdits) {
+std::optional<std::string> RegionPlanner::guardText(const RegionOffsets &O, std::vector<Edit> TailEdits) {
   llvm::sort(TailEdits, [](const Edit &A, const Edit &B) { return A.Offset < B.Offset; });
   std::string GuardText;
   unsigned TailCur = O.TailBegin;
@@ -531,38 +543,38 @@ std::optional<std::string> StepPlanner::guardText(const RegionOffsets &O, std::v
   return GuardText;
 }
 
-void StepPlanner::keepTextAroundCall(const ImplicitBackward &B, const ForwardRegion &R, RegionLambda &L) const {
+void RegionPlanner::keepTextAroundCall(const ImplicitBackward &B, const ForwardRegion &R, RegionLambda &L) const {
   // Comments after the statements the call replaces (the scale and backward lines) stay on
   // the line of the call.
   auto KeepTrailing = [&](const Stmt *St) {
     if (!St)
       return;
-    CharSourceRange SR = stmtRange(St);
+    CharSourceRange SR = C.stmtRange(St);
     if (SR.isInvalid())
       return;
     unsigned E = SM.getFileOffset(SR.getEnd());
-    StringRef Rest = StringRef(Buffer).slice(E, lineEnd(E)).rtrim("\r\n");
+    StringRef Rest = StringRef(Buffer).slice(E, C.lineEnd(E)).rtrim("\r\n");
     if (!Rest.trim().empty())
       L.Trailing += " " + Rest.trim().str();
   };
   // (A mixed step's if stays, and its backwards' comments stay in their branches.)
   if (!T.mixed()) {
     KeepTrailing(R.End);
-    for (const ImplicitBackward *Bi : Desc.AllBackwards)
+    for (const ImplicitBackward *Bi : F.AllBackwards)
       if (Bi->BackwardStmt != R.End)
         KeepTrailing(Bi->BackwardStmt);
   }
   // Statements between the scale statement and backward (split form) stay after the call.
   if (B.ScaleStmt) {
-    unsigned SB = lineEnd(SM.getFileOffset(stmtRange(B.ScaleStmt).getEnd()));
-    unsigned BB = lineStart(off(B.BackwardStmt->getBeginLoc()));
+    unsigned SB = C.lineEnd(SM.getFileOffset(C.stmtRange(B.ScaleStmt).getEnd()));
+    unsigned BB = C.lineStart(C.off(B.BackwardStmt->getBeginLoc()));
     if (SB < BB)
       L.After += Buffer.substr(SB, BB - SB).str();
   }
   // Comments between several backwards stay, after the call.
-  for (size_t I = 1; I < Desc.AllBackwards.size(); ++I) {
-    unsigned SB = lineEnd(SM.getFileOffset(stmtRange(Desc.AllBackwards[I - 1]->BackwardStmt).getEnd()));
-    unsigned BB = lineStart(off(Desc.AllBackwards[I]->BackwardStmt->getBeginLoc()));
+  for (size_t I = 1; I < F.AllBackwards.size(); ++I) {
+    unsigned SB = C.lineEnd(SM.getFileOffset(C.stmtRange(F.AllBackwards[I - 1]->BackwardStmt).getEnd()));
+    unsigned BB = C.lineStart(C.off(F.AllBackwards[I]->BackwardStmt->getBeginLoc()));
     if (SB < BB)
       L.After += Buffer.substr(SB, BB - SB).str();
   }

@@ -1,6 +1,8 @@
 // The scaler's declaration in the step's function: its type and constructor options.
-#include "StepPlanner.h"
+#include "ScalerTypePlanner.h"
 #include "ScalerSpellings.h"
+#include "ampmigrate/IncludeInsertion.h"
+#include "clang/Tooling/Transformer/SourceCode.h"
 
 using namespace clang;
 
@@ -24,7 +26,7 @@ public:
 
 } // namespace
 
-const DeclStmt *StepPlanner::declStmtOf(const VarDecl *VD) const {
+const DeclStmt *ScalerTypePlanner::declStmtOf(const VarDecl *VD) const {
   class Finder : public AstVisitor {
   public:
     const VarDecl *VD;
@@ -42,7 +44,7 @@ const DeclStmt *StepPlanner::declStmtOf(const VarDecl *VD) const {
   return F.Found;
 }
 
-std::optional<std::string> StepPlanner::differingDefault(const std::string &Setter,
+std::optional<std::string> ScalerTypePlanner::differingDefault(const std::string &Setter,
                                                           const Expr *Default) const {
   // The target's defaults (amp::GradScalerOptions, as torch.amp.GradScaler's).
   static const std::map<std::string, double> TargetDefaults = {
@@ -77,7 +79,7 @@ std::optional<std::string> StepPlanner::differingDefault(const std::string &Sett
   return Text;
 }
 
-bool StepPlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<const Expr *> Args,
+bool ScalerTypePlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<const Expr *> Args,
                              SourceLocation Loc, std::string &Out) {
   Out = Tgt.ScalerOptions + "()";
   for (unsigned I = 0; I < Args.size(); ++I) {
@@ -108,7 +110,7 @@ bool StepPlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<cons
                      " has no known meaning; map it in a rule file (scaler.options)");
       return false;
     }
-    Out += "." + Setter + "(" + text(Args[I]->getSourceRange()) + ")";
+    Out += "." + Setter + "(" + C.text(Args[I]->getSourceRange()) + ")";
   }
   // make_shared / emplace pass the written arguments only: the rest take the class's defaults.
   for (unsigned I = Args.size(); I < Ctor->getNumParams(); ++I) {
@@ -134,10 +136,16 @@ bool StepPlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRef<cons
   return true;
 }
 
-void StepPlanner::checkScalerDecl() {
+ConcernPlan<ScalerTypePlan> planScalerType(const StepContext &C, const StepFacts &F) {
+  ConcernPlan<ScalerTypePlan> P;
+  ScalerTypePlanner(C, F, P.Blockers, P.Plan).checkScalerDecl();
+  return P;
+}
+
+void ScalerTypePlanner::checkScalerDecl() {
   const ValueDecl *D = T.Scaler.Decl;
   if (!D || !T.ScalerClass) {
-    block(stepLoc(), "the scaler object could not be identified");
+    block(C.stepLoc(), "the scaler object could not be identified");
     return;
   }
   const CXXRecordDecl *Class = T.ScalerClass->getCanonicalDecl();
@@ -159,8 +167,8 @@ void StepPlanner::checkScalerDecl() {
   RC.walk(FA.Function->getBody());
   std::vector<const Expr *> Unknown;
   for (const Expr *R : RC.Refs) {
-    bool IsCall = llvm::any_of(FA.ScalerCalls, [&](const ScalerCall &C) {
-      return C.Scaler.Decl == D && within(R, C.Call);
+    bool IsCall = llvm::any_of(FA.ScalerCalls, [&](const ScalerCall &SC) {
+      return SC.Scaler.Decl == D && C.within(R, SC.Call);
     });
     if (!IsCall)
       Unknown.push_back(R);
@@ -189,7 +197,7 @@ void StepPlanner::checkScalerDecl() {
         return;
       }
       Declared.push_back(OV);
-      ScalerSiblings.push_back(OV);
+      Out.Siblings.push_back(OV);
     }
   }
   // Its type, wherever it is spelled in the declaration.
@@ -207,12 +215,12 @@ void StepPlanner::checkScalerDecl() {
   std::set<unsigned> Seen;
   for (SourceRange R : TF.Ranges) {
     unsigned B, E;
-    if (!fileRange(R, B, E)) {
+    if (!C.fileRange(R, B, E)) {
       block(D->getLocation(), "the scaler's type is spelled inside a macro");
       return;
     }
     if (Seen.insert(B).second)
-      Desc.ScalerType.replace({B, E - B, Tgt.ScalerClass});
+      Out.Edits.replace({B, E - B, Tgt.ScalerClass});
   }
   auto EditConstruction = [&](const Expr *Construction) {
     std::string Opts;
@@ -222,11 +230,11 @@ void StepPlanner::checkScalerDecl() {
     if (Written.isInvalid())
       return true;
     unsigned B, E;
-    if (!fileRange(Written, B, E)) {
+    if (!C.fileRange(Written, B, E)) {
       block(Construction->getBeginLoc(), "the scaler's constructor arguments are inside a macro");
       return false;
     }
-    Desc.ScalerType.replace({B, E - B, Opts});
+    Out.Edits.replace({B, E - B, Opts});
     return true;
   };
   for (const CXXConstructExpr *CE : CF.Constructs)
@@ -237,7 +245,7 @@ void StepPlanner::checkScalerDecl() {
       return;
 }
 
-bool StepPlanner::constructionOptions(const Expr *Construction, const CXXRecordDecl *Class,
+bool ScalerTypePlanner::constructionOptions(const Expr *Construction, const CXXRecordDecl *Class,
                                       std::string &Opts, SourceRange &Written) {
   Written = SourceRange();
   llvm::SmallVector<const Expr *, 6> Args;
@@ -283,6 +291,36 @@ bool StepPlanner::constructionOptions(const Expr *Construction, const CXXRecordD
   }
   Written = SourceRange(Args.front()->getBeginLoc(), Args[NumWritten - 1]->getEndLoc());
   return true;
+}
+
+bool ScalerTypePlanner::planEditAnywhere(SourceRange R, const std::string &Text) {
+  CharSourceRange CR = CharSourceRange::getTokenRange(R);
+  if (R.getBegin().isMacroID() || R.getEnd().isMacroID()) {
+    if (!SM.isMacroArgExpansion(R.getBegin()) || !SM.isMacroArgExpansion(R.getEnd()))
+      return false;
+    CR = CharSourceRange::getTokenRange(SM.getSpellingLoc(R.getBegin()), SM.getSpellingLoc(R.getEnd()));
+  }
+  std::optional<CharSourceRange> FR = tooling::getFileRangeForEdit(CR, Ctx, /*IncludeMacroExpansion=*/true);
+  if (!FR || !C.whyNotEditable(FR->getBegin()).empty())
+    return false;
+  CR = *FR;
+  FileID F = SM.getFileID(CR.getBegin());
+  unsigned B = SM.getFileOffset(CR.getBegin()), E = SM.getFileOffset(CR.getEnd());
+  if (F == File) {
+    Out.Edits.replace({B, E - B, Text});
+    return true;
+  }
+  Out.Edits.Elsewhere.emplace_back(SM, CR, Text, LO);
+  OtherFilesEdited.insert(F);
+  return true;
+}
+
+void ScalerTypePlanner::includeIn(FileID F) {
+  auto FE = SM.getFileEntryRefForID(F);
+  if (!FE)
+    return;
+  if (auto Ins = planIncludeInsertion(SM.getBufferData(F), Tgt.Include, FE->getName()))
+    Out.Edits.Elsewhere.emplace_back(FE->getName(), Ins->Offset, 0, Ins->Text);
 }
 
 } // namespace ampmigrate

@@ -1,13 +1,14 @@
 // The scaler held outside the step function: every declaration it flows through changes type.
-#include "StepPlanner.h"
+#include "ScalerTypePlanner.h"
 #include "ScalerHolders.h"
 #include "ScalerSpellings.h"
+#include "clang/AST/ParentMapContext.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-class StepPlanner::ScalerUseIndex : public AnalysedBodyVisitor {
+class ScalerUseIndex : public AnalysedBodyVisitor {
 public:
   const CXXRecordDecl *Class;
   const SourceManager &SM;
@@ -66,7 +67,7 @@ private:
   }
 };
 
-bool StepPlanner::collectSpellings(const Stmt *S, const CXXRecordDecl *Class) {
+bool ScalerTypePlanner::collectSpellings(const Stmt *S, const CXXRecordDecl *Class) {
   TypeLocFinder TF(Class);
   ConstructFinder CF(Class);
   TF.walk(S);
@@ -77,7 +78,7 @@ bool StepPlanner::collectSpellings(const Stmt *S, const CXXRecordDecl *Class) {
   return !TF.Ranges.empty() || !CF.Constructs.empty() || !CF.MakeCalls.empty();
 }
 
-bool StepPlanner::isScalerCallOn(const Expr *R, const ValueDecl *H) const {
+bool ScalerTypePlanner::isScalerCallOn(const Expr *R, const ValueDecl *H) const {
   for (const FunctionAnalysis &F : TU.Functions)
     for (const ScalerCall &C : F.ScalerCalls) {
       if (!C.Scaler.Decl || C.Scaler.Decl->getCanonicalDecl() != H->getCanonicalDecl())
@@ -126,7 +127,7 @@ public:
 /// A port's `state_dict()` / `load_state_dict(state)` that the target's do the same as: the
 /// same types, and no key other than PyTorch's (the target's keys) in the port's body. Empty when
 /// it may stay; otherwise why not.
-std::string StepPlanner::stateDictUseProblem(const CXXMethodDecl *M) const {
+std::string ScalerTypePlanner::stateDictUseProblem(const CXXMethodDecl *M) const {
   if (!M->getIdentifier() || (M->getName() != "state_dict" && M->getName() != "load_state_dict"))
     return "other than through scale/unscale_/step/update/get_scale";
   bool Save = M->getName() == "state_dict";
@@ -145,16 +146,16 @@ std::string StepPlanner::stateDictUseProblem(const CXXMethodDecl *M) const {
   for (const StringLiteral *L : Lits.Found)
     if (!L->isOrdinary() || !Keys.contains(L->getString()))
       return "through " + M->getNameAsString() + "(), whose state has the key `" +
-             text(L->getSourceRange()) + "`, not one of PyTorch's GradScaler (scale, growth_factor, "
+             C.text(L->getSourceRange()) + "`, not one of PyTorch's GradScaler (scale, growth_factor, "
              "backoff_factor, growth_interval, _growth_tracker) that " + Tgt.ScalerClass + " uses";
   return "";
 }
 
 template <class AddFn>
-bool StepPlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDecl *Class, AddFn Add) {
-  SourceLocation At = stepLoc();
+bool ScalerTypePlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDecl *Class, AddFn Add) {
+  SourceLocation At = C.stepLoc();
   auto Fail = [&](const std::string &Why) {
-    block(At, "the scaler '" + H->getNameAsString() + "' is used at " + where(R->getBeginLoc()) +
+    block(At, "the scaler '" + H->getNameAsString() + "' is used at " + C.where(R->getBeginLoc()) +
                   " " + Why + "; changing its type to " + Tgt.ScalerClass + " would break this use");
     return false;
   };
@@ -271,9 +272,9 @@ bool StepPlanner::followUse(const Expr *R, const ValueDecl *H, const CXXRecordDe
 }
 
 template <class AddFn>
-bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
+bool ScalerTypePlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
                                 AddFn Add) {
-  SourceLocation At = stepLoc();
+  SourceLocation At = C.stepLoc();
   const auto *FD = dyn_cast<FunctionDecl>(PV->getDeclContext());
   std::string Name = "'" + PV->getNameAsString() + "'";
   if (!FD) {
@@ -310,7 +311,7 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
       for (const ClassTemplateSpecializationDecl *CS : CTD->specializations()) {
         if (CS->getSpecializationKind() == TSK_ExplicitSpecialization) {
           block(At, "the scaler " + Name + " is a parameter of " + Fn + ", a member of a class "
-                    "template with an explicit specialization at " + where(CS->getLocation()) +
+                    "template with an explicit specialization at " + C.where(CS->getLocation()) +
                     " that would keep its type; change them by hand");
           return false;
         }
@@ -344,7 +345,7 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
       for (const FunctionDecl *Sp : FT->specializations()) {
         if (Sp->getTemplateSpecializationKind() == TSK_ExplicitSpecialization) {
           Plain = false;
-          Why = ", which has an explicit specialization at " + where(Sp->getLocation()) +
+          Why = ", which has an explicit specialization at " + C.where(Sp->getLocation()) +
                 " that would keep its type; change them by hand";
         }
         Callees.push_back(Sp);
@@ -357,7 +358,7 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
   }
   if (auto It = Index.NamedOtherwise.find(FD->getCanonicalDecl()); It != Index.NamedOtherwise.end()) {
     block(At, "the scaler " + Name + " is a parameter of " + Fn + ", which is named at " +
-                  where(It->second->getBeginLoc()) + " other than in a call; its callers cannot "
+                  C.where(It->second->getBeginLoc()) + " other than in a call; its callers cannot "
                   "all be followed");
     return false;
   }
@@ -365,7 +366,7 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
     for (const FunctionDecl *R : FD->redecls()) {
       SourceLocation L = SM.getExpansionLoc(R->getLocation());
       if (SM.getFileID(L) != SM.getMainFileID()) {
-        block(At, "the scaler " + Name + " is a parameter of " + Fn + ", declared at " + where(L) +
+        block(At, "the scaler " + Name + " is a parameter of " + Fn + ", declared at " + C.where(L) +
                       ": callers in other translation units would still pass a '" +
                       Class->getNameAsString() + "'; migrate it by hand");
         return false;
@@ -381,7 +382,7 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
         else if (const auto *CE = dyn_cast<CXXConstructExpr>(Call))
           Arg = I < CE->getNumArgs() ? CE->getArg(I) : nullptr;
         if (!Arg || isa<CXXDefaultArgExpr>(Arg)) {
-          block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) +
+          block(At, "the call of " + Fn + " at " + C.where(Call->getBeginLoc()) +
                         " does not pass the scaler " + Name + " in a way that can be followed");
           return false;
         }
@@ -390,7 +391,7 @@ bool StepPlanner::followCallers(const ParmVarDecl *PV, const CXXRecordDecl *Clas
           continue;
         }
         if (!collectSpellings(Arg, Class)) {
-          block(At, "the call of " + Fn + " at " + where(Call->getBeginLoc()) + " passes a scaler " +
+          block(At, "the call of " + Fn + " at " + C.where(Call->getBeginLoc()) + " passes a scaler " +
                         "that is neither a variable nor a construction of '" + Class->getNameAsString() + "'");
           return false;
         }
@@ -420,9 +421,9 @@ static const TemplateTypeParmDecl *scalerTemplateParameter(QualType QT) {
 }
 
 template <class AddFn>
-bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
+bool ScalerTypePlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, const ScalerUseIndex &Index,
                                AddFn Add) {
-  SourceLocation At = stepLoc();
+  SourceLocation At = C.stepLoc();
   std::string Name = "'" + H->getNameAsString() + "'";
   if (!isa<VarDecl, FieldDecl>(H)) {
     block(At, "the scaler " + Name + " is not a variable or a data member");
@@ -430,9 +431,9 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
   }
   size_t Spelled = FlowTypeRanges.size() + FlowConstructs.size() + FlowMakeCalls.size();
   for (const DeclaratorDecl *DD : declarationsOf(H)) {
-    std::string Why = whyNotEditable(DD->getLocation());
+    std::string Why = C.whyNotEditable(DD->getLocation());
     if (!Why.empty()) {
-      block(At, "the declaration of the scaler " + Name + " at " + where(DD->getLocation()) +
+      block(At, "the declaration of the scaler " + Name + " at " + C.where(DD->getLocation()) +
                     " must change to " + Tgt.ScalerClass + ", but " + Why);
       return false;
     }
@@ -446,7 +447,7 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
               ? scalerTemplateParameter(DD->getType())
               : nullptr;
       if (Param) {
-        block(At, "the scaler " + Name + " at " + where(DD->getLocation()) +
+        block(At, "the scaler " + Name + " at " + C.where(DD->getLocation()) +
                       " is declared with the template parameter '" + Param->getNameAsString() +
                       "' (" + Class->getQualifiedNameAsString() + " here); it must become " +
                       Tgt.ScalerClass + " where the template gets its argument: change that by "
@@ -468,7 +469,7 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
       const FunctionDecl *Def = nullptr;
       if (!Ctor->isDefined(Def)) {
         if (Ctor->isUserProvided()) {
-          block(At, "the constructor at " + where(Ctor->getLocation()) + " may initialize the scaler " +
+          block(At, "the constructor at " + C.where(Ctor->getLocation()) + " may initialize the scaler " +
                         Name + ", but its body is not in this translation unit");
           return false;
         }
@@ -484,7 +485,7 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
   }
   if (FlowTypeRanges.size() + FlowConstructs.size() + FlowMakeCalls.size() == Spelled) {
     block(At, "the type of the scaler " + Name + " is not spelled in its declaration at " +
-                  where(H->getLocation()) + " (auto, a template parameter); change it by hand");
+                  C.where(H->getLocation()) + " (auto, a template parameter); change it by hand");
     return false;
   }
   if (auto It = Index.Refs.find(H->getCanonicalDecl()); It != Index.Refs.end())
@@ -496,7 +497,7 @@ bool StepPlanner::followHolder(const ValueDecl *H, const CXXRecordDecl *Class, c
   return true;
 }
 
-void StepPlanner::checkScalerFlow(const CXXRecordDecl *Class) {
+void ScalerTypePlanner::checkScalerFlow(const CXXRecordDecl *Class) {
   ScalerUseIndex Index(Class, SM);
   Index.walk(Ctx.getTranslationUnitDecl());
   std::vector<const ValueDecl *> Work{T.Scaler.Decl};
@@ -508,17 +509,17 @@ void StepPlanner::checkScalerFlow(const CXXRecordDecl *Class) {
   bool Ok = true;
   for (size_t I = 0; I < Work.size() && Ok; ++I)
     Ok = followHolder(Work[I], Class, Index, Add);
-  FlowHolders = Work;
+  Out.Holders = Work;
   if (!Ok || !checkFlowSpellings(Class))
     return;
   for (FileID F : OtherFilesEdited)
     includeIn(F);
 }
 
-bool StepPlanner::checkFlowSpellings(const CXXRecordDecl *Class) {
+bool ScalerTypePlanner::checkFlowSpellings(const CXXRecordDecl *Class) {
   for (SourceRange R : FlowTypeRanges)
     if (!planEditAnywhere(R, Tgt.ScalerClass)) {
-      block(R.getBegin(), "the scaler's type is spelled inside a macro at " + where(R.getBegin()));
+      block(R.getBegin(), "the scaler's type is spelled inside a macro at " + C.where(R.getBegin()));
       return false;
     }
   auto EditConstruction = [&](const Expr *Construction) {

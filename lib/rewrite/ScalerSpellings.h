@@ -1,11 +1,11 @@
 // The scaler class as spelled in declarations and constructions (type locations, make_shared/make_unique).
 #pragma once
 
-#include "StepPlanner.h"
+#include "StepContext.h"
 
 namespace ampmigrate {
 
-class StepPlanner::TypeLocFinder : public AstVisitor {
+class TypeLocFinder : public AstVisitor {
 public:
   const clang::CXXRecordDecl *Target;
   std::vector<clang::SourceRange> Ranges;
@@ -28,7 +28,7 @@ public:
   }
 };
 
-class StepPlanner::ConstructFinder : public AstVisitor {
+class ConstructFinder : public AstVisitor {
 public:
   const clang::CXXRecordDecl *Target;
   std::vector<const clang::CXXConstructExpr *> Constructs;

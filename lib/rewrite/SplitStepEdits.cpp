@@ -1,124 +1,145 @@
 // A step split over two methods of one class: the grads travel in a new member.
-#include "StepPlanner.h"
+#include "Naming.h"
+#include "StepShape.h"
+
+#include <set>
 
 using namespace clang;
 
 namespace ampmigrate {
 
-llvm::ArrayRef<const ZeroGradCall *> StepPlanner::stepZeroGrads() const {
-  if (Desc.Split)
-    return Desc.SplitZeroGrads;
-  return T.ZeroGrads;
+namespace {
+
+// The grads travel as a new member of the class. `.grad` accumulated until a zero_grad(); the
+// member does the same: each backward's grads are added to it (amp::accumulate_grads) and each
+// zero_grad() of the optimizer or the model, in either method, clears it. Exact when no other
+// method of the class clears or reads `.grad`, which is checked.
+class SplitPlanner : public StepConcern {
+public:
+  SplitPlanner(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers,
+               llvm::StringSet<> &Names, StepShape &Out)
+      : StepConcern(C, F, Blockers), Names(Names), Out(Out) {}
+
+  /// The checks of one half, and its shape; false (with a blocker) when it is refused.
+  bool plan();
+
+private:
+  llvm::StringSet<> &Names;
+  StepShape &Out;
+
+  /// A statement of another method of the class that calls zero_grad() or reads or writes .grad
+  /// (described), or "".
+  std::string otherGradUse(const clang::CXXRecordDecl *Class, const SplitStep &S,
+                           const std::set<const clang::CallExpr *> &Clears) const;
+};
+
+} // namespace
+
+ConcernPlan<StepShape> planSplitShape(const StepContext &C, const SplitStep &S, llvm::StringSet<> &Names) {
+  ConcernPlan<StepShape> P;
+  StepFacts Building;
+  Building.Split = S;
+  SplitPlanner(C, Building, P.Blockers, Names, Building).plan();
+  P.Plan = Building;
+  return P;
 }
 
-void StepPlanner::checkSplitHalf() {
-  const SplitStep &S = *Desc.Split;
+bool SplitPlanner::plan() {
+  const SplitStep &S = *Out.Split;
   bool Scaling = S.ScalingHalf == &T;
   SourceLocation Here = Scaling ? T.Backwards.front()->Backward->getBeginLoc()
                                 : T.Steps.front()->Call->getBeginLoc();
   auto Refuse = [&](const std::string &WhyNot) {
     block(Here, splitStepReason(S, Scaling, SM, WhyNot));
+    return false;
   };
   const auto *Method = cast<CXXMethodDecl>(FA.Function);
   const CXXRecordDecl *Class = Method->getParent()->getDefinition();
   const TrainingStep &Stepping = *S.SteppingHalf;
   const TrainingStep &ScalingT = *S.ScalingHalf;
-  if (!Class || !S.Caller) {
-    Refuse("no method of the class in this file calls both");
-    return;
-  }
+  if (!Class || !S.Caller)
+    return Refuse("no method of the class in this file calls both");
   if (Stepping.Steps.size() != 1 || !ScalingT.Unscales.empty() || !ScalingT.Updates.empty() ||
-      ScalingT.mixed() || Stepping.mixed() || ScalingT.Backwards.size() != 1) {
-    Refuse("a split step with several optimizers, several backwards or a plain path beside the scaled one is not rewritten yet");
-    return;
-  }
+      ScalingT.mixed() || Stepping.mixed() || ScalingT.Backwards.size() != 1)
+    return Refuse("a split step with several optimizers, several backwards or a plain path beside the scaled one is not rewritten yet");
   const ScalerCall *Step = Stepping.Steps.front();
   const auto *OptField = dyn_cast_or_null<FieldDecl>(Step->Optimizer.Decl);
   const auto *ScalerField = dyn_cast_or_null<FieldDecl>(T.Scaler.Decl);
-  if (!OptField || !ScalerField || OptField->getParent() != Class || ScalerField->getParent() != Class) {
-    Refuse("the optimizer or the scaler is not a member of the class");
-    return;
-  }
+  if (!OptField || !ScalerField || OptField->getParent() != Class || ScalerField->getParent() != Class)
+    return Refuse("the optimizer or the scaler is not a member of the class");
   // The model(s) the scaling half runs, and the optimizer: their zero_grad()s clear the member.
   llvm::SmallVector<ObjectRef, 2> Owners{Step->Optimizer};
-  for (const ForwardCall *F : ScalingT.Forwards)
-    Owners.push_back(F->Model);
+  for (const ForwardCall *Fwd : ScalingT.Forwards)
+    Owners.push_back(Fwd->Model);
   for (const ZeroGradCall &Z : FA.ZeroGrads)
     if (llvm::is_contained(Owners, Z.Owner))
-      Desc.SplitZeroGrads.push_back(&Z);
+      Out.SplitZeroGrads.push_back(&Z);
   // The caller's zero_grad() of them (`opt_.zero_grad(); forward_backward(); optimizer_step();`)
   // clears the member too; the scaling half's fix carries that edit.
   std::set<const CallExpr *> CallerClears;
-  for (const FunctionAnalysis &F : TU.Functions)
-    if (F.Function->getCanonicalDecl() == S.Caller->getCanonicalDecl())
-      for (const ZeroGradCall &Z : F.ZeroGrads)
+  for (const FunctionAnalysis &Other : TU.Functions)
+    if (Other.Function->getCanonicalDecl() == S.Caller->getCanonicalDecl())
+      for (const ZeroGradCall &Z : Other.ZeroGrads)
         if (llvm::is_contained(Owners, Z.Owner) && Z.Statement) {
           CallerClears.insert(Z.Call);
           if (Scaling)
-            Desc.SplitZeroGrads.push_back(&Z);
+            Out.SplitZeroGrads.push_back(&Z);
         }
   // Nothing else in the class may clear or read .grad: the member would not see it.
-  if (const std::string Other = otherGradUse(Class, S, CallerClears); !Other.empty()) {
-    Refuse(Other);
-    return;
-  }
-  Desc.GradsName = memberName(Class);
-  Desc.Accumulation.On = true;
-  if (Tgt.Accumulate.empty()) {
-    Refuse("the rules name no target.accumulate to sum them");
-    return;
-  }
+  if (const std::string Other = otherGradUse(Class, S, CallerClears); !Other.empty())
+    return Refuse(Other);
+  // The member accumulates (StepFacts::Accumulation is on for a split step: planStep).
+  Out.GradsName = freshMemberName(Class);
+  if (Tgt.Accumulate.empty())
+    return Refuse("the rules name no target.accumulate to sum them");
   if (Scaling) {
-    Desc.GradFnName = freshName("grad_fn");
-    Desc.OptParams = optimizerParams(Step);
-    if (!T.Scope) {
-      Refuse("no autocast scope precedes the scaled backward in its method");
-      return;
-    }
-    Desc.AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
-    checkRegion(*T.Backwards.front());
-    checkClips();
-    checkGradAccesses();
-    checkZeroGrads(*T.Backwards.front());
-    checkScalerDecl();
-    decideInclude();
-    // The member, after the scaler's declaration.
-    SourceLocation FieldEnd = SM.getExpansionLoc(ScalerField->getEndLoc());
-    unsigned FE = SM.getFileOffset(FieldEnd);
-    StringRef FBuf = SM.getBufferData(SM.getFileID(FieldEnd));
-    size_t NL = FBuf.find('\n', FE);
-    if (NL == StringRef::npos || FieldEnd.isMacroID() || !whyNotEditable(FieldEnd).empty()) {
-      Refuse("the class cannot be given the member: " +
-             (whyNotEditable(FieldEnd).empty() ? std::string("its scaler member is declared in a macro")
-                                               : whyNotEditable(FieldEnd)));
-      return;
-    }
-    unsigned LS = FE;
-    while (LS > 0 && FBuf[LS - 1] != '\n')
-      --LS;
-    std::string Ind;
-    for (unsigned I = LS; I < FBuf.size() && (FBuf[I] == ' ' || FBuf[I] == '\t'); ++I)
-      Ind += FBuf[I];
-    std::string Member = Ind + "std::vector<torch::Tensor> " + Desc.GradsName + "; // the grads from " +
-                         S.Scaling->Function->getNameAsString() + "() to " +
-                         S.Stepping->Function->getNameAsString() + "()\n";
-    SourceLocation At = SM.getLocForStartOfFile(SM.getFileID(FieldEnd)).getLocWithOffset(NL + 1);
-    if (SM.getFileID(FieldEnd) == File)
-      Desc.SplitMember.insertJoined(NL + 1, Member);
-    else {
-      Desc.SplitMember.Elsewhere.emplace_back(SM, CharSourceRange::getCharRange(At, At), Member, LO);
-      OtherFilesEdited.insert(SM.getFileID(FieldEnd));
-    }
-    return;
+    Out.GradFnName = freshName(Names, "grad_fn");
+    Out.OptParams = C.optimizerParams(Step);
+    if (!T.Scope)
+      return Refuse("no autocast scope precedes the scaled backward in its method");
+    Out.AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
   }
-  checkScalerCalls();
-  checkClips();
-  checkGradAccesses();
-  checkZeroGrads(*ScalingT.Backwards.front());
-  checkScalerDecl();
+  return true;
 }
 
-std::string StepPlanner::otherGradUse(const CXXRecordDecl *Class, const SplitStep &S,
+ConcernPlan<PlannedEdits> planSplitMember(const StepContext &C, const StepFacts &F) {
+  ConcernPlan<PlannedEdits> P;
+  const SourceManager &SM = C.SM;
+  const SplitStep &S = *F.Split;
+  SourceLocation Here = C.T.Backwards.front()->Backward->getBeginLoc();
+  auto Refuse = [&](const std::string &WhyNot) {
+    P.Blockers.push_back({Here, splitStepReason(S, /*AtScaling=*/true, SM, WhyNot)});
+  };
+  const auto *ScalerField = cast<FieldDecl>(C.T.Scaler.Decl);
+  // The member, after the scaler's declaration.
+  SourceLocation FieldEnd = SM.getExpansionLoc(ScalerField->getEndLoc());
+  unsigned FE = SM.getFileOffset(FieldEnd);
+  StringRef FBuf = SM.getBufferData(SM.getFileID(FieldEnd));
+  size_t NL = FBuf.find('\n', FE);
+  if (NL == StringRef::npos || FieldEnd.isMacroID() || !C.whyNotEditable(FieldEnd).empty()) {
+    Refuse("the class cannot be given the member: " +
+           (C.whyNotEditable(FieldEnd).empty() ? std::string("its scaler member is declared in a macro")
+                                               : C.whyNotEditable(FieldEnd)));
+    return P;
+  }
+  unsigned LS = FE;
+  while (LS > 0 && FBuf[LS - 1] != '\n')
+    --LS;
+  std::string Ind;
+  for (unsigned I = LS; I < FBuf.size() && (FBuf[I] == ' ' || FBuf[I] == '\t'); ++I)
+    Ind += FBuf[I];
+  std::string Member = Ind + "std::vector<torch::Tensor> " + F.GradsName + "; // the grads from " +
+                       S.Scaling->Function->getNameAsString() + "() to " +
+                       S.Stepping->Function->getNameAsString() + "()\n";
+  SourceLocation At = SM.getLocForStartOfFile(SM.getFileID(FieldEnd)).getLocWithOffset(NL + 1);
+  if (SM.getFileID(FieldEnd) == C.File)
+    P.Plan.insertJoined(NL + 1, Member);
+  else
+    P.Plan.Elsewhere.emplace_back(SM, CharSourceRange::getCharRange(At, At), Member, C.LO);
+  return P;
+}
+
+std::string SplitPlanner::otherGradUse(const CXXRecordDecl *Class, const SplitStep &S,
                                       const std::set<const CallExpr *> &Clears) const {
   class Uses : public AnalysedBodyVisitor {
   public:
@@ -146,8 +167,8 @@ std::string StepPlanner::otherGradUse(const CXXRecordDecl *Class, const SplitSte
     Uses U(Clears);
     U.walk(Def->getBody());
     if (U.Found)
-      return "`" + firstLine(text(U.Found->getSourceRange())) + "` in '" + Def->getNameAsString() +
-             "' (" + where(U.Found->getBeginLoc()) + ") clears or touches .grad outside the two "
+      return "`" + firstLine(C.text(U.Found->getSourceRange())) + "` in '" + Def->getNameAsString() +
+             "' (" + C.where(U.Found->getBeginLoc()) + ") clears or touches .grad outside the two "
              "methods, which the member would not follow";
   }
   return "";

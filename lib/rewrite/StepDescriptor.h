@@ -116,10 +116,10 @@ struct RegionLambda {
   std::string Guard;
 };
 
-/// The plan descriptor: what the feasibility stage (StepPlanner::feasible(), or checkSplitHalf()
-/// for a step split over two methods) decides before any edit is made, and everything the
-/// emitters read. Only a step without blockers is emitted.
-struct StepDescriptor {
+/// The step's shape as feasibility decided it (planStepShape, or planSplitHalf for a step split
+/// over two methods): the names the rewrite declares and the step's parts. A fact every concern
+/// planner reads (StepFacts), and part of the descriptor the emitters read.
+struct StepShape {
   /// The names the rewrite declares: the grads list (a new member for a split step), the
   /// function handed to value_and_grad; and what value_and_grad differentiates.
   std::string GradsName, GradFnName, OptParams;
@@ -143,6 +143,27 @@ struct StepDescriptor {
   std::optional<SplitStep> Split;
   std::vector<const ZeroGradCall *> SplitZeroGrads;
 
+  /// The grads list an optimizer's unscale_/step/clip takes (its own with several optimizers).
+  const std::string &gradsFor(const ObjectRef &Optimizer) const {
+    for (const auto &[O, Name] : PerOptimizer)
+      if (O == Optimizer)
+        return Name;
+    return GradsName;
+  }
+  /// A model of the callee's scope as this function names it: a member or global is itself; a
+  /// parameter of the callee is the argument the call passes.
+  const clang::ValueDecl *callerModel(const ObjectRef &M) const;
+  /// The zero_grad()s of step `T`: with a split step, those that clear the member.
+  llvm::ArrayRef<const ZeroGradCall *> stepZeroGrads(const TrainingStep &T) const {
+    if (Split)
+      return SplitZeroGrads;
+    return T.ZeroGrads;
+  }
+};
+
+/// The plan descriptor: the step's shape and what each concern planner decided before any edit
+/// is made, everything the emitters read. Only a step without blockers is emitted.
+struct StepDescriptor : StepShape {
   // ---- what each emitter writes, one concern each, in the order they run -------------------
 
   AccumulationPlan Accumulation;

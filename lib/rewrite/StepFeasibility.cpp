@@ -1,11 +1,56 @@
 // Whether a step can be rewritten at all, before any edit: its shape, its optimizers, its backwards.
-#include "StepPlanner.h"
+#include "StepShape.h"
+#include "MixedSteps.h"
+#include "Naming.h"
+#include "StepLambda.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-bool StepPlanner::blockScaleInsideBackwardReceiver() {
+namespace {
+
+/// The step's shape: its scaled backwards and steps, its scope (here or in a called function),
+/// its optimizers, the names the rewrite declares, a mixed step's two paths.
+class ShapePlanner : public StepConcern {
+public:
+  ShapePlanner(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers,
+               llvm::StringSet<> &Names, StepShape &Out)
+      : StepConcern(C, F, Blockers), Names(Names), Out(Out) {}
+
+  /// False (with the blockers) when the step cannot be rewritten.
+  bool plan();
+
+private:
+  llvm::StringSet<> &Names;
+  StepShape &Out;
+
+  /// A scale() of the step's scaler that backward() runs on only through a larger expression
+  /// (`(use_amp ? scaler.scale(loss) : loss).backward()`): there is a scaled backward, just not
+  /// one of the shapes the rewrite knows. Reported at the backward with what to write instead.
+  bool blockScaleInsideBackwardReceiver();
+  /// Finds the scope in a called function (Out.CalleeFA and the rest); false when there is none.
+  bool findCalleeScope();
+  /// Several losses, each `scaler.scale(loss_i).backward()`, as consecutive statements of one
+  /// block (PyTorch's multi-loss pattern, the first with retain_graph): `.grad` held the sum of
+  /// their grads, which is the grad of the sum of the scaled losses. The function handed to
+  /// value_and_grad returns that sum. Sets Out.AllBackwards.
+  bool planSeveralBackwards();
+};
+
+} // namespace
+
+ConcernPlan<StepShape> planStepShape(const StepContext &C, bool Refused, llvm::StringSet<> &Names) {
+  ConcernPlan<StepShape> P;
+  // The shape is read (a mixed step's checks) while it is decided: the facts being built.
+  StepFacts Building;
+  Building.Refused = Refused;
+  ShapePlanner(C, Building, P.Blockers, Names, Building).plan();
+  P.Plan = Building;
+  return P;
+}
+
+bool ShapePlanner::blockScaleInsideBackwardReceiver() {
   for (const ScalerCall &SC : FA.ScalerCalls) {
     if (SC.Kind != ScalerCall::Method::Scale || (T.Scaler && !(SC.Scaler == T.Scaler)))
       continue;
@@ -13,11 +58,11 @@ bool StepPlanner::blockScaleInsideBackwardReceiver() {
       const auto *MC = dyn_cast<CXXMemberCallExpr>(P);
       const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
       if (!MD || !MD->getIdentifier() || MD->getName() != "backward" ||
-          !within(SC.Call, MC->getImplicitObjectArgument()))
+          !C.within(SC.Call, MC->getImplicitObjectArgument()))
         continue;
       const Expr *Recv = MC->getImplicitObjectArgument();
       block(MC->getBeginLoc(),
-            "backward() runs on `" + firstLine(text(Recv->getSourceRange())) +
+            "backward() runs on `" + firstLine(C.text(Recv->getSourceRange())) +
                 "`, which holds the scale() call inside a larger expression; write the scaled "
                 "and the plain path as `if (...) scaler.scale(loss).backward(); else "
                 "loss.backward();` (rewritten as a mixed step) or migrate this step by hand");
@@ -35,7 +80,7 @@ bool StepPlanner::blockScaleInsideBackwardReceiver() {
       block(CE->getBeginLoc(),
             "the scaled loss is backpropagated by `" + Name + "(...)`, which the rewrite does not "
             "take for a training step's backward; write it as `" +
-                firstLine(text(SC.Call->getSourceRange())) +
+                firstLine(C.text(SC.Call->getSourceRange())) +
                 ".backward()` (the same computation) to have it migrated, or migrate this step by "
                 "hand");
       return true;
@@ -44,7 +89,98 @@ bool StepPlanner::blockScaleInsideBackwardReceiver() {
   return false;
 }
 
-bool StepPlanner::feasible() {
+bool ShapePlanner::findCalleeScope() {
+  if (T.Backwards.size() != 1)
+    return false;
+  const ImplicitBackward &B = *T.Backwards.front();
+  // `loss` of `loss.backward()` or `scale(loss)`, also `(loss / accum)`.
+  const VarDecl *V = B.ScaleStmt ? nullptr : B.LossVar;
+  if (!V || !V->isLocalVarDecl() || !V->getInit())
+    return false;
+  const Expr *Init = V->getInit()->IgnoreImplicit();
+  for (int I = 0; I < 4; ++I) {
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(Init); CE && CE->getNumArgs() == 1)
+      Init = CE->getArg(0)->IgnoreImplicit();
+    else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(Init))
+      Init = MT->getSubExpr()->IgnoreImplicit();
+    else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(Init))
+      Init = BT->getSubExpr()->IgnoreImplicit();
+    else
+      break;
+  }
+  const auto *Call = dyn_cast<CallExpr>(Init);
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  if (!Callee)
+    return false;
+  const FunctionAnalysis *Found = nullptr;
+  for (const FunctionAnalysis &Other : TU.Functions)
+    if (&Other != &FA && Other.Function->getCanonicalDecl() == Callee->getCanonicalDecl())
+      Found = &Other;
+  if (!Found)
+    return false;
+  const AutocastScope *Scope = nullptr;
+  for (const AutocastScope &S : Found->Scopes) {
+    if (S.DisablesAutocast)
+      continue;
+    if (Scope) {
+      block(Call->getBeginLoc(), "'" + Callee->getNameAsString() +
+                                     "' holds several autocast scopes; migrate it by hand");
+      return false;
+    }
+    Scope = &S;
+  }
+  if (!Scope)
+    return false;
+  std::string Name = "'" + Callee->getNameAsString() + "'";
+  if (!Found->ScalerCalls.empty() || !Found->InactiveAmpCode.empty()) {
+    block(Call->getBeginLoc(), "the autocast scope is in " + Name + ", which also scales or steps; "
+                               "migrate it by hand");
+    return false;
+  }
+  // A `.grad` use in the loss function (a norm logged before the forward) reads the last step's
+  // gradients in the original; explicit grads never reach `.grad`.
+  // Also one in a function it calls (a logging helper reading the grad norm).
+  if (GradUse G = firstGradUse(Found->Function->getBody(), SM); G.Access) {
+    std::string Use = "`" + C.text(G.Access->getSourceRange()) + "` at " + C.where(G.Access->getBeginLoc());
+    if (G.Call != G.Access)
+      Use += ", through `" + C.text(G.Call->getSourceRange()) + "` at " + C.where(G.Call->getBeginLoc());
+    block(G.Call->getBeginLoc(),
+          "the loss function " + Name + " uses .grad (" + Use + "), where the original finds "
+              "the last step's gradients; the explicit grads of " + Tgt.ValueAndGrad +
+              " never reach .grad, so it would find none: migrate this step by hand");
+    return false;
+  }
+  if (Scope->Shape == AutocastScope::Kind::Unclosed || Scope->LeaksAt.isValid()) {
+    block(Scope->ReportLoc, "the autocast scope in " + Name + " is not closed on every path");
+    return false;
+  }
+  if (Scope->Enable && Scope->Enable->InLambda) {
+    block(Scope->ReportLoc, "the autocast scope is inside a lambda");
+    return false;
+  }
+  if (SM.getFileID(SM.getExpansionLoc(Found->Function->getBody()->getBeginLoc())) != File) {
+    block(Call->getBeginLoc(), "the autocast scope is in " + Name + ", in another file; both "
+                               "files must change together, migrate by hand");
+    return false;
+  }
+  // The statement declaring the loss must be in the backward's block, before it.
+  const Stmt *Decl = nullptr;
+  for (const Stmt *P = PM.getParent(Call); P; P = PM.getParent(P))
+    if (isa<DeclStmt>(P)) {
+      Decl = P;
+      break;
+    }
+  if (!Decl || !B.BackwardStmt || C.parentCompound(Decl) != C.parentCompound(B.BackwardStmt) ||
+      C.off(Decl->getBeginLoc()) > C.off(B.Backward->getBeginLoc()))
+    return false;
+  Out.CalleeFA = Found;
+  Out.CalleeScope = Scope;
+  Out.CalleeCallStmt = Decl;
+  Out.CalleeCall = Call;
+  return true;
+}
+
+bool ShapePlanner::plan() {
   SourceLocation FnLoc = FA.Function->getLocation();
   if (T.Backwards.empty() && blockScaleInsideBackwardReceiver())
     return false;
@@ -65,7 +201,7 @@ bool StepPlanner::feasible() {
     return false;
   }
   if (!T.Scope && !findCalleeScope()) {
-    if (Blockers.empty())
+    if (Blockers.empty() && !F.Refused)
       block(T.Backwards.front()->Backward->getBeginLoc(),
             std::string("no autocast scope precedes this ") + (T.Unscaled ? "" : "scaled ") +
                 "backward in this function, so the forward pass to hand to "
@@ -90,10 +226,10 @@ bool StepPlanner::feasible() {
       block(U->Call->getBeginLoc(), "unscale_() of an optimizer that no step() of this step uses");
       return false;
     }
-  Desc.GradsName = freshName("grads");
-  Desc.GradFnName = freshName("grad_fn");
+  Out.GradsName = freshName(Names, "grads");
+  Out.GradFnName = freshName(Names, "grad_fn");
   if (T.Steps.size() == 1) {
-    Desc.OptParams = optimizerParams(T.Steps.front());
+    Out.OptParams = C.optimizerParams(T.Steps.front());
   } else {
     // One loss, several optimizers sharing the scaler: grads w.r.t. all their parameters, then
     // one list per optimizer for its unscale_/step.
@@ -104,41 +240,40 @@ bool StepPlanner::feasible() {
     }
     std::string Args;
     for (const ScalerCall *S : T.Steps) {
-      std::string Arg = text(S->OptimizerArg->getSourceRange());
+      std::string Arg = C.text(S->OptimizerArg->getSourceRange());
       Args += (Args.empty() ? "" : ", ") + Arg;
       std::string Base = S->Optimizer.Decl ? S->Optimizer.Decl->getName().str() : "opt";
       while (!Base.empty() && Base.back() == '_')
         Base.pop_back();
-      Desc.PerOptimizer.push_back({S->Optimizer, freshName("grads_" + Base)});
+      Out.PerOptimizer.push_back({S->Optimizer, freshName(Names, "grads_" + Base)});
     }
-    Desc.OptimizerArgs = Args;
-    Desc.OptParams = Tgt.ParametersOf + "(" + Args + ")";
+    Out.OptimizerArgs = Args;
+    Out.OptParams = Tgt.ParametersOf + "(" + Args + ")";
   }
 
-  if (T.mixed() && !planMixed(*T.Backwards.front()))
+  if (T.mixed() && !checkMixedPaths(C, F, Blockers))
     return false;
-  checkConcerns(*T.Backwards.front());
-  return Blockers.empty();
+  return true;
 }
 
-bool StepPlanner::planSeveralBackwards() {
-  Desc.AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
-  llvm::sort(Desc.AllBackwards, [&](const ImplicitBackward *A, const ImplicitBackward *B) {
-    return off(A->Backward->getBeginLoc()) < off(B->Backward->getBeginLoc());
+bool ShapePlanner::planSeveralBackwards() {
+  Out.AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
+  llvm::sort(Out.AllBackwards, [&](const ImplicitBackward *A, const ImplicitBackward *B) {
+    return C.off(A->Backward->getBeginLoc()) < C.off(B->Backward->getBeginLoc());
   });
-  if (Desc.AllBackwards.size() == 1)
+  if (Out.AllBackwards.size() == 1)
     return true;
-  const ImplicitBackward *First = Desc.AllBackwards.front();
-  const CompoundStmt *C = First->BackwardStmt ? parentCompound(First->BackwardStmt) : nullptr;
-  for (size_t I = 0; I < Desc.AllBackwards.size(); ++I) {
-    const ImplicitBackward *B = Desc.AllBackwards[I];
+  const ImplicitBackward *First = Out.AllBackwards.front();
+  const CompoundStmt *Block = First->BackwardStmt ? C.parentCompound(First->BackwardStmt) : nullptr;
+  for (size_t I = 0; I < Out.AllBackwards.size(); ++I) {
+    const ImplicitBackward *B = Out.AllBackwards[I];
     bool Consecutive = false;
-    if (C && B->BackwardStmt && !B->ScaleStmt && parentCompound(B->BackwardStmt) == C) {
+    if (Block && B->BackwardStmt && !B->ScaleStmt && C.parentCompound(B->BackwardStmt) == Block) {
       if (I == 0)
         Consecutive = true;
       else
-        for (auto It = C->body_begin(); It != C->body_end(); ++It)
-          if (*It == Desc.AllBackwards[I - 1]->BackwardStmt && std::next(It) != C->body_end() &&
+        for (auto It = Block->body_begin(); It != Block->body_end(); ++It)
+          if (*It == Out.AllBackwards[I - 1]->BackwardStmt && std::next(It) != Block->body_end() &&
               *std::next(It) == B->BackwardStmt)
             Consecutive = true;
     }
@@ -151,6 +286,21 @@ bool StepPlanner::planSeveralBackwards() {
     }
   }
   return true;
+}
+
+const ValueDecl *StepShape::callerModel(const ObjectRef &M) const {
+  const auto *PVD = dyn_cast_or_null<ParmVarDecl>(M.Decl);
+  if (!PVD || !CalleeCall)
+    return M.Decl;
+  unsigned I = PVD->getFunctionScopeIndex();
+  if (I >= CalleeCall->getNumArgs())
+    return nullptr;
+  const Expr *A = CalleeCall->getArg(I)->IgnoreParenImpCasts();
+  if (const auto *DRE = dyn_cast<DeclRefExpr>(A))
+    return DRE->getDecl();
+  if (const auto *ME = dyn_cast<MemberExpr>(A))
+    return ME->getMemberDecl();
+  return nullptr;
 }
 
 } // namespace ampmigrate

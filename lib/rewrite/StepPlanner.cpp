@@ -1,23 +1,15 @@
-// The planner of one step: feasibility (the checks, which fill the descriptor or find blockers),
-// then, for a feasible step, the emitters; their edits assembled into the MigrationPlan.
+// The planning of one step (StepPlanner.h): the feasibility stage, each planner in order handing
+// the facts it decides to the next (StepConcerns.h), the descriptor assembled from their slices;
+// then, for a step with no blockers, the emitters, and their edits merged into the MigrationPlan.
 #include "StepPlanner.h"
-#include "StepMeaning.h"
+#include "StepConcerns.h"
 #include "StepEmitter.h"
+#include "StepMeaning.h"
 #include "ampmigrate/EditMerge.h"
 
 using namespace clang;
 
 namespace ampmigrate {
-
-StepPlanner::StepPlanner(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
-                         const TrainingStep &T, const PlannerOptions &Opts,
-                         FunctionPlanning &Shared, const TargetApi &Tgt,
-                         const TranslationUnitAnalysis &TU)
-    : Ctx(Ctx), SM(Ctx.getSourceManager()), LO(Ctx.getLangOpts()), Rules(Rules), FA(FA), T(T),
-      Opts(Opts), PM(FA.Function->getBody()), Shared(Shared), UsedNames(Shared.UsedNames), Tgt(Tgt),
-      TU(TU) {
-  graftLambdaBodies(PM, FA.Function->getBody());
-}
 
 std::vector<PPDirective> conditionalDirectives(const SourceManager &SM, FileID File,
                                              const LangOptions &LO) {
@@ -63,22 +55,24 @@ std::vector<unsigned> branchesAt(const std::vector<PPDirective> &Ds, unsigned Of
   return Open;
 }
 
-} // namespace
-
-std::optional<std::string> StepPlanner::splitsConditional(const std::vector<Edit> &Edits) const {
+/// Why the step's edits in its own file would split a preprocessor conditional (an edit that
+/// replaces a directive, or edits in different branches), else nullopt. The include insertion is
+/// not part of the step's structure and is not compared.
+std::optional<std::string> splitsConditional(const StepContext &C, const PreprocessorFacts &PP,
+                                             const std::vector<Edit> &Edits) {
+  const SourceManager &SM = C.SM;
+  const StringRef Buffer = C.Buffer;
   if (Edits.empty())
     return std::nullopt;
-  std::vector<PPDirective> Ds = conditionalDirectives(SM, File, LO);
+  std::vector<PPDirective> Ds = conditionalDirectives(SM, C.File, C.LO);
   // The conditionals that go whole with the scope (per-version spellings of its calls).
   llvm::erase_if(Ds, [&](const PPDirective &D) {
-    return llvm::any_of(VersionGroups, [&](const Edit &G) {
-      return D.Offset >= G.Offset && D.Offset < G.Offset + G.Length;
-    });
+    return PP.inVersionGroup(D.Offset);
   });
   if (Ds.empty())
     return std::nullopt;
   auto Describe = [&](unsigned At) {
-    unsigned Line = SM.getLineNumber(File, At);
+    unsigned Line = SM.getLineNumber(C.File, At);
     StringRef Text = Buffer.substr(At).split('\n').first.rtrim();
     return "`" + Text.str() + "` at line " + std::to_string(Line);
   };
@@ -135,21 +129,128 @@ std::optional<std::string> StepPlanner::splitsConditional(const std::vector<Edit
   return std::nullopt;
 }
 
-MigrationPlan StepPlanner::plan() {
+/// What the feasibility stage decided: the blockers in the order the planners found them, the
+/// descriptor, and what planMigrations reads of a step besides its edits.
+struct Feasibility {
+  std::vector<Blocker> Blockers;
+  StepDescriptor Desc;
+  PreprocessorFacts Preprocessor;
+  std::vector<const ValueDecl *> ScalerHolders;
+  std::vector<const VarDecl *> ScalerSiblings;
+  std::vector<std::pair<unsigned, std::string>> LoopConversions;
+
+  /// A planner's blockers join the step's, in order; its slice is returned.
+  template <class Slice> Slice take(ConcernPlan<Slice> P) {
+    std::move(P.Blockers.begin(), P.Blockers.end(), std::back_inserter(Blockers));
+    return std::move(P.Plan);
+  }
+};
+
+/// The forward region: its slice into the descriptor, its facts (accumulation, extent) on.
+void planRegionInto(const StepContext &C, StepFacts &Facts, FunctionPlanning &Shared, Feasibility &R) {
+  Facts.Refused = !R.Blockers.empty();
+  RegionPlan Region = R.take(planRegion(C, Facts, Shared, *C.T.Backwards.front()));
+  Facts.Accumulation = Region.Accumulation;
+  Facts.Region = Region.Extent;
+  R.Desc.Accumulation = Region.Accumulation;
+  R.Desc.Callee = std::move(Region.Callee);
+  R.Desc.Region = std::move(Region.Region);
+  R.Desc.Lambda = std::move(Region.Lambda);
+  R.LoopConversions = std::move(Region.LoopConversions);
+}
+
+void planScalerTypeInto(const StepContext &C, const StepFacts &Facts, Feasibility &R) {
+  ScalerTypePlan Type = R.take(planScalerType(C, Facts));
+  R.Desc.ScalerType = std::move(Type.Edits);
+  R.ScalerHolders = std::move(Type.Holders);
+  R.ScalerSiblings = std::move(Type.Siblings);
+}
+
+/// The concerns of a step in one function, in the order the emitters write them (so the first
+/// blocker is the one the planner has always reported); a refused concern does not stop the next
+/// one's checks, so a step reports all its reasons.
+void planConcerns(const StepContext &C, StepFacts &Facts, FunctionPlanning &Shared, Feasibility &R) {
+  const TrainingStep &T = C.T;
+  R.take(ConcernPlan<bool>{true, meaningBlockers(C.Ctx, C.Rules, C.FA, T)});
+  planRegionInto(C, Facts, Shared, R);
+  R.Desc.Calls = R.take(T.Unscaled ? planOptimizerSteps(C, Facts, T.Steps) : planScalerCalls(C, Facts));
+  if (T.mixed()) {
+    R.Desc.PlainSteps = R.take(planOptimizerSteps(C, Facts, T.Plain.Steps));
+    R.Desc.MixedBackwards = R.take(planMixedBackwards(C, Facts));
+  }
+  R.Desc.Clips = R.take(planClips(C, Facts, Shared.UsedNames));
+  R.Desc.GradAccesses = R.take(planGradAccesses(C, Facts, Shared.UsedNames));
+  R.Desc.ZeroGrads = R.take(planZeroGrads(C, Facts));
+  if (!T.Unscaled)
+    planScalerTypeInto(C, Facts, R);
+  R.Desc.Include = planInclude(C);
+}
+
+/// The concerns of one half of a step split over two methods: the scaling half's region and the
+/// member holding the grads, the stepping half's scaler calls.
+void planSplitConcerns(const StepContext &C, StepFacts &Facts, FunctionPlanning &Shared, Feasibility &R) {
+  bool Scaling = Facts.Split->ScalingHalf == &C.T;
+  if (Scaling)
+    planRegionInto(C, Facts, Shared, R);
+  else
+    R.Desc.Calls = R.take(planScalerCalls(C, Facts));
+  R.Desc.Clips = R.take(planClips(C, Facts, Shared.UsedNames));
+  R.Desc.GradAccesses = R.take(planGradAccesses(C, Facts, Shared.UsedNames));
+  R.Desc.ZeroGrads = R.take(planZeroGrads(C, Facts));
+  planScalerTypeInto(C, Facts, R);
+  if (!Scaling)
+    return;
+  R.Desc.Include = planInclude(C);
+  R.Desc.SplitMember = R.take(planSplitMember(C, Facts));
+}
+
+/// The feasibility stage: the preprocessor, the step's shape (or a split half's), then its
+/// concerns; every blocker is found here, before any edit text is written.
+Feasibility decide(const StepContext &C, FunctionPlanning &Shared) {
+  Feasibility R;
+  StepFacts Facts;
+  Facts.Preprocessor = R.take(planPreprocessor(C));
+  R.Preprocessor = Facts.Preprocessor;
+  std::optional<SplitStep> Split = findSplitStep(C.TU, C.FA, C.T);
+  ConcernPlan<StepShape> Shape = Split ? planSplitShape(C, *Split, Shared.UsedNames)
+                                       : planStepShape(C, !R.Blockers.empty(), Shared.UsedNames);
+  bool ShapeRefused = !Shape.Blockers.empty();
+  static_cast<StepShape &>(Facts) = R.take(std::move(Shape));
+  // A split step's grads are a member that accumulates (from the moment it has a name).
+  if (Split && !Facts.GradsName.empty())
+    Facts.Accumulation.On = true;
+  R.Desc.Accumulation = Facts.Accumulation;
+  if (!ShapeRefused) {
+    if (Split)
+      planSplitConcerns(C, Facts, Shared, R);
+    else
+      planConcerns(C, Facts, Shared, R);
+  }
+  static_cast<StepShape &>(R.Desc) = Facts;
+  return R;
+}
+
+} // namespace
+
+MigrationPlan planStep(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
+                       const TrainingStep &T, const PlannerOptions &Opts, FunctionPlanning &Shared,
+                       const TargetApi &Tgt, const TranslationUnitAnalysis &TU) {
+  const StepContext C(Ctx, Rules, FA, T, Opts, Tgt, TU);
+  Feasibility R = decide(C, Shared);
+  const StepDescriptor &Desc = R.Desc;
   MigrationPlan P;
   P.Step = &T;
   P.Function = &FA;
-  bool Feasible = planAll();
   P.Accumulates = Desc.Accumulation.On;
   P.CalleeFunction = Desc.CalleeFA;
   P.CalleeScope = Desc.CalleeScope;
-  P.Blockers = std::move(Blockers);
-  P.ScalerHolders = FlowHolders;
-  P.ScalerSiblings = ScalerSiblings;
-  P.LoopConversions = LoopConversions;
+  P.Blockers = std::move(R.Blockers);
+  P.ScalerHolders = std::move(R.ScalerHolders);
+  P.ScalerSiblings = std::move(R.ScalerSiblings);
+  P.LoopConversions = std::move(R.LoopConversions);
   if (Desc.Split)
     P.SplitOther = Desc.Split->ScalingHalf == &T ? Desc.Split->SteppingHalf : Desc.Split->ScalingHalf;
-  if (!Feasible)
+  if (!P.Blockers.empty())
     return P;
   std::vector<Edit> Edits;
   std::map<unsigned, std::string> Insertions;
@@ -158,76 +259,31 @@ MigrationPlan StepPlanner::plan() {
   StepEmitter(Desc, Tgt, Out).emit();
   for (const auto &[At, Text] : Insertions)
     Edits.push_back({At, 0, Text});
-  if (std::optional<std::string> Why = splitsConditional(Edits)) {
-    P.Blockers.push_back({stepLoc(), *Why});
+  // After emission, two checks over the edits as a whole: whether they would split a
+  // preprocessor conditional (which needs the edits' text: a directive inside a replaced range
+  // must be carried over by the replacement), and whether they collide (EditMerge, the one rule
+  // for conflicts). Both read the emitted edits; neither is a concern's decision.
+  if (std::optional<std::string> Why = splitsConditional(C, R.Preprocessor, Edits)) {
+    P.Blockers.push_back({C.stepLoc(), *Why});
     return P;
   }
   std::vector<tooling::Replacement> Unit;
   for (const Edit &E : Edits)
-    Unit.emplace_back(FilePath, E.Offset, E.Length, E.Text);
+    Unit.emplace_back(C.FilePath, E.Offset, E.Length, E.Text);
   Unit.insert(Unit.end(), OtherFileEdits.begin(), OtherFileEdits.end());
-  // The emitters' edits meet here, as every step's meet when they are applied (EditMerge).
   if (std::optional<EditOverlap> O = mergeUnit(Unit, P.Edits))
-    P.Blockers.push_back({stepLoc(), "the rewrite's own edits collide (" + overlapText(*O) +
-                                         "); migrate this step by hand"});
+    P.Blockers.push_back({C.stepLoc(), "the rewrite's own edits collide (" + overlapText(*O) +
+                                           "); migrate this step by hand"});
   return P;
-}
-
-StepAssessment StepPlanner::assess() {
-  planAll();
-  return {Blockers, Desc};
-}
-
-bool StepPlanner::planAll() {
-  const Stmt *Body = FA.Function->getBody();
-  File = SM.getFileID(SM.getExpansionLoc(Body->getBeginLoc()));
-  FilePath = SM.getFileEntryRefForID(File) ? SM.getFileEntryRefForID(File)->getName().str() : "";
-  Buffer = SM.getBufferData(File);
-
-  for (const SourceRange &R : FA.InactiveAmpCode)
-    if (!versionBranches(R))
-      block(R.getBegin(), "AMP code under an inactive preprocessor branch in this function; "
-                          "migrate each configuration by hand or run once per configuration");
-  flagConditionals();
-  if ((Desc.Split = findSplitStep(TU, FA, T)))
-    checkSplitHalf();
-  else
-    feasible();
-  return Blockers.empty();
-}
-
-void StepPlanner::checkConcerns(const ImplicitBackward &B) {
-  for (Blocker &Why : meaningBlockers(Ctx, Rules, FA, T))
-    Blockers.push_back(std::move(Why));
-  checkRegion(B);
-  if (T.Unscaled)
-    checkOptimizerSteps(T.Steps, Desc.Calls);
-  else
-    checkScalerCalls();
-  if (T.mixed()) {
-    checkOptimizerSteps(T.Plain.Steps, Desc.PlainSteps);
-    checkMixedBackwards(B);
-  }
-  checkClips();
-  checkGradAccesses();
-  checkZeroGrads(B);
-  if (!T.Unscaled)
-    checkScalerDecl();
-  decideInclude();
 }
 
 StepAssessment assessStep(ASTContext &Ctx, const RuleSet &Rules, const TranslationUnitAnalysis &TU,
                           const FunctionAnalysis &FA, const TrainingStep &T, const PlannerOptions &Opts) {
   FunctionPlanning Shared{namesIn(FA.Function), {}};
   const TargetApi Tgt = spelledTarget(Ctx, Rules.Target, FA.Function);
-  return StepPlanner(Ctx, Rules, FA, T, Opts, Shared, Tgt, TU).assess();
-}
-
-const std::string &StepPlanner::gradsFor(const ObjectRef &Optimizer) const {
-  for (const auto &[O, Name] : Desc.PerOptimizer)
-    if (O == Optimizer)
-      return Name;
-  return Desc.GradsName;
+  const StepContext C(Ctx, Rules, FA, T, Opts, Tgt, TU);
+  Feasibility R = decide(C, Shared);
+  return {std::move(R.Blockers), std::move(R.Desc)};
 }
 
 } // namespace ampmigrate

@@ -1,40 +1,17 @@
 // How the edits spell the target API: the optimizer parameters, the model, the include.
+#include "StepConcerns.h"
 #include "StepPlanner.h"
+#include "ampmigrate/IncludeInsertion.h"
 #include "clang/Tooling/Transformer/SourceCodeBuilders.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-std::string StepPlanner::modelText(const ObjectRef &M) const {
-  if (M.IsThis)
-    return "*this";
-  return M.Decl->getName().str();
-}
-
-std::string StepPlanner::optimizerParams(const ScalerCall *C) const {
-  if (!Tgt.ParametersOf.empty())
-    return Tgt.ParametersOf + "(" + text(C->OptimizerArg->getSourceRange()) + ")";
-  // `.` or `->` as the argument's type needs: `*opt` -> `opt->`, a (smart) pointer or an
-  // optional -> `->`, `&opt` -> `opt.`.
-  const Expr *A = C->OptimizerArg;
-  // `*opt` on a smart pointer is an operator call, which buildAccess spells `(*opt).`: give it
-  // the pointer, which it spells `opt->`.
-  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(A->IgnoreParenImpCasts());
-      OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
-    A = OC->getArg(0);
-  if (!A->getBeginLoc().isMacroID() && !A->getEndLoc().isMacroID())
-    if (std::optional<std::string> Access = tooling::buildAccess(*A, Ctx))
-      return *Access + "parameters()";
-  return text(A->getSourceRange()) + ".parameters()";
-}
-
-void StepPlanner::includeIn(FileID F) {
-  auto FE = SM.getFileEntryRefForID(F);
-  if (!FE)
-    return;
-  if (auto Ins = planIncludeInsertion(SM.getBufferData(F), Tgt.Include, FE->getName()))
-    Desc.ScalerType.Elsewhere.emplace_back(FE->getName(), Ins->Offset, 0, Ins->Text);
+std::optional<Edit> planInclude(const StepContext &C) {
+  if (auto Ins = planIncludeInsertion(C.Buffer, C.Tgt.Include, C.FilePath))
+    return Edit{Ins->Offset, 0, Ins->Text};
+  return std::nullopt;
 }
 
 /// Whether `DC` (a namespace) has a member namespace (or alias) named `II`.

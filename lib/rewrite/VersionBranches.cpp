@@ -2,7 +2,8 @@
 // >= 2 set_autocast_enabled(at::kCPU, true); #else set_cpu_enabled(true); #endif`): the branches
 // the compiler skipped hold the same scope call in another spelling, so the whole conditional goes
 // with the scope when the active branch holds nothing but the scope's own calls.
-#include "StepPlanner.h"
+#include "VersionBranches.h"
+#include "ModelConversion.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace clang;
@@ -102,13 +103,34 @@ std::optional<std::vector<SpelledCall>> autocastCallsOnly(StringRef Text, const 
   return Calls;
 }
 
+/// The conditionals around the scope's calls.
+class PreprocessorPlanner : public StepConcern {
+public:
+  PreprocessorPlanner(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers,
+                      PreprocessorFacts &Out)
+      : StepConcern(C, F, Blockers), Out(Out) {}
+
+  /// Whether the inactive branch at `Inactive` is part of a conditional that holds nothing but
+  /// the scope's calls in per-version spellings (then recorded in Out.VersionGroups).
+  bool versionBranches(SourceRange Inactive);
+  /// `#ifdef USE_AMP` (one branch, read by the compiler) around the scope's calls and nothing
+  /// else: the conditionals go with the scope (Out.VersionGroups) and the conversion is spelled
+  /// per configuration (Out.FlagOpen: the directive; the other configuration converts at O0).
+  void flagConditionals();
+
+private:
+  PreprocessorFacts &Out;
+  /// Where the scope's own call statements are (their removals' extents), written outside macros.
+  std::vector<std::pair<unsigned, unsigned>> scopeStatements(const AutocastScope &S) const;
+};
+
 } // namespace
 
-std::vector<std::pair<unsigned, unsigned>> StepPlanner::scopeStatements(const AutocastScope &S) const {
+std::vector<std::pair<unsigned, unsigned>> PreprocessorPlanner::scopeStatements(const AutocastScope &S) const {
   std::vector<std::pair<unsigned, unsigned>> Out;
   auto Add = [&](const AutocastCall *A) {
     Edit E;
-    if (A && A->Removable && !A->MacroUse.isValid() && removal(A->Removable, E))
+    if (A && A->Removable && !A->MacroUse.isValid() && C.removal(A->Removable, E))
       Out.push_back({E.Offset, E.Offset + E.Length});
   };
   Add(S.Enable);
@@ -118,13 +140,13 @@ std::vector<std::pair<unsigned, unsigned>> StepPlanner::scopeStatements(const Au
   return Out;
 }
 
-bool StepPlanner::versionBranches(SourceRange Inactive) {
-  if (Desc.CalleeScope || !T.Scope)
+bool PreprocessorPlanner::versionBranches(SourceRange Inactive) {
+  if (!T.Scope)
     return false;
   const AutocastScope &S = *T.Scope;
   unsigned At = SM.getFileOffset(SM.getExpansionLoc(Inactive.getBegin()));
   const Stmt *Body = FA.Function->getBody();
-  unsigned From = lineStart(off(Body->getBeginLoc())), To = off(Body->getEndLoc());
+  unsigned From = C.lineStart(C.off(Body->getBeginLoc())), To = C.off(Body->getEndLoc());
   const PPGroup *G = nullptr;
   std::vector<PPGroup> Groups = conditionalsIn(conditionalDirectives(SM, File, LO), Buffer, From, To);
   for (const PPGroup &C : Groups)
@@ -173,17 +195,17 @@ bool StepPlanner::versionBranches(SourceRange Inactive) {
   }
   if (!ActiveSeen)
     return false;
-  if (!llvm::any_of(VersionGroups, [&](const Edit &V) { return V.Offset == G->Begin; }))
-    VersionGroups.push_back({G->Begin, G->End - G->Begin, ""});
+  if (!llvm::any_of(Out.VersionGroups, [&](const Edit &V) { return V.Offset == G->Begin; }))
+    Out.VersionGroups.push_back({G->Begin, G->End - G->Begin, ""});
   return true;
 }
 
-void StepPlanner::flagConditionals() {
-  if (Desc.CalleeScope || !T.Scope || !T.Scope->Enable || runTimeFlag(*T.Scope))
+void PreprocessorPlanner::flagConditionals() {
+  if (!T.Scope || !T.Scope->Enable || runTimeFlag(C, *T.Scope))
     return;
   const AutocastScope &S = *T.Scope;
   const Stmt *Body = FA.Function->getBody();
-  unsigned From = lineStart(off(Body->getBeginLoc())), To = off(Body->getEndLoc());
+  unsigned From = C.lineStart(C.off(Body->getBeginLoc())), To = C.off(Body->getEndLoc());
   std::vector<std::pair<unsigned, unsigned>> ScopeStmts = scopeStatements(S);
   if (ScopeStmts.empty())
     return;
@@ -217,24 +239,38 @@ void StepPlanner::flagConditionals() {
   if (Flagged.empty())
     return;
   // The scope starts in one of them.
-  unsigned EnableAt = off(S.Enable->Call->getBeginLoc());
+  unsigned EnableAt = C.off(S.Enable->Call->getBeginLoc());
   if (llvm::none_of(Flagged, [&](const PPGroup *G) { return G->Begin <= EnableAt && EnableAt < G->End; }))
     return;
   for (const PPGroup *G : Flagged)
-    if (llvm::none_of(VersionGroups, [&](const Edit &V) { return V.Offset == G->Begin; }))
-      VersionGroups.push_back({G->Begin, G->End - G->Begin, ""});
-  PPFlagOpen = Open;
+    if (llvm::none_of(Out.VersionGroups, [&](const Edit &V) { return V.Offset == G->Begin; }))
+      Out.VersionGroups.push_back({G->Begin, G->End - G->Begin, ""});
+  Out.FlagOpen = Open;
 }
 
-std::string StepPlanner::perConfiguration(const std::string &Line, const std::string &Level) const {
-  if (PPFlagOpen.empty())
+std::string PreprocessorFacts::perConfiguration(const std::string &Line, const std::string &Level,
+                                                const std::string &LevelEnum) const {
+  if (FlagOpen.empty())
     return Line;
   std::string Off = Line;
   size_t At = Off.find(Level);
   if (At == std::string::npos)
     return Line;
-  Off.replace(At, Level.size(), Tgt.LevelEnum + "::O0");
-  return PPFlagOpen + "\n" + Line + "#else\n" + Off + "#endif\n";
+  Off.replace(At, Level.size(), LevelEnum + "::O0");
+  return FlagOpen + "\n" + Line + "#else\n" + Off + "#endif\n";
+}
+
+ConcernPlan<PreprocessorFacts> planPreprocessor(const StepContext &C) {
+  ConcernPlan<PreprocessorFacts> P;
+  const StepFacts None;
+  PreprocessorPlanner Planner(C, None, P.Blockers, P.Plan);
+  for (const SourceRange &R : C.FA.InactiveAmpCode)
+    if (!Planner.versionBranches(R))
+      P.Blockers.push_back({R.getBegin(), "AMP code under an inactive preprocessor branch in this "
+                                          "function; migrate each configuration by hand or run "
+                                          "once per configuration"});
+  Planner.flagConditionals();
+  return P;
 }
 
 } // namespace ampmigrate

@@ -1,26 +1,51 @@
 // The step's zero_grad() calls: removed, or clearing the summed grads.
 #include "StepEmitter.h"
-#include "StepPlanner.h"
+#include "StepConcerns.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-void StepPlanner::checkZeroGrads(const ImplicitBackward &) {
-  for (const ZeroGradCall *Z : stepZeroGrads()) {
-    unsigned O = off(Z->Call->getBeginLoc());
-    if (O >= RegionBegin && O < RegionEnd)
+namespace {
+
+/// The step's zero_grad()s outside the region: removed, or clearing the summed grads (Out).
+class ZeroGradPlanner : public StepConcern {
+public:
+  ZeroGradPlanner(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers,
+                  std::vector<ZeroGradEdit> &Out)
+      : StepConcern(C, F, Blockers), Out(Out) {}
+
+  void checkZeroGrads();
+
+private:
+  std::vector<ZeroGradEdit> &Out;
+  /// A zero_grad() statement of the step goes (its line when alone on it); kept inside a macro.
+  void removeZeroGrad(const ZeroGradCall *Z);
+};
+
+} // namespace
+
+ConcernPlan<std::vector<ZeroGradEdit>> planZeroGrads(const StepContext &C, const StepFacts &F) {
+  ConcernPlan<std::vector<ZeroGradEdit>> P;
+  ZeroGradPlanner(C, F, P.Blockers, P.Plan).checkZeroGrads();
+  return P;
+}
+
+void ZeroGradPlanner::checkZeroGrads() {
+  for (const ZeroGradCall *Z : F.stepZeroGrads(T)) {
+    unsigned O = C.off(Z->Call->getBeginLoc());
+    if (O >= F.Region.Begin && O < F.Region.End)
       continue; // handled with the region
     bool OfStep = llvm::any_of(T.Steps, [&](const ScalerCall *S) { return S->Optimizer == Z->Owner; }) ||
-                  llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == Z->Owner; }) ||
-                  Desc.Split.has_value();
+                  llvm::any_of(T.Forwards, [&](const ForwardCall *Fwd) { return Fwd->Model == Z->Owner; }) ||
+                  F.Split.has_value();
     if (!OfStep || !Z->Statement)
       continue; // harmless to keep: the explicit grads never read .grad
-    if (Desc.Accumulation.On && O > Desc.Accumulation.GradsDeclAt) {
+    if (F.Accumulation.On && O > F.Accumulation.GradsDeclAt) {
       // It ended an accumulation: it clears the summed grads now. With several optimizers the
       // list holds all their grads: their zero_grad() calls must stand together (one clear).
-      if (!Desc.PerOptimizer.empty()) {
-        const auto *Block = parentCompound(Z->Statement);
+      if (!F.PerOptimizer.empty()) {
+        const auto *Block = C.parentCompound(Z->Statement);
         std::vector<const ZeroGradCall *> Run;
         bool Started = false;
         if (Block)
@@ -38,7 +63,7 @@ void StepPlanner::checkZeroGrads(const ImplicitBackward &) {
               Run.clear();
             }
           }
-        bool Covers = llvm::all_of(Desc.PerOptimizer, [&](const auto &PO) {
+        bool Covers = llvm::all_of(F.PerOptimizer, [&](const auto &PO) {
           return llvm::any_of(Run, [&](const ZeroGradCall *K) { return K->Owner == PO.first; });
         }) || llvm::any_of(Run, [&](const ZeroGradCall *K) {
           return llvm::any_of(T.Forwards, [&](const ForwardCall *F) { return F->Model == K->Owner; });
@@ -54,23 +79,23 @@ void StepPlanner::checkZeroGrads(const ImplicitBackward &) {
           continue;
         }
       }
-      CharSourceRange ZR = stmtRange(Z->Statement);
+      CharSourceRange ZR = C.stmtRange(Z->Statement);
       if (ZR.isInvalid() || Z->Statement->getBeginLoc().isMacroID() || SM.getFileID(ZR.getBegin()) != File) {
         block(Z->Call->getBeginLoc(), "zero_grad() is inside a macro");
         continue;
       }
       unsigned ZB = SM.getFileOffset(ZR.getBegin()), ZE = SM.getFileOffset(ZR.getEnd());
-      Desc.ZeroGrads.push_back({true, ZB, ZE});
+      Out.push_back({true, ZB, ZE});
       continue;
     }
     removeZeroGrad(Z);
   }
 }
 
-void StepPlanner::removeZeroGrad(const ZeroGradCall *Z) {
+void ZeroGradPlanner::removeZeroGrad(const ZeroGradCall *Z) {
   Edit E;
-  if (removal(Z->Statement, E))
-    Desc.ZeroGrads.push_back({false, E.Offset, E.Offset + E.Length});
+  if (C.removal(Z->Statement, E))
+    Out.push_back({false, E.Offset, E.Offset + E.Length});
 }
 
 void StepEmitter::emitZeroGrads() const {

@@ -1,13 +1,58 @@
-// Source ranges and text of the step's file: statement extents, line bounds, removals, where a location is.
-#include "StepPlanner.h"
+// The context of one step's planning (StepContext.h): the step's file, and source ranges and text
+// in it: statement extents, line bounds, removals, where a location is, how a model or an
+// optimizer's parameters are spelled.
+#include "StepContext.h"
 #include "ampmigrate/SourceText.h"
 #include "clang/Tooling/Transformer/SourceCode.h"
+#include "clang/Tooling/Transformer/SourceCodeBuilders.h"
+#include "llvm/Support/Path.h"
 
 using namespace clang;
 
 namespace ampmigrate {
 
-CharSourceRange StepPlanner::stmtRange(const Stmt *S) const {
+namespace {
+
+/// The file of the function's body (its expansion).
+FileID fileOf(const SourceManager &SM, const FunctionDecl *F) {
+  return SM.getFileID(SM.getExpansionLoc(F->getBody()->getBeginLoc()));
+}
+
+} // namespace
+
+std::string firstLine(llvm::StringRef S) {
+  llvm::StringRef L = S.split('\n').first.rtrim();
+  return L.size() < S.rtrim().size() ? (L + " ...").str() : L.str();
+}
+
+std::string canonicalMethod(ScalerCall::Method M) {
+  switch (M) {
+  case ScalerCall::Method::Scale: return "scale";
+  case ScalerCall::Method::Unscale: return "unscale_";
+  case ScalerCall::Method::Step: return "step";
+  case ScalerCall::Method::Update: return "update";
+  case ScalerCall::Method::GetScale: return "get_scale";
+  case ScalerCall::Method::IsEnabled: return "is_enabled";
+  }
+  return "";
+}
+
+StepContext::StepContext(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
+                         const TrainingStep &T, const PlannerOptions &Opts, const TargetApi &Tgt,
+                         const TranslationUnitAnalysis &TU)
+    : Ctx(Ctx), SM(Ctx.getSourceManager()), LO(Ctx.getLangOpts()), Rules(Rules), FA(FA), T(T),
+      Opts(Opts), Tgt(Tgt), TU(TU), PM(FA.Function->getBody()), File(fileOf(SM, FA.Function)),
+      FilePath(SM.getFileEntryRefForID(File) ? SM.getFileEntryRefForID(File)->getName().str() : ""),
+      Buffer(SM.getBufferData(File)) {
+  graftLambdaBodies(PM, FA.Function->getBody());
+}
+
+SourceLocation StepContext::stepLoc() const {
+  return !T.Steps.empty() ? T.Steps.front()->Call->getBeginLoc()
+                          : T.Backwards.front()->Backward->getBeginLoc();
+}
+
+CharSourceRange StepContext::stmtRange(const Stmt *S) const {
   // The statement as written in the file: a whole macro use when the statement is one
   // (`AMP_ON();`); nothing when it lies in a macro body.
   std::optional<CharSourceRange> R = tooling::getFileRangeForEdit(
@@ -36,33 +81,33 @@ CharSourceRange StepPlanner::stmtRange(const Stmt *S) const {
   return Lexer::getAsCharRange(*R, SM, LO);
 }
 
-unsigned StepPlanner::lineStart(unsigned O) const {
+unsigned StepContext::lineStart(unsigned O) const {
   while (O > 0 && Buffer[O - 1] != '\n')
     --O;
   return O;
 }
 
-unsigned StepPlanner::lineEnd(unsigned O) const { // offset just past the '\n'
+unsigned StepContext::lineEnd(unsigned O) const { // offset just past the '\n'
   while (O < Buffer.size() && Buffer[O] != '\n')
     ++O;
   return O < Buffer.size() ? O + 1 : O;
 }
 
-std::string StepPlanner::indentAt(unsigned O) const {
+std::string StepContext::indentAt(unsigned O) const {
   unsigned S = lineStart(O), E = S;
   while (E < Buffer.size() && (Buffer[E] == ' ' || Buffer[E] == '\t'))
     ++E;
   return Buffer.substr(S, E - S).str();
 }
 
-bool StepPlanner::onlySpace(unsigned B, unsigned E) const {
+bool StepContext::onlySpace(unsigned B, unsigned E) const {
   for (unsigned I = B; I < E; ++I)
     if (Buffer[I] != ' ' && Buffer[I] != '\t' && Buffer[I] != '\r')
       return false;
   return true;
 }
 
-bool StepPlanner::removal(const Stmt *S, Edit &Out) const {
+bool StepContext::removal(const Stmt *S, Edit &Out) const {
   CharSourceRange R = stmtRange(S);
   if (R.isInvalid() || SM.getFileID(R.getBegin()) != File)
     return false;
@@ -83,7 +128,7 @@ bool StepPlanner::removal(const Stmt *S, Edit &Out) const {
   return true;
 }
 
-bool StepPlanner::fileRange(SourceRange R, unsigned &B, unsigned &E) const {
+bool StepContext::fileRange(SourceRange R, unsigned &B, unsigned &E) const {
   CharSourceRange CR = CharSourceRange::getTokenRange(R);
   if (R.getBegin().isMacroID() || R.getEnd().isMacroID()) {
     // Only macro arguments can be edited, at their spelling in the file; never a macro body.
@@ -99,28 +144,28 @@ bool StepPlanner::fileRange(SourceRange R, unsigned &B, unsigned &E) const {
   return true;
 }
 
-const Stmt *StepPlanner::childOf(const Stmt *S, const CompoundStmt *C) const {
+const Stmt *StepContext::childOf(const Stmt *S, const CompoundStmt *C) const {
   for (const Stmt *Cur = S; Cur; Cur = PM.getParent(Cur))
     if (PM.getParent(Cur) == C)
       return Cur;
   return nullptr;
 }
 
-bool StepPlanner::within(const Stmt *S, const Stmt *Ancestor) const {
+bool StepContext::within(const Stmt *S, const Stmt *Ancestor) const {
   for (const Stmt *Cur = S; Cur; Cur = PM.getParent(Cur))
     if (Cur == Ancestor)
       return true;
   return false;
 }
 
-std::string StepPlanner::where(SourceLocation L) const {
+std::string StepContext::where(SourceLocation L) const {
   PresumedLoc P = SM.getPresumedLoc(SM.getExpansionLoc(L));
   if (P.isInvalid())
     return "?";
   return positionText(llvm::sys::path::filename(P.getFilename()), P.getLine());
 }
 
-std::string StepPlanner::whyNotEditable(SourceLocation L) const {
+std::string StepContext::whyNotEditable(SourceLocation L) const {
   L = SM.getExpansionLoc(L);
   if (SM.isInSystemHeader(L))
     return "it is in a system header";
@@ -131,29 +176,7 @@ std::string StepPlanner::whyNotEditable(SourceLocation L) const {
          " (not matched by --header-filter)";
 }
 
-bool StepPlanner::planEditAnywhere(SourceRange R, const std::string &Text) {
-  CharSourceRange CR = CharSourceRange::getTokenRange(R);
-  if (R.getBegin().isMacroID() || R.getEnd().isMacroID()) {
-    if (!SM.isMacroArgExpansion(R.getBegin()) || !SM.isMacroArgExpansion(R.getEnd()))
-      return false;
-    CR = CharSourceRange::getTokenRange(SM.getSpellingLoc(R.getBegin()), SM.getSpellingLoc(R.getEnd()));
-  }
-  std::optional<CharSourceRange> FR = tooling::getFileRangeForEdit(CR, Ctx, /*IncludeMacroExpansion=*/true);
-  if (!FR || !whyNotEditable(FR->getBegin()).empty())
-    return false;
-  CR = *FR;
-  FileID F = SM.getFileID(CR.getBegin());
-  unsigned B = SM.getFileOffset(CR.getBegin()), E = SM.getFileOffset(CR.getEnd());
-  if (F == File) {
-    Desc.ScalerType.replace({B, E - B, Text});
-    return true;
-  }
-  Desc.ScalerType.Elsewhere.emplace_back(SM, CR, Text, LO);
-  OtherFilesEdited.insert(F);
-  return true;
-}
-
-std::string StepPlanner::argumentText(const CallExpr *CE, unsigned I) const {
+std::string StepContext::argumentText(const CallExpr *CE, unsigned I) const {
   const Expr *Arg = CE->getArg(I);
   std::string Plain = text(Arg->getSourceRange());
   if (I == 0 || Arg->getBeginLoc().isMacroID() || CE->getArg(I - 1)->getEndLoc().isMacroID())
@@ -172,6 +195,45 @@ std::string StepPlanner::argumentText(const CallExpr *CE, unsigned I) const {
   if (Comment == llvm::StringRef::npos)
     return Plain;
   return Between.substr(Comment).str() + Plain;
+}
+
+bool StepContext::resultUsed(const Expr *Call) const {
+  const Stmt *Cur = Call;
+  for (const Stmt *P = PM.getParent(Cur); P; Cur = P, P = PM.getParent(P)) {
+    if (isa<CompoundStmt>(P))
+      return false;
+    if (const auto *E = dyn_cast<Expr>(P); E && E->IgnoreImplicit() == Call->IgnoreImplicit())
+      continue; // implicit wrappers around the call itself
+    if (isa<ExprWithCleanups, ImplicitCastExpr>(P))
+      continue;
+    if (const auto *If = dyn_cast<IfStmt>(P); If && If->getCond() != Cur)
+      return false; // `if (c) scaler.unscale_(opt);`
+    return true;
+  }
+  return false;
+}
+
+std::string StepContext::modelText(const ObjectRef &M) const {
+  if (M.IsThis)
+    return "*this";
+  return M.Decl->getName().str();
+}
+
+std::string StepContext::optimizerParams(const ScalerCall *C) const {
+  if (!Tgt.ParametersOf.empty())
+    return Tgt.ParametersOf + "(" + text(C->OptimizerArg->getSourceRange()) + ")";
+  // `.` or `->` as the argument's type needs: `*opt` -> `opt->`, a (smart) pointer or an
+  // optional -> `->`, `&opt` -> `opt.`.
+  const Expr *A = C->OptimizerArg;
+  // `*opt` on a smart pointer is an operator call, which buildAccess spells `(*opt).`: give it
+  // the pointer, which it spells `opt->`.
+  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(A->IgnoreParenImpCasts());
+      OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
+    A = OC->getArg(0);
+  if (!A->getBeginLoc().isMacroID() && !A->getEndLoc().isMacroID())
+    if (std::optional<std::string> Access = tooling::buildAccess(*A, Ctx))
+      return *Access + "parameters()";
+  return text(A->getSourceRange()) + ".parameters()";
 }
 
 } // namespace ampmigrate

@@ -1,0 +1,34 @@
+// What an expression reads and writes: facts about conditions, flags and the objects a planner
+// follows, computed from the AST alone (no edits).
+#pragma once
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Expr.h"
+#include <vector>
+
+namespace ampmigrate {
+
+/// `E` without the nodes that are not spelled in the source: parentheses, implicit casts, full
+/// expressions' cleanups, materialised and bound temporaries.
+const clang::Expr *strippedExpr(const clang::Expr *E);
+
+/// A condition that only reads: a variable, a member, `this`, `!x`, `*x`, `x && y`, `x || y`,
+/// `x == nullptr` / `x != nullptr`, an optional's or a smart pointer's truth, `->` on one, or a
+/// call of a const method without arguments (`scaler.is_enabled()`, `cfg.amp()`).
+bool onlyReads(const clang::Expr *E, clang::ASTContext &Ctx);
+
+/// The declarations a condition reads (variables and members).
+std::vector<const clang::ValueDecl *> declsRead(const clang::Expr *E);
+
+/// The expression names `D` (through parentheses, casts, `*`, members of it and `->`).
+bool names(const clang::Expr *E, const clang::ValueDecl *D);
+
+/// The first expression in `S` that may write `D`: an assignment to it, ++/--, its address, a
+/// non-const reference or pointer argument, a non-const method called on it (reset(),
+/// emplace()). Writes through calls of other functions (a member set elsewhere) are not seen.
+const clang::Expr *writeOf(const clang::Stmt *S, const clang::ValueDecl *D);
+
+/// Whether two conditions are the same expression (same declarations, same operators).
+bool sameCondition(const clang::Expr *A, const clang::Expr *B, clang::ASTContext &Ctx);
+
+} // namespace ampmigrate

@@ -1,0 +1,406 @@
+// The clips of the grads: which clip_grad_norm_/clip_grad_value_ calls carry over to the explicit
+// grads, and in which form (planClips).
+#include "StepConcerns.h"
+#include "StepEmitter.h"
+#include "Naming.h"
+
+using namespace clang;
+
+namespace ampmigrate {
+
+namespace {
+
+/// The parameter list an optimizer variable or member is constructed from, where the construction
+/// is in sight: `SGD opt(model->parameters(), ...)`, `auto opt = std::make_shared<Adam>(params,
+/// ...)`, a member's default initialiser, a constructor's member initialiser or a top-level
+/// assignment in a constructor's body (`opt_ = std::make_unique<SGD>(...)`). Null otherwise.
+const Expr *constructionParams(const Expr *Init) {
+  for (int Guard = 0; Init && Guard < 6; ++Guard) {
+    Init = Init->IgnoreImplicit();
+    if (const auto *EWC = dyn_cast<ExprWithCleanups>(Init)) {
+      Init = EWC->getSubExpr();
+      continue;
+    }
+    if (const auto *New = dyn_cast<CXXNewExpr>(Init)) {
+      Init = New->getInitializer();
+      continue;
+    }
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(Init)) {
+      if (CE->getNumArgs() == 1 && CE->getConstructor()->isCopyOrMoveConstructor()) {
+        Init = CE->getArg(0);
+        continue;
+      }
+      return CE->getNumArgs() ? CE->getArg(0) : nullptr;
+    }
+    if (const auto *CE = dyn_cast<CallExpr>(Init)) {
+      const auto *FD = CE->getDirectCallee();
+      if (FD && FD->getIdentifier() &&
+          (FD->getName() == "make_shared" || FD->getName() == "make_unique") && CE->getNumArgs())
+        return CE->getArg(0);
+      return nullptr;
+    }
+    return nullptr;
+  }
+  return nullptr;
+}
+
+const Expr *optimizerParamsArg(const ValueDecl *D) {
+  if (const auto *VD = dyn_cast_or_null<VarDecl>(D))
+    return isa<ParmVarDecl>(VD) ? nullptr : constructionParams(VD->getInit());
+  const auto *FD = dyn_cast_or_null<FieldDecl>(D);
+  if (!FD)
+    return nullptr;
+  if (FD->hasInClassInitializer())
+    if (const Expr *P = constructionParams(FD->getInClassInitializer()))
+      return P;
+  const auto *RD = dyn_cast<CXXRecordDecl>(FD->getParent());
+  if (!RD || !RD->hasDefinition())
+    return nullptr;
+  for (const CXXConstructorDecl *Ctor : RD->ctors()) {
+    for (const CXXCtorInitializer *I : Ctor->inits())
+      if (I->isWritten() && I->getMember() == FD)
+        if (const Expr *P = constructionParams(I->getInit()))
+          return P;
+    const auto *Body = dyn_cast_or_null<CompoundStmt>(Ctor->getBody());
+    for (const Stmt *S : Body ? Body->body() : llvm::ArrayRef<Stmt *>()) {
+      const Expr *L = nullptr, *R = nullptr;
+      if (const auto *EWC = dyn_cast<ExprWithCleanups>(S))
+        S = EWC->getSubExpr();
+      if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->isAssignmentOp())
+        L = BO->getLHS(), R = BO->getRHS();
+      else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
+               OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2)
+        L = OC->getArg(0), R = OC->getArg(1);
+      const auto *ME = L ? dyn_cast<MemberExpr>(L->IgnoreParenImpCasts()) : nullptr;
+      if (ME && ME->getMemberDecl() == FD)
+        if (const Expr *P = constructionParams(R))
+          return P;
+    }
+  }
+  return nullptr;
+}
+
+
+/// Whether two parameter-list expressions name the same object's parameters():
+/// `model->head->parameters()` in an optimizer's construction and in a clip.
+bool sameParameterList(const Expr *A, const Expr *B, const ASTContext &Ctx) {
+  const CXXMemberCallExpr *CA = parametersCall(A), *CB = parametersCall(B);
+  if (!CA || !CB || CA->getMethodDecl()->getName() != CB->getMethodDecl()->getName())
+    return false;
+  ObjectRef OA = resolveObject(CA->getImplicitObjectArgument());
+  ObjectRef OB = resolveObject(CB->getImplicitObjectArgument());
+  if (OA || OB)
+    return OA == OB;
+  // Members of members (`model_->head`, unnamed by resolveObject): the same spelling.
+  auto Spelled = [&](const CXXMemberCallExpr *C) {
+    std::string T = StepFinder::textOf(Ctx, C->getImplicitObjectArgument()->getSourceRange());
+    llvm::erase_if(T, [](char Ch) { return Ch == ' ' || Ch == '\n' || Ch == '\t'; });
+    return T;
+  };
+  std::string SA = Spelled(CA);
+  return !SA.empty() && SA == Spelled(CB);
+}
+
+} // namespace
+
+namespace {
+
+/// Each clip of the step: refused, or its form and names recorded in Out.
+class ClipPlanner : public StepConcern {
+public:
+  ClipPlanner(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers,
+              llvm::StringSet<> &Names, std::vector<ClipEdit> &Out)
+      : StepConcern(C, F, Blockers), Names(Names), Out(Out) {}
+
+  void checkClips();
+
+private:
+  llvm::StringSet<> &Names;
+  std::vector<ClipEdit> &Out;
+
+  /// `OfOptimizer` is set when the parameters are named through one of the step's optimizers.
+  bool paramsOfStep(const clang::Expr *Params, const ScalerCall **OfOptimizer = nullptr) const;
+  /// Why a clip of a model's parameters would cover more than the optimizer's, where seen.
+  std::optional<std::string> clipWiderThanOptimizer(const clang::Expr *Params) const;
+  /// Why a clip of `optimizer.parameters()` (its first group) would cover more once migrated.
+  std::optional<std::string> clipOfFirstGroup(const clang::Expr *Params, const ScalerCall &Of) const;
+};
+
+} // namespace
+
+ConcernPlan<std::vector<ClipEdit>> planClips(const StepContext &C, const StepFacts &F, llvm::StringSet<> &Names) {
+  ConcernPlan<std::vector<ClipEdit>> P;
+  ClipPlanner(C, F, P.Blockers, Names, P.Plan).checkClips();
+  return P;
+}
+
+bool ClipPlanner::paramsOfStep(const Expr *Params, const ScalerCall **OfOptimizer) const {
+  // `model->parameters()`, `model.parameters()` of a model of this step, or the optimizer's,
+  // through temporaries, copies and a local list initialised from it (parametersCall).
+  const CXXMemberCallExpr *MC = parametersCall(Params);
+  if (!MC || MC->getMethodDecl()->getName() != "parameters")
+    return false;
+  const Expr *Obj = MC->getImplicitObjectArgument()->IgnoreParenImpCasts();
+  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj); OC && OC->getNumArgs())
+    Obj = OC->getArg(0)->IgnoreParenImpCasts();
+  const ValueDecl *D = nullptr;
+  if (const auto *DRE = dyn_cast<DeclRefExpr>(Obj))
+    D = DRE->getDecl();
+  else if (const auto *ME = dyn_cast<MemberExpr>(Obj))
+    D = ME->getMemberDecl();
+  else if (isa<CXXThisExpr>(Obj))
+    return llvm::any_of(T.Forwards, [](const ForwardCall *F) { return F->Model.IsThis; });
+  // The very list an optimizer was built from (`SGD opt(model->head->parameters())`, a clip of
+  // `model->head->parameters()`): that optimizer's parameters.
+  auto BuiltFromIt = [&] {
+    for (const ScalerCall *S : T.Steps)
+      if (const Expr *Built = optimizerParamsArg(S->Optimizer.Decl);
+          Built && sameParameterList(Built, Params, Ctx)) {
+        if (OfOptimizer)
+          *OfOptimizer = S;
+        return true;
+      }
+    return false;
+  };
+  if (!D)
+    return BuiltFromIt();
+  if (llvm::any_of(T.Forwards, [&](const ForwardCall *Fwd) { return Fwd->Model.Decl == D; }))
+    return true;
+  if (F.CalleeFA && llvm::any_of(F.CalleeFA->Forwards, [&](const ForwardCall &Fwd) { return F.callerModel(Fwd.Model) == D; }))
+    return true;
+  // A step split over two methods: the model the scaling half runs (a member of the class).
+  if (F.Split && llvm::any_of(F.Split->ScalingHalf->Forwards, [&](const ForwardCall *Fwd) { return Fwd->Model.Decl == D; }))
+    return true;
+  for (const ScalerCall *S : T.Steps)
+    if (S->Optimizer.Decl == D) {
+      if (OfOptimizer)
+        *OfOptimizer = S;
+      return true;
+    }
+  return BuiltFromIt();
+}
+
+std::optional<std::string> ClipPlanner::clipOfFirstGroup(const Expr *Params,
+                                                        const ScalerCall &Of) const {
+  // libtorch's Optimizer::parameters() is its first parameter group's list; the explicit grads
+  // (parameters_of) are every group's. An optimizer built from groups clips more once migrated.
+  const CXXMemberCallExpr *MC = parametersCall(Params);
+  if (!MC || !(resolveObject(MC->getImplicitObjectArgument()) == Of.Optimizer))
+    return std::nullopt;
+  const Expr *Built = optimizerParamsArg(Of.Optimizer.Decl);
+  if (!Built || parametersCall(Built) || returnsTensors(Built->getType(), Rules))
+    return std::nullopt;
+  return "the clip covers `" + C.text(Params->getSourceRange()) + "`, which libtorch's Optimizer "
+         "gives as its first parameter group only, and `" + C.text(Of.OptimizerArg->getSourceRange()) +
+         "` is built from parameter groups (`" + C.text(Built->getSourceRange()) + "`, " +
+         C.where(Built->getBeginLoc()) + "): the explicit grads are every group's, so the migrated "
+         "clip would cover the other groups too; migrate this step by hand";
+}
+
+std::optional<std::string> ClipPlanner::clipWiderThanOptimizer(const Expr *Params) const {
+  // The explicit grads are the optimizer's parameters'. A clip of the model's parameters is the
+  // same clip only where the optimizer holds the model's parameters: one built on a part of the
+  // model (`SGD opt(model->head->parameters())`) leaves the others' grads out of the norm, where
+  // clip_grad_norm_ counted them (scaled: unscale_ only unscaled the optimizer's).
+  ObjectRef Clipped = parametersOwner(Params);
+  if (!Clipped)
+    return std::nullopt;
+  for (const ScalerCall *S : T.Steps) {
+    const Expr *Built = optimizerParamsArg(S->Optimizer.Decl);
+    if (!Built)
+      continue;
+    const CXXMemberCallExpr *Call = parametersCall(Built);
+    if (!Call)
+      continue;
+    ObjectRef Holds = resolveObject(Call->getImplicitObjectArgument());
+    if (!Holds) {
+      // A member of a member (`model_->head`, which resolveObject leaves unnamed): a part of the
+      // clipped model when reached from it.
+      const Expr *Obj = Call->getImplicitObjectArgument()->IgnoreParenImpCasts();
+      if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj);
+          OC && OC->getOperator() == OO_Arrow && OC->getNumArgs())
+        Obj = OC->getArg(0)->IgnoreParenImpCasts();
+      const auto *ME = dyn_cast<MemberExpr>(Obj);
+      if (!ME || !isa<FieldDecl>(ME->getMemberDecl()) || !(resolveObject(ME->getBase()) == Clipped))
+        continue;
+    } else if (isa_and_nonnull<ParmVarDecl>(Holds.Decl) || Holds == Clipped) {
+      // A constructor's parameter (`Trainer(Net m) : model_(m), opt_(m->parameters())`) may well
+      // be the model the clip names through a member: not known to differ.
+      continue;
+    }
+    return "the clip covers `" + C.text(Params->getSourceRange()) + "`, but the optimizer `" +
+           C.text(S->OptimizerArg->getSourceRange()) + "` holds `" + C.text(Built->getSourceRange()) +
+           "` (" + C.where(Built->getBeginLoc()) + "): the explicit grads are the optimizer's "
+           "parameters', so the migrated clip would leave the other parameters' gradients out of "
+           "the norm that clip_grad_norm_ counts them in (still scaled: unscale_ only unscales "
+           "the optimizer's); clip the optimizer's parameters if that is what is meant, or "
+           "migrate this step by hand";
+  }
+  return std::nullopt;
+}
+
+void ClipPlanner::checkClips() {
+  for (const ClipCall *Clipping : T.Clips) {
+    unsigned O = C.off(Clipping->Call->getBeginLoc());
+    ObjectRef Of = T.stepsOptimizer(Clipping->ParamsOwner) ? Clipping->ParamsOwner : ObjectRef();
+    if (!T.Unscaled && !T.Plain.contains(O) && !T.unscaledBefore(O, Of, SM)) {
+      block(Clipping->Call->getBeginLoc(), "clipping still-scaled gradients (no unscale_ before it); "
+                                    "fix the order first (amp-clip-before-unscale)");
+      continue;
+    }
+    if (!Clipping->NormIsL2) {
+      block(Clipping->Call->getBeginLoc(), "clip norm type " + Clipping->NormText +
+                                        " is not L2; clip_by_global_norm only does the L2 norm");
+      continue;
+    }
+    if (!Clipping->ErrorIfNonfinite.empty()) {
+      block(Clipping->Call->getBeginLoc(),
+            "the clip is called with error_if_nonfinite = `" + Clipping->ErrorIfNonfinite +
+                "`: it throws when the total norm is not finite, and " + Tgt.Clip +
+                " does not; drop the check or migrate this step by hand");
+      continue;
+    }
+    // A user rule may name an argument this call does not have (a rule for another overload).
+    unsigned Arity = Clipping->Call->getNumArgs();
+    const bool ByValue = Clipping->Rule->byValue();
+    const int AmountArg = ByValue ? Clipping->Rule->ClipValueArg : Clipping->Rule->MaxNormArg;
+    if ((unsigned)Clipping->Rule->ParamsArg >= Arity || (unsigned)AmountArg >= Arity) {
+      block(Clipping->Call->getBeginLoc(),
+            "the clip rule for '" + Clipping->Rule->Function + "' names argument " +
+                std::to_string(std::max(Clipping->Rule->ParamsArg, AmountArg)) +
+                " but this call has " + std::to_string(Arity) + " argument(s); fix the rule");
+      continue;
+    }
+    if (ByValue && Tgt.ClipValueInPlace.empty()) {
+      block(Clipping->Call->getBeginLoc(), "a clip by value, and the rules name no "
+                                    "target.clip-value-in-place to carry it over to the grads");
+      continue;
+    }
+    const Expr *Params = Clipping->Call->getArg(Clipping->Rule->ParamsArg);
+    const ScalerCall *OfOptimizer = nullptr;
+    if (!paramsOfStep(Params, &OfOptimizer)) {
+      block(Params->getBeginLoc(), "clipping a parameter set other than the model's or the "
+                                   "optimizer's; the explicit grads cover the optimizer's parameters");
+      continue;
+    }
+    if (!OfOptimizer)
+      if (std::optional<std::string> Why = clipWiderThanOptimizer(Params)) {
+        block(Params->getBeginLoc(), *Why);
+        continue;
+      }
+    if (OfOptimizer && !Tgt.ParametersOf.empty())
+      if (std::optional<std::string> Why = clipOfFirstGroup(Params, *OfOptimizer)) {
+        block(Params->getBeginLoc(), *Why);
+        continue;
+      }
+    std::string G = F.GradsName;
+    if (!F.PerOptimizer.empty()) {
+      if (!OfOptimizer) {
+        block(Params->getBeginLoc(), "with several optimizers, clipping a model's parameters: "
+                                     "which optimizer's grads to clip is unknown; clip "
+                                     "optimizer.parameters() or migrate by hand");
+        continue;
+      }
+      G = F.gradsFor(OfOptimizer->Optimizer);
+    }
+    if (!Clipping->Statement || Clipping->Call->getBeginLoc().isMacroID()) {
+      block(Clipping->Call->getBeginLoc(), "the clip call is not a statement of its own");
+      continue;
+    }
+    ClipEdit Clip;
+    Clip.Grads = G;
+    Clip.MaxNorm = C.argumentText(Clipping->Call, AmountArg);
+    Clip.Indent = C.indentAt(C.off(Clipping->Statement->getBeginLoc()));
+    CharSourceRange SR = C.stmtRange(Clipping->Statement);
+    Clip.StmtBegin = SM.getFileOffset(SR.getBegin());
+    Clip.StmtEnd = SM.getFileOffset(SR.getEnd());
+    if (ByValue) {
+      if (Clipping->ResultUsed) { // libtorch's returns nothing: a user rule's function that returns something
+        block(Clipping->Call->getBeginLoc(), "the result of the clip by value is used; " +
+                                          Tgt.ClipValueInPlace + " returns nothing");
+        continue;
+      }
+      Clip.How = ClipEdit::Form::ByValue;
+      Out.push_back(Clip);
+      continue;
+    }
+    if (!Clipping->ResultUsed) {
+      Out.push_back(Clip);
+      continue;
+    }
+    // The returned norm is used: the norm of the unscaled grads before clipping (the in-place
+    // clip returns it; otherwise it is computed before the clip).
+    const auto *DS = dyn_cast<DeclStmt>(Clipping->Statement);
+    const VarDecl *VD = DS && DS->isSingleDecl() ? dyn_cast<VarDecl>(DS->getSingleDecl()) : nullptr;
+    if (VD && VD->getInit() && VD->getInit()->IgnoreImplicit() == Clipping->Call) {
+      if (!C.fileRange(Clipping->Call->getSourceRange(), Clip.CallBegin, Clip.CallEnd)) {
+        block(Clipping->Call->getBeginLoc(), "the clip call is inside a macro body");
+        continue;
+      }
+      Clip.How = ClipEdit::Form::NormInDeclaration;
+      Out.push_back(Clip);
+      continue;
+    }
+    if (Tgt.ClipInPlace.empty()) {
+      // Out of place: the norm is computed in a statement of its own before the clip's.
+      const Stmt *Parent = PM.getParent(Clipping->Statement);
+      if (Parent && !isa<CompoundStmt>(Parent)) {
+        block(Clipping->Call->getBeginLoc(), "the clip's statement is the body of a statement without "
+                                      "braces; add them, or migrate by hand");
+        continue;
+      }
+      Clip.NormVar = freshName(Names, "grad_norm");
+    }
+    if (!C.fileRange(Clipping->Call->getSourceRange(), Clip.CallBegin, Clip.CallEnd)) {
+      block(Clipping->Call->getBeginLoc(), "the clip call is inside a macro body");
+      continue;
+    }
+    Clip.How = ClipEdit::Form::NormBefore;
+    Out.push_back(Clip);
+  }
+}
+
+void StepEmitter::emitClips() const {
+  for (const ClipEdit &C : D.Clips) {
+    const std::string &G = C.Grads;
+    // In place, as clip_grad_norm_ acted on `.grad`: the grads keep their memory, and the norm
+    // it returns is the one the clip computed (the rule's out-of-place form otherwise).
+    const bool InPlace = !Tgt.ClipInPlace.empty();
+    std::string Clip = InPlace ? Tgt.ClipInPlace + "(" + G + ", " + C.MaxNorm + ");"
+                               : G + " = " + Tgt.Clip + "(" + G + ", " + C.MaxNorm + ");";
+    std::string Norm = Tgt.GlobalNorm + "(" + G + ").item<double>()";
+    std::string NormAndClip = Tgt.ClipInPlace + "(" + G + ", " + C.MaxNorm + ").item<double>()";
+    switch (C.How) {
+    case ClipEdit::Form::Statement:
+      Out.replace(C.StmtBegin, C.StmtEnd - C.StmtBegin, Clip);
+      break;
+    case ClipEdit::Form::ByValue:
+      Out.replace(C.StmtBegin, C.StmtEnd - C.StmtBegin,
+                  Tgt.ClipValueInPlace + "(" + G + ", " + C.MaxNorm + ");");
+      break;
+    case ClipEdit::Form::NormInDeclaration:
+      if (InPlace) {
+        Out.replace(C.CallBegin, C.CallEnd - C.CallBegin, NormAndClip);
+        break;
+      }
+      Out.replace(C.CallBegin, C.CallEnd - C.CallBegin, Norm);
+      Out.insert(C.StmtEnd, "\n" + C.Indent + Clip);
+      break;
+    case ClipEdit::Form::NormBefore: {
+      // In place, the call becomes the clip returning the norm, where it was: under a braceless
+      // `if (max_norm > 0)` too, and evaluated when the original was.
+      if (InPlace) {
+        Out.replace(C.CallBegin, C.CallEnd - C.CallBegin, NormAndClip);
+        break;
+      }
+      std::string Before = "const double " + C.NormVar + " = " + Norm + ";\n" + C.Indent + Clip +
+                           "\n" + C.Indent;
+      Out.insert(C.StmtBegin, Before);
+      Out.replace(C.CallBegin, C.CallEnd - C.CallBegin, C.NormVar);
+      break;
+    }
+    }
+  }
+}
+
+} // namespace ampmigrate

@@ -1,0 +1,26 @@
+// The first stage of a step's feasibility: its shape (StepShape), decided before any concern is
+// planned. A step whose shape is refused is not planned further.
+#pragma once
+
+#include "SplitSteps.h"
+#include "StepContext.h"
+#include "StepFacts.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace ampmigrate {
+
+/// The shape of a step in one function (StepFeasibility.cpp): its backwards, steps, scope (here
+/// or in a called function), optimizers, a mixed step's paths, and the names the rewrite declares
+/// (fresh in `Names`). `Refused`: an earlier stage blocked the step already (then a missing
+/// scope is not reported again).
+ConcernPlan<StepShape> planStepShape(const StepContext &C, bool Refused, llvm::StringSet<> &Names);
+
+/// The shape of one half of a step split over two methods of a class (SplitStepEdits.cpp): the
+/// member that carries the grads, the zero_grad()s that clear it, the names.
+ConcernPlan<StepShape> planSplitShape(const StepContext &C, const SplitStep &S, llvm::StringSet<> &Names);
+
+/// The scaling half's new member holding the grads, after the scaler's declaration (decided after
+/// the half's concerns, whose reasons come first).
+ConcernPlan<PlannedEdits> planSplitMember(const StepContext &C, const StepFacts &F);
+
+} // namespace ampmigrate
