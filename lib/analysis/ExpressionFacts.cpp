@@ -5,6 +5,7 @@
 #include "ampmigrate/GenericLambdas.h"
 
 #include "clang/AST/ExprCXX.h"
+#include "clang/AST/IgnoreExpr.h"
 
 using namespace clang;
 
@@ -19,23 +20,21 @@ bool isNullPointer(const Expr *E, ASTContext &Ctx) {
 
 } // namespace
 
-const Expr *strippedExpr(const Expr *E) {
-  for (int I = 0; I < 8 && E; ++I) {
-    E = E->IgnoreParenImpCasts();
-    if (const auto *EW = dyn_cast<ExprWithCleanups>(E))
-      E = EW->getSubExpr();
-    else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
-      E = MT->getSubExpr();
-    else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
-      E = BT->getSubExpr();
-    else
-      break;
+const Expr *ignoreWrappers(const Expr *E, llvm::function_ref<const Expr *(const Expr *)> Also) {
+  while (E) {
+    // What Expr::IgnoreParenImpCasts and Expr::IgnoreImplicit look through, to a fixpoint.
+    E = IgnoreExprNodes(E, IgnoreParensSingleStep, IgnoreImplicitCastsExtraSingleStep,
+                        IgnoreImplicitSingleStep);
+    const Expr *Next = Also ? Also(E) : E;
+    if (Next == E)
+      return E;
+    E = Next;
   }
   return E;
 }
 
 bool onlyReads(const Expr *E, ASTContext &Ctx) {
-  E = strippedExpr(E);
+  E = ignoreWrappers(E);
   if (!E)
     return false;
   if (const auto *DRE = dyn_cast<DeclRefExpr>(E))
@@ -89,7 +88,7 @@ std::vector<const ValueDecl *> declsRead(const Expr *E) {
 
 bool names(const Expr *E, const ValueDecl *D) {
   for (int I = 0; I < 16 && E; ++I) {
-    E = strippedExpr(E);
+    E = ignoreWrappers(E);
     if (const auto *DRE = dyn_cast<DeclRefExpr>(E))
       return DRE->getDecl() == D;
     if (const auto *ME = dyn_cast<MemberExpr>(E)) {

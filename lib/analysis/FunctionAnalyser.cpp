@@ -1,5 +1,6 @@
 // The analysis of one function (FunctionAnalyser): its elements found, then grouped into steps.
 #include "FunctionAnalyser.h"
+#include "ampmigrate/LambdaParents.h"
 
 using namespace clang;
 

@@ -5,7 +5,7 @@
 
 #include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/GenericLambdas.h"
-#include "ampmigrate/StepFinder.h"
+#include "ampmigrate/ShapeRecognisers.h"
 
 #include "clang/AST/ParentMap.h"
 #include "clang/Basic/SourceManager.h"
@@ -18,13 +18,6 @@
 #include <optional>
 
 namespace ampmigrate {
-
-/// Shape helpers of StepFinder.cpp that the function analysis uses too.
-bool nameIn(const clang::NamedDecl *D, const std::vector<std::string> &Names);
-bool methodNamed(const clang::CXXMethodDecl *M, const std::vector<std::string> &Names);
-std::optional<bool> boolConstant(const clang::Expr *E, const clang::ASTContext &Ctx);
-/// An expression without parentheses, implicit casts, temporaries and copies.
-const clang::Expr *strip(const clang::Expr *E);
 
 /// Finds the autocast calls in a function body (used for guard recognition).
 class AutocastCallCollector : public AstVisitor {

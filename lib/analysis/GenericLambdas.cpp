@@ -1,6 +1,5 @@
 // Generic lambdas read through their instantiation (see GenericLambdas.h).
 #include "ampmigrate/GenericLambdas.h"
-#include "ampmigrate/AstVisitor.h"
 
 #include "clang/AST/DeclTemplate.h"
 
@@ -51,32 +50,6 @@ const CompoundStmt *analysedLambdaBody(const LambdaExpr *LE) {
   if (Op != LE->getCallOperator())
     return dyn_cast_or_null<CompoundStmt>(Op->getBody());
   return LE->getCompoundStmtBody();
-}
-
-namespace {
-class GenericLambdaFinder : public AnalysedBodyVisitor {
-public:
-  llvm::SmallVector<const LambdaExpr *, 2> Found;
-  bool visitStmt(Stmt *S) override {
-    if (const auto *LE = dyn_cast<LambdaExpr>(S); LE && analysedLambdaBody(LE) != LE->getCompoundStmtBody())
-      Found.push_back(LE);
-    return true;
-  }
-};
-} // namespace
-
-void graftLambdaBodies(ParentMap &PM, const Stmt *Body) {
-  if (!Body)
-    return;
-  GenericLambdaFinder F;
-  F.walk(Body);
-  // Outer lambdas first: a nested generic lambda's instantiation is found inside the outer
-  // one's instantiated body, grafted already.
-  for (const LambdaExpr *LE : F.Found) {
-    Stmt *Inst = const_cast<CompoundStmt *>(analysedLambdaBody(LE));
-    PM.addStmt(Inst);
-    PM.setParent(Inst, LE);
-  }
 }
 
 } // namespace ampmigrate

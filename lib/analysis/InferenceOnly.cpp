@@ -2,7 +2,7 @@
 // training code reaches.
 #include "InferenceOnly.h"
 #include "ampmigrate/GenericLambdas.h"
-#include "ampmigrate/StepFinder.h"
+#include "ampmigrate/ShapeRecognisers.h"
 
 #include "llvm/ADT/SetVector.h"
 

@@ -178,14 +178,14 @@ void FunctionAnalyser::addClip(const CallExpr *CE, const ClipFunctionRule *R) {
       }
       C.NormIsL2 = IsTwo;
       if (!IsTwo)
-        C.NormText = StepFinder::textOf(Ctx, N->getSourceRange());
+        C.NormText = sourceTextOf(Ctx, N->getSourceRange());
     }
   }
   if (R->ErrorIfNonfiniteArg >= 0 && (unsigned)R->ErrorIfNonfiniteArg < CE->getNumArgs()) {
     const Expr *E = CE->getArg(R->ErrorIfNonfiniteArg);
     std::optional<bool> V = boolConstant(E, Ctx);
     if (!isa<CXXDefaultArgExpr>(E) && !(V && !*V))
-      C.ErrorIfNonfinite = StepFinder::textOf(Ctx, E->getSourceRange());
+      C.ErrorIfNonfinite = sourceTextOf(Ctx, E->getSourceRange());
   }
   FA.Clips.push_back(C);
 }

@@ -1,5 +1,6 @@
 // The autocast scope in a function the step calls for its loss: edited with the step.
 #include "RegionPlanner.h"
+#include "ampmigrate/LambdaParents.h"
 
 using namespace clang;
 

@@ -3,6 +3,7 @@
 // settled across plans.
 #include "StepPlanner.h"
 #include "ampmigrate/EditMerge.h"
+#include "clang/Basic/SourceManager.h"
 
 using namespace clang;
 

@@ -1,6 +1,7 @@
 // What holds a scaler class: the types that hold it, the holder an expression names, a holder's
 // declarations (the scaler's flow through declarations, ScalerFlow.cpp).
 #include "ScalerHolders.h"
+#include "ampmigrate/ExpressionFacts.h"
 
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ExprCXX.h"
@@ -32,37 +33,27 @@ bool holdsClass(QualType QT, const CXXRecordDecl *Class) {
 }
 
 const Expr *throughSameObject(const Expr *E, const CXXRecordDecl *Class) {
-  for (int I = 0; I < 16; ++I) {
-    E = E->IgnoreParenImpCasts();
-    if (const auto *EW = dyn_cast<ExprWithCleanups>(E))
-      E = EW->getSubExpr();
-    else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
-      E = MT->getSubExpr();
-    else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
-      E = BT->getSubExpr();
-    else if (const auto *U = dyn_cast<UnaryOperator>(E);
-             U && (U->getOpcode() == UO_Deref || U->getOpcode() == UO_AddrOf))
-      E = U->getSubExpr();
-    else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E);
-             OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
-      E = OC->getArg(0);
-    else if (const auto *CE = dyn_cast<CXXConstructExpr>(E);
-             CE && CE->getConstructor()->isCopyOrMoveConstructor() && CE->getNumArgs() >= 1 &&
-             holdsClass(CE->getType(), Class))
-      E = CE->getArg(0);
-    else if (const auto *C = dyn_cast<CallExpr>(E); C && C->getNumArgs() == 1 && C->getDirectCallee() &&
-             C->getDirectCallee()->isInStdNamespace() && C->getDirectCallee()->getIdentifier() &&
-             (C->getDirectCallee()->getName() == "move" || C->getDirectCallee()->getName() == "forward"))
-      E = C->getArg(0);
-    else if (const auto *MC = dyn_cast<CXXMemberCallExpr>(E);
-             MC && MC->getNumArgs() == 0 && MC->getMethodDecl() && MC->getMethodDecl()->getIdentifier() &&
-             (MC->getMethodDecl()->getName() == "get" || MC->getMethodDecl()->getName() == "value") &&
-             MC->getMethodDecl()->getParent()->getCanonicalDecl() != Class)
-      E = MC->getImplicitObjectArgument();
-    else
-      return E;
-  }
-  return E;
+  return ignoreWrappers(E, [Class](const Expr *X) -> const Expr * {
+    if (const auto *U = dyn_cast<UnaryOperator>(X); U && (U->getOpcode() == UO_Deref || U->getOpcode() == UO_AddrOf))
+      return U->getSubExpr();
+    if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(X); OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
+      return OC->getArg(0);
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(X); CE && CE->getConstructor()->isCopyOrMoveConstructor() &&
+                                                        CE->getNumArgs() >= 1 && holdsClass(CE->getType(), Class))
+      return CE->getArg(0);
+    if (const auto *C = dyn_cast<CallExpr>(X); C && C->getNumArgs() == 1 && C->getDirectCallee() &&
+                                               C->getDirectCallee()->isInStdNamespace() &&
+                                               C->getDirectCallee()->getIdentifier() &&
+                                               (C->getDirectCallee()->getName() == "move" ||
+                                                C->getDirectCallee()->getName() == "forward"))
+      return C->getArg(0);
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(X);
+        MC && MC->getNumArgs() == 0 && MC->getMethodDecl() && MC->getMethodDecl()->getIdentifier() &&
+        (MC->getMethodDecl()->getName() == "get" || MC->getMethodDecl()->getName() == "value") &&
+        MC->getMethodDecl()->getParent()->getCanonicalDecl() != Class)
+      return MC->getImplicitObjectArgument();
+    return X;
+  });
 }
 
 const ValueDecl *holderOf(const Expr *E, const CXXRecordDecl *Class) {

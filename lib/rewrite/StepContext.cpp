@@ -2,6 +2,7 @@
 // in it: statement extents, line bounds, removals, where a location is, how a model or an
 // optimizer's parameters are spelled.
 #include "StepContext.h"
+#include "ampmigrate/LambdaParents.h"
 #include "ampmigrate/SourceText.h"
 #include "clang/Tooling/Transformer/SourceCode.h"
 #include "clang/Tooling/Transformer/SourceCodeBuilders.h"

@@ -4,13 +4,19 @@
 
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Expr.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include <vector>
 
 namespace ampmigrate {
 
-/// `E` without the nodes that are not spelled in the source: parentheses, implicit casts, full
-/// expressions' cleanups, materialised and bound temporaries.
-const clang::Expr *strippedExpr(const clang::Expr *E);
+/// `E` without the nodes clang adds around what is written: parentheses, implicit casts, full
+/// expressions' cleanups, materialised and bound temporaries (the single steps of
+/// Expr::IgnoreParenImpCasts and Expr::IgnoreImplicit, to a fixpoint); and, where `Also` is
+/// given, each further node it looks through (returning its operand; `E` itself when none): a
+/// copy, a functional cast, `*`, `std::move`. The one expression stripper of the analysis and the
+/// planner. Null stays null.
+const clang::Expr *ignoreWrappers(const clang::Expr *E,
+                                  llvm::function_ref<const clang::Expr *(const clang::Expr *)> Also = nullptr);
 
 /// A condition that only reads: a variable, a member, `this`, `!x`, `*x`, `x && y`, `x || y`,
 /// `x == nullptr` / `x != nullptr`, an optional's or a smart pointer's truth, `->` on one, or a

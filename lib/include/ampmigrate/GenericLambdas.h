@@ -4,7 +4,6 @@
 #pragma once
 
 #include "clang/AST/ExprCXX.h"
-#include "clang/AST/ParentMap.h"
 
 namespace ampmigrate {
 
@@ -18,9 +17,5 @@ unsigned lambdaInstantiations(const clang::LambdaExpr *LE);
 const clang::CXXMethodDecl *analysedCallOperator(const clang::LambdaExpr *LE);
 /// Its body.
 const clang::CompoundStmt *analysedLambdaBody(const clang::LambdaExpr *LE);
-
-/// A ParentMap of `Body` in which each generic lambda's analysed body (its instantiation) hangs
-/// under the LambdaExpr, so that walking up from an instantiated statement reaches the function.
-void graftLambdaBodies(clang::ParentMap &PM, const clang::Stmt *Body);
 
 } // namespace ampmigrate
