@@ -1,5 +1,5 @@
 // Gradient accumulation: micro-step grads summed into a list that lives as long as .grad did.
-#include "StepEmitter.h"
+#include "StepEditWriter.h"
 #include "RegionPlanner.h"
 #include "StepLambda.h"
 
@@ -128,7 +128,7 @@ bool RegionPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundS
   return true;
 }
 
-void StepEmitter::emitAccumulationSplit() const {
+void StepEditWriter::writeAccumulationSplit() const {
   if (!D.Accumulation.SplitAt)
     return;
   std::string Names;
@@ -138,7 +138,7 @@ void StepEmitter::emitAccumulationSplit() const {
                                                 Tgt.SplitGrads + "(" + D.GradsName + ", " + D.OptimizerArgs + ");\n");
 }
 
-void StepEmitter::emitAccumulatedGradsDecl() const {
+void StepEditWriter::writeAccumulatedGradsDecl() const {
   if (D.Accumulation.On && !D.Accumulation.GradsDecl.empty())
     Out.insertJoined(D.Accumulation.GradsDeclAt, D.Accumulation.GradsDecl);
 }

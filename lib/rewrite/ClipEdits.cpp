@@ -1,7 +1,7 @@
 // The clips of the grads: which clip_grad_norm_/clip_grad_value_ calls carry over to the explicit
 // grads, and in which form (planClips).
 #include "StepConcerns.h"
-#include "StepEmitter.h"
+#include "StepEditWriter.h"
 #include "Naming.h"
 
 using namespace clang;
@@ -360,7 +360,7 @@ void ClipPlanner::checkClips() {
   }
 }
 
-void StepEmitter::emitClips() const {
+void StepEditWriter::writeClips() const {
   for (const ClipEdit &C : D.Clips) {
     const std::string &G = C.Grads;
     // In place, as clip_grad_norm_ acted on `.grad`: the grads keep their memory, and the norm

@@ -1,5 +1,5 @@
 // Statements touching .grad between the backward and step(): rewritten (loops, all-reduce) or blocking.
-#include "StepEmitter.h"
+#include "StepEditWriter.h"
 #include "StepConcerns.h"
 
 using namespace clang;
@@ -323,7 +323,7 @@ void GradAccessPlanner::checkGradLoop(const GradLoop &L) {
   Out.push_back(AE);
 }
 
-void StepEmitter::emitGradAccesses() const {
+void StepEditWriter::writeGradAccesses() const {
   for (const GradAccessEdit &A : D.GradAccesses) {
     if (A.What == GradAccessEdit::Kind::AllReduce) {
       Out.replace(A.Begin, A.End - A.Begin, Tgt.AllReduceGrads + "(" + A.Grads + ", " + A.Group +

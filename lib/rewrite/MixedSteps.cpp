@@ -1,6 +1,6 @@
 // A mixed step: a plain (fp32) path beside the scaled one, chosen by one condition.
 #include "MixedSteps.h"
-#include "StepEmitter.h"
+#include "StepEditWriter.h"
 
 using namespace clang;
 
@@ -224,7 +224,7 @@ void MixedPaths::checkMixedBackwards(const ImplicitBackward &B, std::vector<Bran
   }
 }
 
-void StepEmitter::emitMixedBackwards() const {
+void StepEditWriter::writeMixedBackwards() const {
   for (const BranchEdit &E : D.MixedBackwards) {
     if (E.LeavesEmptyBlock)
       Out.replace(E.Begin, E.End - E.Begin, "{}");

@@ -1,5 +1,5 @@
 // The forward region becomes the function handed to value_and_grad; the scope goes.
-#include "StepEmitter.h"
+#include "StepEditWriter.h"
 #include "RegionPlanner.h"
 #include "MixedSteps.h"
 #include "ModelQueries.h"
@@ -580,7 +580,7 @@ void RegionPlanner::keepTextAroundCall(const ImplicitBackward &B, const ForwardR
   }
 }
 
-void StepEmitter::emitRegion() const {
+void StepEditWriter::writeRegion() const {
   Out.write(D.Region);
   if (!D.Lambda)
     return; // the stepping half of a split step has no region

@@ -1,6 +1,6 @@
 // The unscale_/step/update calls, the checked unscale, and a step's optimizer steps without a
 // scaler (planScalerCalls, planOptimizerSteps).
-#include "StepEmitter.h"
+#include "StepEditWriter.h"
 #include "StepConcerns.h"
 
 using namespace clang;
@@ -171,7 +171,7 @@ void ScalerCallPlanner::checkOptimizerSteps(llvm::ArrayRef<const ScalerCall *> S
   }
 }
 
-void StepEmitter::emitCalls(const std::vector<CallEdit> &Calls) const {
+void StepEditWriter::writeCalls(const std::vector<CallEdit> &Calls) const {
   for (const CallEdit &C : Calls)
     switch (C.What) {
     case CallEdit::Kind::Rename: Out.replace(C.Begin, C.End - C.Begin, C.Name); break;

@@ -1,6 +1,6 @@
 // The plan of one training step as a value: what the feasibility stage decided (StepDescriptor),
-// read by the emitters (StepEmitter.h), which only write it out. Decisions live here so that no
-// emitter has to, or can, decide whether the step is rewritten (docs/architecture.md, "planning").
+// read by the edit writers (StepEditWriter.h), which only write it out. Decisions live here so that no
+// edit writer has to, or can, decide whether the step is rewritten (docs/architecture.md, "planning").
 #pragma once
 
 #include "RegionDeclarations.h"
@@ -16,7 +16,7 @@ namespace ampmigrate {
 
 /// Edits whose values the feasibility stage computes while checking them, because finding out
 /// whether an edit can be made is computing it (the forward region's new text, the scaler's type
-/// wherever it flows, the scope in a called function). The emitter writes them out as they are,
+/// wherever it flows, the scope in a called function). The edit writer writes them out as they are,
 /// in the order they were planned.
 struct PlannedEdits {
   std::vector<Edit> InFile;                              ///< edits of the step's file
@@ -98,7 +98,7 @@ struct AccumulationPlan {
 };
 
 /// The forward region [Begin, End) as the function handed to value_and_grad (RegionLambda.cpp):
-/// the pieces checkRegion found while checking the region, which the emitter puts together with
+/// the pieces checkRegion found while checking the region, which the edit writer puts together with
 /// the step's names.
 struct RegionLambda {
   unsigned Begin = 0, End = 0;
@@ -118,7 +118,7 @@ struct RegionLambda {
 
 /// The step's shape as feasibility decided it (planStepShape, or planSplitHalf for a step split
 /// over two methods): the names the rewrite declares and the step's parts. A fact every concern
-/// planner reads (StepFacts), and part of the descriptor the emitters read.
+/// planner reads (StepFacts), and part of the descriptor the edit writers read.
 struct StepShape {
   /// The names the rewrite declares: the grads list (a new member for a split step), the
   /// function handed to value_and_grad; and what value_and_grad differentiates.
@@ -162,9 +162,9 @@ struct StepShape {
 };
 
 /// The plan descriptor: the step's shape and what each concern planner decided before any edit
-/// is made, everything the emitters read. Only a step without blockers is emitted.
+/// is made, everything the edit writers read. Only a step without blockers is emitted.
 struct StepDescriptor : StepShape {
-  // ---- what each emitter writes, one concern each, in the order they run -------------------
+  // ---- what each edit writer writes, one concern each, in the order they run -------------------
 
   AccumulationPlan Accumulation;
   /// The scope in a called function: its calls gone, the model converted there (CalleeScope.cpp).
@@ -192,7 +192,7 @@ struct StepDescriptor : StepShape {
 };
 
 /// Feasibility alone for one step: the reasons it is not rewritten (in the order the planner
-/// reports them), or, with none, the descriptor the emitters would read.
+/// reports them), or, with none, the descriptor the edit writers would read.
 struct StepAssessment {
   std::vector<Blocker> Blockers;
   StepDescriptor Descriptor;

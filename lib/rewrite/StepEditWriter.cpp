@@ -1,6 +1,6 @@
-// The emission of one feasible step: the emitters in the order feasibility checked their concerns
+// The emission of one feasible step: the edit writers in the order feasibility checked their concerns
 // (the edits keep the order the planner has always produced them in).
-#include "StepEmitter.h"
+#include "StepEditWriter.h"
 
 namespace ampmigrate {
 
@@ -13,21 +13,21 @@ void EditSink::write(const PlannedEdits &P) {
     Elsewhere.push_back(R);
 }
 
-void StepEmitter::emit() const {
-  emitAccumulationSplit();
+void StepEditWriter::write() const {
+  writeAccumulationSplit();
   Out.write(D.Callee);
-  emitRegion();
-  emitCalls(D.Calls);
-  emitCalls(D.PlainSteps);
-  emitMixedBackwards();
-  emitClips();
-  emitGradAccesses();
-  emitZeroGrads();
+  writeRegion();
+  writeCalls(D.Calls);
+  writeCalls(D.PlainSteps);
+  writeMixedBackwards();
+  writeClips();
+  writeGradAccesses();
+  writeZeroGrads();
   Out.write(D.ScalerType);
   if (D.Include)
     Out.replace(D.Include->Offset, D.Include->Length, D.Include->Text);
   Out.write(D.SplitMember);
-  emitAccumulatedGradsDecl();
+  writeAccumulatedGradsDecl();
 }
 
 } // namespace ampmigrate

@@ -1,6 +1,6 @@
-// The emitters of one training step: small functions, one per concern, that read the descriptor
+// The edit writers of one training step: small functions, one per concern, that read the descriptor
 // feasibility filled and write edits into an EditSink. Neither has any way to add a blocker, so
-// no emitter can re-decide whether the step is rewritten (docs/architecture.md, "planning").
+// no edit writer can re-decide whether the step is rewritten (docs/architecture.md, "planning").
 #pragma once
 
 #include "StepDescriptor.h"
@@ -9,7 +9,7 @@
 
 namespace ampmigrate {
 
-/// Where the emitters write: edits of the step's file (in order), insertions joined with the
+/// Where the edit writers write: edits of the step's file (in order), insertions joined with the
 /// others at their offset, and edits of other files. It can only add edits.
 class EditSink {
 public:
@@ -35,25 +35,25 @@ private:
 
 /// Writes out the descriptor of a feasible step: the concerns in the order the feasibility stage
 /// checked them. A concern the step does not have holds nothing and writes nothing.
-class StepEmitter {
+class StepEditWriter {
 public:
-  StepEmitter(const StepDescriptor &D, const TargetApi &Tgt, EditSink &Out) : D(D), Tgt(Tgt), Out(Out) {}
+  StepEditWriter(const StepDescriptor &D, const TargetApi &Tgt, EditSink &Out) : D(D), Tgt(Tgt), Out(Out) {}
 
-  void emit() const;
+  void write() const;
 
 private:
   const StepDescriptor &D;
   const TargetApi &Tgt;
   EditSink &Out;
 
-  void emitAccumulationSplit() const;
-  void emitRegion() const;
-  void emitCalls(const std::vector<CallEdit> &Calls) const;
-  void emitMixedBackwards() const;
-  void emitClips() const;
-  void emitGradAccesses() const;
-  void emitZeroGrads() const;
-  void emitAccumulatedGradsDecl() const;
+  void writeAccumulationSplit() const;
+  void writeRegion() const;
+  void writeCalls(const std::vector<CallEdit> &Calls) const;
+  void writeMixedBackwards() const;
+  void writeClips() const;
+  void writeGradAccesses() const;
+  void writeZeroGrads() const;
+  void writeAccumulatedGradsDecl() const;
 };
 
 } // namespace ampmigrate

@@ -1,9 +1,9 @@
 // The planning of one step (StepPlanner.h): the feasibility stage, each planner in order handing
 // the facts it decides to the next (StepConcerns.h), the descriptor assembled from their slices;
-// then, for a step with no blockers, the emitters, and their edits merged into the MigrationPlan.
+// then, for a step with no blockers, the edit writers, and their edits merged into the MigrationPlan.
 #include "StepPlanner.h"
 #include "StepConcerns.h"
-#include "StepEmitter.h"
+#include "StepEditWriter.h"
 #include "StepMeaning.h"
 #include "ampmigrate/EditMerge.h"
 
@@ -166,7 +166,7 @@ void planScalerTypeInto(const StepContext &C, const StepFacts &Facts, Feasibilit
   R.ScalerSiblings = std::move(Type.Siblings);
 }
 
-/// The concerns of a step in one function, in the order the emitters write them (so the first
+/// The concerns of a step in one function, in the order the edit writers write them (so the first
 /// blocker is the one the planner has always reported); a refused concern does not stop the next
 /// one's checks, so a step reports all its reasons.
 void planConcerns(const StepContext &C, StepFacts &Facts, FunctionPlanning &Shared, Feasibility &R) {
@@ -256,7 +256,7 @@ MigrationPlan planStep(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnal
   std::map<unsigned, std::string> Insertions;
   std::vector<tooling::Replacement> OtherFileEdits;
   EditSink Out(Edits, Insertions, OtherFileEdits);
-  StepEmitter(Desc, Tgt, Out).emit();
+  StepEditWriter(Desc, Tgt, Out).write();
   for (const auto &[At, Text] : Insertions)
     Edits.push_back({At, 0, Text});
   // After emission, two checks over the edits as a whole: whether they would split a

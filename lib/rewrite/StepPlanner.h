@@ -1,6 +1,6 @@
 // The planning of one training step (planStep, StepPlanner.cpp): the feasibility stage, a
 // sequence of planners that each return a value (StepConcerns.h), then, for a step with no
-// blockers, the emitters (StepEmitter.h) and the merge of their edits (docs/architecture.md,
+// blockers, the edit writers (StepEditWriter.h) and the merge of their edits (docs/architecture.md,
 // "planning").
 #pragma once
 

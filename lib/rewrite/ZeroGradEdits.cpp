@@ -1,5 +1,5 @@
 // The step's zero_grad() calls: removed, or clearing the summed grads.
-#include "StepEmitter.h"
+#include "StepEditWriter.h"
 #include "StepConcerns.h"
 
 using namespace clang;
@@ -98,7 +98,7 @@ void ZeroGradPlanner::removeZeroGrad(const ZeroGradCall *Z) {
     Out.push_back({false, E.Offset, E.Offset + E.Length});
 }
 
-void StepEmitter::emitZeroGrads() const {
+void StepEditWriter::writeZeroGrads() const {
   for (const ZeroGradEdit &Z : D.ZeroGrads) {
     if (Z.Clears)
       Out.replace(Z.Begin, Z.End - Z.Begin, D.GradsName + ".clear();");

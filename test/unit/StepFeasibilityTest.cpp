@@ -1,6 +1,6 @@
 // Unit tests of the planner's feasibility stage alone (assessStep): a step is refused there, with
-// its reason and location, before any emitter runs; a feasible step's descriptor holds what the
-// emitters will write. Small ASTs against the mock libtorch headers.
+// its reason and location, before any edit writer runs; a feasible step's descriptor holds what the
+// edit writers will write. Small ASTs against the mock libtorch headers.
 #include "StepPlanner.h"
 #include "AnalysedSnippet.h"
 
@@ -104,7 +104,7 @@ TEST(StepFeasibility, FeasibleStepYieldsItsDescriptor) {
     EXPECT_EQ(C.What, CallEdit::Kind::GradsArgument);
     EXPECT_EQ(C.Grads, "grads");
   }
-  // The forward region: the lambda's pieces (the emitter puts them together with the names).
+  // The forward region: the lambda's pieces (the edit writer puts them together with the names).
   ASSERT_TRUE(D.Lambda.has_value());
   EXPECT_EQ(D.Lambda->Returns, "scaler.scale(loss)");
   EXPECT_EQ(D.Lambda->ValueName, "scaled_loss");
