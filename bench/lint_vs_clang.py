@@ -23,12 +23,17 @@ import time
 
 import torch_workdir
 
-FIX = """// held-out: bf16 autocast around a classifier's forward, plain backward and step.
+# Both kinds start with the same include block, comments included: TUs share a preamble only
+# when their leading blocks are the same bytes (docs/performance.md).
+HEAD = """// A held-out TU of bench/lint_vs_clang.py.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
+"""
 
+FIX = HEAD + """
+// bf16 autocast around a classifier's forward, plain backward and step.
 void train_epoch_{n}(e2e::Mlp &net, torch::optim::Adam &opt, e2e::SyntheticData &batches, int first) {{
   net->train();
   for (int i = first; i < first + {n} + 8; ++i) {{
@@ -43,12 +48,8 @@ void train_epoch_{n}(e2e::Mlp &net, torch::optim::Adam &opt, e2e::SyntheticData 
 }}
 """
 
-NOSTEP = """// held-out: evaluation under autocast; no training step.
-#include <ATen/autocast_mode.h>
-#include <torch/torch.h>
-
-#include "common.h"
-
+NOSTEP = HEAD + """
+// Evaluation under autocast; no training step.
 double accuracy_{n}(e2e::Mlp &net, e2e::SyntheticData &batches) {{
   torch::NoGradGuard no_grad;
   net->eval();
