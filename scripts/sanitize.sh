@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The sanitizer and fuzzing configuration (CI, after the test suite): a Debug + ASan/UBSan build
 # with clang-19 of the AST-free core of the tool (rules, configuration, input limits, fix
-# application, LSP framing) and of the runtime's CPU backend (and, with AMP_FUZZ_SCALER_STATE=1
-# where libtorch is found, of the libtorch binding for the scaler checkpoint harness); runs their
-# unit tests, then each libFuzzer harness of test/fuzz for a bounded time. The clang-AST half of
+# application, the compilation database loader, merging exported fixes, LSP framing) and of the
+# runtime's CPU backend (and, where libtorch is found, of the libtorch binding for the scaler
+# checkpoint harness; AMP_FUZZ_SCALER_STATE=0 leaves it out); runs their unit tests, then each
+# libFuzzer harness of test/fuzz for a bounded time. The clang-AST half of
 # the tool is not built with sanitizers here (it does not fit the CI budget on 2 cores;
 # docs/reliability.md).
 #   AMP_FUZZ_SECONDS  seconds per harness (default 10; the longer run is in docs/reliability.md)
@@ -18,12 +19,12 @@ tool=${AMP_MIGRATE:-$PWD/build/tools/amp-migrate/amp-migrate}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
   -DAMP_SANITIZE=address,undefined -DAMP_BUILD_FUZZ=ON \
-  -DAMP_ENABLE_CUDA=OFF -DAMP_BUILD_TORCH="$( [[ ${AMP_FUZZ_SCALER_STATE:-0} == 1 ]] && echo ON || echo OFF)" \
+  -DAMP_ENABLE_CUDA=OFF -DAMP_BUILD_TORCH="$( [[ ${AMP_FUZZ_SCALER_STATE:-1} == 1 ]] && echo ON || echo OFF)" \
   -DAMP_BUILD_BENCH=OFF >/dev/null
 targets=(amp-core-unit-tests runtime_core_tests fuzz-rules fuzz-config fuzz-lsp_framing fuzz-fix_digests
-         fuzz-mutate)
+         fuzz-compile_db fuzz-merge_fixes fuzz-mutate)
 # The scaler checkpoint harness needs the binding, which needs libtorch: only the binding and the
-# harness are built of it here, not its tests.
+# harness are built of it here, not its tests (about a minute on 2 cores: docs/reliability.md).
 have_scaler_state=0
 if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^fuzz-scaler_state:'; then
   targets+=(fuzz-scaler_state)
@@ -51,22 +52,23 @@ fuzz() { # harness, seed dirs..., libFuzzer options...
   "$build/test/fuzz/fuzz-$harness" -artifact_prefix="$out/" -timeout=20 -rss_limit_mb=2048 \
     "$@" "$corpus" "${seeds[@]}" 2>"$out/$harness.log" ||
     { tail -40 "$out/$harness.log"; echo "fuzz-$harness failed (log: $out/$harness.log)"; exit 1; }
-  echo "fuzz-$harness: $(grep -o 'Done [0-9]* runs' "$out/$harness.log" || echo done)"
+  echo "fuzz-$harness: $(grep -a -o 'Done [0-9]* runs' "$out/$harness.log" || echo done)"
 }
 fuzz rules rewrite-rules test/cli/Inputs test/checks/Inputs -max_total_time="$seconds"
 fuzz config test/fuzz/seeds/config test/driver/Inputs/configured -max_total_time="$seconds"
 fuzz lsp_framing test/fuzz/seeds/lsp_framing -max_total_time="$seconds"
 fuzz fix_digests test/fuzz/seeds/fix_digests -max_total_time="$seconds"
-# Opt-in (AMP_FUZZ_SCALER_STATE=1) until its open finding is fixed: a 1.4 KB checkpoint whose
-# pickle has a corrupted string length makes libtorch's unpickler zero-fill a string of that
-# length (2.3 GB RSS) before it fails; it is found within seconds (docs/reliability.md).
-if [[ $have_scaler_state == 1 && ${AMP_FUZZ_SCALER_STATE:-0} == 1 ]]; then
+fuzz compile_db test/fuzz/seeds/compile_db -max_total_time="$seconds"
+fuzz merge_fixes test/fuzz/seeds/merge_fixes -max_total_time="$seconds"
+# The checkpoint loader allocates nothing near the limit for a file of at most 1 MiB: a large
+# allocation is a finding (libtorch's unpickler reserved 4 GiB for a damaged string length).
+if [[ $have_scaler_state == 1 ]]; then
   # libtorch's zip reader leaks when it refuses an archive: test/fuzz/libtorch.lsan.supp.
   export LSAN_OPTIONS=suppressions=$PWD/test/fuzz/libtorch.lsan.supp
-  fuzz scaler_state test/torch/data -max_total_time="$seconds"
+  fuzz scaler_state test/torch/data -max_total_time="$seconds" -malloc_limit_mb=256
   unset LSAN_OPTIONS
 else
-  echo "fuzz-scaler_state: skipped (no libtorch, or AMP_FUZZ_SCALER_STATE is not 1)"
+  echo "fuzz-scaler_state: skipped (no libtorch, or AMP_FUZZ_SCALER_STATE=0)"
 fi
 if [[ -x $tool ]]; then
   AMP_MIGRATE=$tool fuzz mutate test/checks -runs="$mutate_runs" -max_len=16384

@@ -1,4 +1,4 @@
-// The driver's compile commands: the database, their adjustments, and one ClangTool parse.
+// The driver's compile commands: their adjustments, and one ClangTool parse.
 #include "DriverInternal.h"
 
 #include "clang/Frontend/CompilerInstance.h"
@@ -13,33 +13,7 @@ using namespace clang;
 namespace ampmigrate {
 using namespace driver;
 
-std::unique_ptr<tooling::CompilationDatabase>
-makeCompilationDatabase(const std::string &BuildPath, const std::vector<std::string> &ExtraArgs,
-                        const std::vector<std::string> &Files, std::string &Error) {
-  if (!BuildPath.empty()) {
-    auto DB = tooling::CompilationDatabase::autoDetectFromDirectory(BuildPath, Error);
-    if (!DB)
-      Error = BuildPath + ": error: no compilation database (compile_commands.json): " + Error;
-    return DB;
-  }
-  if (!ExtraArgs.empty() || Files.empty())
-    return std::make_unique<tooling::FixedCompilationDatabase>(".", ExtraArgs);
-  std::string Ignored;
-  if (auto DB = tooling::CompilationDatabase::autoDetectFromSource(Files.front(), Ignored))
-    return DB;
-  llvm::errs() << "amp-migrate: warning: no compile_commands.json found for " << Files.front()
-               << " and no '--' arguments; parsing with -std=c++17 only\n";
-  return std::make_unique<tooling::FixedCompilationDatabase>(".", std::vector<std::string>{"-std=c++17"});
-}
-
 namespace driver {
-
-std::string absolutePath(StringRef P) {
-  llvm::SmallString<256> S(P);
-  llvm::sys::fs::make_absolute(S);
-  llvm::sys::path::remove_dots(S, /*remove_dot_dot=*/true);
-  return std::string(S);
-}
 
 namespace {
 

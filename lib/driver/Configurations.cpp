@@ -15,19 +15,6 @@ namespace ampmigrate {
 namespace driver {
 namespace {
 
-/// One compile command as a database, so that a parse runs under that configuration alone
-/// (ClangTool runs every command the database has for a file).
-class OneCommandDatabase : public tooling::CompilationDatabase {
-public:
-  explicit OneCommandDatabase(tooling::CompileCommand Cmd) : Cmd(std::move(Cmd)) {}
-  std::vector<tooling::CompileCommand> getCompileCommands(StringRef) const override { return {Cmd}; }
-  std::vector<std::string> getAllFiles() const override { return {Cmd.Filename}; }
-  std::vector<tooling::CompileCommand> getAllCompileCommands() const override { return {Cmd}; }
-
-private:
-  tooling::CompileCommand Cmd;
-};
-
 using EditKey = std::tuple<std::string, unsigned, unsigned, std::string>;
 
 std::vector<EditKey> editKeys(const StepFix &Fix) {
@@ -85,37 +72,6 @@ std::string disagreement(const StepViews &S, const std::vector<Analysis> &Parts,
 }
 
 } // namespace
-
-std::unique_ptr<tooling::CompilationDatabase> databaseOf(const tooling::CompileCommand &Cmd) {
-  return std::make_unique<OneCommandDatabase>(Cmd);
-}
-
-std::vector<std::string> configurationLabels(const std::vector<tooling::CompileCommand> &Cmds) {
-  std::vector<std::string> Labels;
-  for (size_t I = 0; I < Cmds.size(); ++I) {
-    // The arguments that tell this command from the others: its own, else those it lacks.
-    std::vector<std::string> Own, Lacks;
-    for (size_t J = 0; J < Cmds.size(); ++J) {
-      if (J == I)
-        continue;
-      for (const std::string &A : Cmds[I].CommandLine)
-        if (!llvm::is_contained(Cmds[J].CommandLine, A) && !llvm::is_contained(Own, A))
-          Own.push_back(A);
-      for (const std::string &A : Cmds[J].CommandLine)
-        if (!llvm::is_contained(Cmds[I].CommandLine, A) && !llvm::is_contained(Lacks, A))
-          Lacks.push_back(A);
-    }
-    std::string L = "the compile command #" + std::to_string(I + 1);
-    if (!Own.empty())
-      L += " with '" + llvm::join(Own, " ") + "'";
-    else if (!Lacks.empty())
-      L += " without '" + llvm::join(Lacks, " ") + "'";
-    if (Cmds[I].Directory != Cmds.front().Directory || (Own.empty() && Lacks.empty()))
-      L += " (in " + Cmds[I].Directory + ")";
-    Labels.push_back(std::move(L));
-  }
-  return Labels;
-}
 
 TUResult agreeOnFixes(std::vector<Analysis> Parts, const DriverOptions &Opts) {
   TUResult Out;

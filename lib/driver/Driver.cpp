@@ -43,45 +43,6 @@ std::string cacheConfiguration(const DriverOptions &Opts) {
   return S;
 }
 
-/// Why a file is not parsed at all, or "": what clang's tooling would misread (a '\\' in the
-/// name), what could not be named in a report (a name that is not UTF-8), what would abort the
-/// process (an entry whose directory does not exist: ClangTool's fatal "Cannot chdir"), and what
-/// is not a source file (readSourceFile) or not in UTF-8.
-std::string inputProblem(const std::string &File, const std::vector<tooling::CompileCommand> &Cmds,
-                         const std::map<std::string, std::string> &Overlays) {
-  if (Cmds.empty())
-    return File + ": error: no compile command for this file in the compilation database";
-  // ClangTool makes paths "native", which on POSIX turns '\' into '/': it would parse, and --fix
-  // would write, another file.
-  if (StringRef(File).contains('\\'))
-    return File + ": error: a file name containing '\\' is not supported (clang's tooling reads it "
-                  "as '/', another file)";
-  // JSON, SARIF and the exported fixes hold Unicode text: the name would become U+FFFD there, a
-  // file that does not exist.
-  if (!llvm::json::isUTF8(File))
-    return File + ": error: the file name is not valid UTF-8, which reports and exported fixes cannot "
-           "name; rename the file";
-  for (const tooling::CompileCommand &C : Cmds)
-    if (!llvm::sys::fs::is_directory(C.Directory))
-      return File + ": error: its compilation database entry names the directory \"" + C.Directory +
-             "\", which does not exist or is not a directory";
-  std::unique_ptr<llvm::MemoryBuffer> Disk;
-  StringRef Text;
-  if (auto It = Overlays.find(File); It != Overlays.end()) {
-    Text = It->second;
-  } else {
-    llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> Buf = readSourceFile(File);
-    if (!Buf)
-      return llvm::toString(Buf.takeError());
-    Disk = std::move(*Buf);
-    Text = Disk->getBuffer();
-  }
-  if (std::optional<StringRef> Enc = encodingProblem(Text))
-    return File + ": error: the file is " + Enc->str() +
-           " encoded; amp-migrate reads UTF-8 (or ASCII) sources only";
-  return "";
-}
-
 /// What the analysis of a file under its compile commands gave.
 struct FileAnalysis {
   std::string Error; ///< the parse failed: the compiler's errors
@@ -216,13 +177,12 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     SharedIncludes = filesSharingIncludes(DB, Opts);
 
   auto RunOne = [&](const std::string &RawFile) {
-    std::string File = absolutePath(RawFile);
+    FileCommands Resolved = resolveFileCommands(DB, RawFile, Opts.Overlays);
+    const std::string &File = Resolved.File;
+    const std::vector<tooling::CompileCommand> &Cmds = Resolved.Commands;
+    std::string &Problem = Resolved.Problem;
     FileOutcome O;
     O.File = File;
-    std::vector<tooling::CompileCommand> Cmds = DB.getCompileCommands(File);
-    if (Cmds.empty())
-      Cmds = DB.getCompileCommands(RawFile);
-    std::string Problem = inputProblem(File, Cmds, Opts.Overlays);
     std::string Key = Cache && Problem.empty() ? Cache->commandKey(Rules, CacheConfig, Cmds, Opts.Overlays) : "";
     if (!Problem.empty()) {
       O.Status = FileOutcome::State::Failed;

@@ -1,6 +1,7 @@
 // Declarations shared by the driver's files (lib/driver): not part of the public API.
 #pragma once
 
+#include "ampmigrate/CompileDatabase.h"
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Finding.h"
 #include "ampmigrate/Preamble.h"
@@ -37,8 +38,6 @@ bool cancelled(const DriverOptions &Opts);
 
 // -- Compile commands (CompileCommands.cpp)
 
-std::string absolutePath(llvm::StringRef P);
-
 /// Where the verification parse finds the runtime's headers (<amp/torch.h>): `-idirafter` pairs.
 std::vector<std::string> runtimeIncludeArgs();
 
@@ -73,8 +72,6 @@ bool parseTU(const clang::tooling::CompilationDatabase &DB, const std::string &F
 bool mayHoldFindings(const clang::tooling::CompileCommand &Cmd, const std::string &File,
                      const std::vector<std::string> &Tokens, const std::map<std::string, std::string> &Overlays);
 
-/// The encoding of a main file's text when it is one clang cannot read (UTF-16, UTF-32).
-std::optional<llvm::StringRef> encodingProblem(llvm::StringRef Text);
 
 // -- The frontend action of one translation unit (FrontendAction.cpp)
 
@@ -152,13 +149,6 @@ void verifyFixes(TUResult &Res, const clang::tooling::CompilationDatabase &DB, c
                  PreambleTU *Fast = nullptr);
 
 // -- Several analyses of one source (Configurations.cpp)
-
-/// A database of one compile command: a parse under that configuration alone.
-std::unique_ptr<clang::tooling::CompilationDatabase> databaseOf(const clang::tooling::CompileCommand &Cmd);
-
-/// How messages name each of a file's compile commands: by the arguments that tell it from the
-/// others ("the compile command #2 with '-DUSE_GRAD'").
-std::vector<std::string> configurationLabels(const std::vector<clang::tooling::CompileCommand> &Cmds);
 
 /// One analysis: a compile command of a file, or a translation unit of the run, named for messages.
 struct Analysis {

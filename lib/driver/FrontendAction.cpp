@@ -2,6 +2,7 @@
 #include "DriverInternal.h"
 #include "ampmigrate/Checks.h"
 #include "ampmigrate/FixApplier.h"
+#include "ampmigrate/HeaderScope.h"
 #include "ampmigrate/StepFinder.h"
 
 #include "clang/AST/ASTConsumer.h"
@@ -19,23 +20,6 @@ using namespace clang;
 namespace ampmigrate {
 namespace driver {
 namespace {
-
-/// Which files of a translation unit the user wants analysed.
-struct ScopeFilter {
-  const SourceManager *SM = nullptr;
-  std::optional<llvm::Regex> HeaderRe;
-  bool inScope(SourceLocation L) const {
-    if (L.isInvalid())
-      return false;
-    L = SM->getExpansionLoc(L);
-    if (SM->isInMainFile(L))
-      return true;
-    if (!HeaderRe || SM->isInSystemHeader(L))
-      return false;
-    auto FE = SM->getFileEntryRefForID(SM->getFileID(L));
-    return FE && HeaderRe->match(FE->getName());
-  }
-};
 
 class InactiveRegions : public PPCallbacks {
 public:
@@ -95,11 +79,7 @@ public:
               std::vector<SourceRange> &Inactive, TUResult &Out,
               const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive)
       : CI(CI), Rules(Rules), Opts(Opts), Inactive(Inactive), Out(Out), PreambleInactive(PreambleInactive),
-        Skipper(Rules) {
-    Filter.SM = &CI.getSourceManager();
-    if (!Opts.HeaderFilter.empty())
-      Filter.HeaderRe.emplace(Opts.HeaderFilter);
-  }
+        Filter(CI.getSourceManager(), Opts.HeaderFilter), Skipper(Rules) {}
 
   /// A function body in a header that names no AMP token (the rules' or a learned class's name)
   /// cannot hold a finding (HeaderBodySkipper).
@@ -140,7 +120,7 @@ public:
       if (Filter.inScope(D->getLocation()) || isa<NamespaceDecl, LinkageSpecDecl>(D))
         Scope.push_back(D);
     Ctx.setTraversalScope(Scope);
-    const ScopeFilter *F = &Filter;
+    const HeaderScope *F = &Filter;
     EngineResult E = runChecks(Ctx, Rules, [F](SourceLocation L) { return F->inScope(L); }, Inactive,
                                Opts.Engine);
     Out.Findings = std::move(E.Findings);
@@ -157,7 +137,7 @@ private:
   std::vector<SourceRange> &Inactive;
   TUResult &Out;
   const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive;
-  ScopeFilter Filter;
+  HeaderScope Filter;
   HeaderBodySkipper Skipper;
   std::vector<Decl *> TopLevel;
 };

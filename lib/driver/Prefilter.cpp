@@ -12,26 +12,6 @@ namespace ampmigrate {
 namespace driver {
 namespace {
 
-/// UTF-16 and UTF-32 text reaches the lexer as NUL-interleaved bytes that mention no AMP name, so
-/// the file would pass silently: name the encoding instead. (Clang reads UTF-8 only.)
-std::optional<StringRef> unsupportedEncoding(StringRef Text) {
-  if (Text.starts_with(StringRef("\xFF\xFE\0\0", 4)) || Text.starts_with(StringRef("\0\0\xFE\xFF", 4)))
-    return StringRef("UTF-32");
-  if (Text.starts_with("\xFF\xFE") || Text.starts_with("\xFE\xFF"))
-    return StringRef("UTF-16");
-  // No byte order mark: ASCII text in UTF-16 has a NUL in every other byte.
-  StringRef Head = Text.take_front(512);
-  if (Head.size() >= 8) {
-    unsigned Even = 0, Odd = 0;
-    for (size_t I = 0; I < Head.size(); ++I)
-      if (Head[I] == '\0')
-        ++(I % 2 ? Odd : Even);
-    if (std::max(Even, Odd) * 8 >= Head.size() * 3 && std::min(Even, Odd) == 0)
-      return StringRef("UTF-16");
-  }
-  return std::nullopt;
-}
-
 /// Quoted and angled includes of a file that resolve inside the project (not system dirs).
 void collectProjectHeaders(const std::string &File, const std::vector<std::string> &IncludeDirs,
                            std::set<std::string> &Seen, std::vector<std::string> &Out, int Depth) {
@@ -126,9 +106,6 @@ bool mayHoldFindings(const tooling::CompileCommand &Cmd, const std::string &File
   }
   return Files.empty(); // unreadable: let the parser say why
 }
-
-/// The encoding of a main file's text when it is one clang cannot read (UTF-16, UTF-32).
-std::optional<StringRef> encodingProblem(StringRef Text) { return unsupportedEncoding(Text); }
 
 } // namespace driver
 } // namespace ampmigrate

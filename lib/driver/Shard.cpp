@@ -14,6 +14,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/YAMLTraits.h"
 #include <map>
+#include <optional>
 #include <set>
 
 namespace json = llvm::json;
@@ -111,7 +112,8 @@ std::map<std::string, std::string> staleFiles(const std::map<std::string, std::v
 bool conflicts(const Replacement &A, const Replacement &B) {
   if (A == B)
     return false;
-  unsigned AE = A.getOffset() + A.getLength(), BE = B.getOffset() + B.getLength();
+  // 64 bits: an offset and a length from a damaged file may add up past 32.
+  uint64_t AE = uint64_t(A.getOffset()) + A.getLength(), BE = uint64_t(B.getOffset()) + B.getLength();
   if (A.getLength() == 0 && B.getLength() == 0)
     return A.getOffset() == B.getOffset();
   if (A.getLength() == 0)
@@ -119,6 +121,22 @@ bool conflicts(const Replacement &A, const Replacement &B) {
   if (B.getLength() == 0)
     return B.getOffset() > A.getOffset() && B.getOffset() < AE;
   return A.getOffset() < BE && B.getOffset() < AE;
+}
+
+/// A pair of conflicting edits among `Edits` (each with the fixes file it came from), sorted by
+/// position, or nothing.
+std::optional<std::pair<size_t, size_t>> firstConflict(const std::vector<std::pair<Replacement, std::string>> &Edits) {
+  for (size_t I = 0; I < Edits.size(); ++I)
+    for (size_t J = I + 1; J < Edits.size() && Edits[J].first.getOffset() <=
+                                                   uint64_t(Edits[I].first.getOffset()) + Edits[I].first.getLength();
+         ++J)
+      if (conflicts(Edits[I].first, Edits[J].first))
+        return std::make_pair(I, J);
+  return std::nullopt;
+}
+
+std::string describe(const Replacement &R) {
+  return "offset " + std::to_string(R.getOffset()) + " (length " + std::to_string(R.getLength()) + ")";
 }
 
 } // namespace
@@ -248,7 +266,8 @@ llvm::Expected<MergeOutcome> mergeExportedFixes(const std::vector<std::string> &
 
 ApplyOutcome applyExportedFixes(const std::vector<std::string> &Inputs) {
   ApplyOutcome Out;
-  std::map<std::string, clang::tooling::Replacements> ByFile; // by file identity
+  // By file identity: its distinct edits, each with the fixes file that proposes it first.
+  std::map<std::string, std::vector<std::pair<Replacement, std::string>>> Edits;
   std::map<std::string, std::vector<RecordedDigest>> Recorded;
   for (const std::string &In : Inputs) {
     auto Buf = llvm::MemoryBuffer::getFile(In);
@@ -269,15 +288,34 @@ ApplyOutcome applyExportedFixes(const std::vector<std::string> &Inputs) {
       for (const auto &[File, Reps] : D.Message.Fix) {
         std::string Id = fileIdentity(File, D.BuildDirectory);
         for (const Replacement &R : Reps) {
+          if (R.getLength() == 0 && R.getReplacementText().empty())
+            continue; // an empty insertion edits nothing
           Replacement Mine(Id, R.getOffset(), R.getLength(), R.getReplacementText());
-          if (llvm::is_contained(ByFile[Id], Mine))
-            continue; // the same edit from two files: once
-          if (llvm::Error E = ByFile[Id].add(Mine)) {
-            Out.Errors.push_back(In + ": error: conflicting edits of " + Id + ": " + llvm::toString(std::move(E)));
-            ByFile[Id] = clang::tooling::Replacements(); // the file is left alone
-            Recorded[Id].push_back({In, "different"});
-          }
+          auto &List = Edits[Id];
+          if (llvm::none_of(List, [&](const auto &E) { return E.first == Mine; }))
+            List.push_back({Mine, In}); // the same edit from two files: once
         }
+      }
+  }
+  // Conflicting edits leave their file alone, by the merge's rule (overlapping ranges, two
+  // insertions at one offset): clang's Replacements would merge overlapping deletions into one
+  // that neither fix proposed.
+  std::map<std::string, clang::tooling::Replacements> ByFile;
+  for (auto &[Id, List] : Edits) {
+    llvm::sort(List, [](const auto &A, const auto &B) { return A.first < B.first; });
+    if (auto C = firstConflict(List)) {
+      const auto &[A, AIn] = List[C->first];
+      const auto &[B, BIn] = List[C->second];
+      Out.Errors.push_back(BIn + ": error: conflicting edits of " + Id + ": the edit at " + describe(B) + " and the edit at " +
+                           describe(A) + (AIn == BIn ? std::string() : " (" + AIn + ")") +
+                           " overlap; not rewritten");
+      continue;
+    }
+    for (const auto &[R, In] : List)
+      if (llvm::Error E = ByFile[Id].add(R)) {
+        Out.Errors.push_back(In + ": error: conflicting edits of " + Id + ": " + llvm::toString(std::move(E)));
+        ByFile.erase(Id);
+        break;
       }
   }
   std::map<std::string, std::string> Stale = staleFiles(Recorded);

@@ -243,6 +243,66 @@ private:
         return;
       }
     }
+    checkPortUnscales(RD);
+  }
+
+  /// A port replaced by amp::GradScaler must do what it does: its unscale_() and step() (with
+  /// what they call in the class) read or write the gradients. One that never touches a grad
+  /// (`p = p * inv` on a copy of the parameter) trains with scaled grads, and the replacement
+  /// would change what the program computes.
+  void checkPortUnscales(const CXXRecordDecl *RD) {
+    const ScalerCall *First = nullptr;
+    for (const auto *List : {&T.Unscales, &T.Steps})
+      for (const ScalerCall *C : *List) {
+        const CXXMethodDecl *MD = C->Call->getMethodDecl();
+        const FunctionDecl *Def = nullptr;
+        if (!MD || !MD->hasBody(Def))
+          return; // a method defined elsewhere: not judged here
+        if (portTouchesGrads(MD, RD, 0))
+          return;
+        First = First ? First : C;
+      }
+    if (!First)
+      return;
+    Out.push_back({First->Call->getBeginLoc(),
+                   "the scaler class `" + RD->getNameAsString() + "`'s " +
+                       First->Call->getMethodDecl()->getNameAsString() +
+                       "() never reads or writes a gradient (.grad(), mutable_grad()): it does "
+                       "not unscale the grads as amp::GradScaler, which would replace it, does; "
+                       "the rewrite would change what the step computes: migrate this step by hand"});
+  }
+
+  /// Whether `MD` (or a method of `Port` it calls, two levels deep) calls a function whose name
+  /// says it works on gradients (`grad`, `mutable_grad`, `..._unscale_`) or names a `grad` member.
+  bool portTouchesGrads(const CXXMethodDecl *MD, const CXXRecordDecl *Port, int Depth) const {
+    const FunctionDecl *Def = nullptr;
+    if (!MD->hasBody(Def) || !Def->getBody())
+      return false;
+    struct Grads : AnalysedBodyVisitor {
+      const MeaningCheck &M;
+      const CXXRecordDecl *Port;
+      int Depth;
+      bool Found = false;
+      Grads(const MeaningCheck &M, const CXXRecordDecl *Port, int Depth) : M(M), Port(Port), Depth(Depth) {}
+      static bool gradName(const NamedDecl *D) {
+        return D && D->getIdentifier() && (D->getName().contains("grad") || D->getName().contains("unscale"));
+      }
+      bool visitStmt(Stmt *S) override {
+        if (const auto *CE = dyn_cast<CallExpr>(S))
+          if (const FunctionDecl *F = CE->getDirectCallee()) {
+            const auto *Method = dyn_cast<CXXMethodDecl>(F);
+            if (Method && Method->getParent()->getCanonicalDecl() == Port->getCanonicalDecl())
+              Found = Depth < 2 && M.portTouchesGrads(Method, Port, Depth + 1);
+            else
+              Found = gradName(F);
+          }
+        if (const auto *ME = dyn_cast<MemberExpr>(S); ME && !Found)
+          Found = gradName(ME->getMemberDecl()) && !isa<CXXMethodDecl>(ME->getMemberDecl());
+        return !Found;
+      }
+    } G(*this, Port, Depth);
+    G.walk(Def->getBody());
+    return G.Found;
   }
 
   /// The first statement of `MD` (or of a method of `Port` it calls, two levels deep) that does

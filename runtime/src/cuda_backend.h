@@ -3,17 +3,15 @@
 #pragma once
 
 #include "backend.h"
+#include "op_table.h"
 
 #include <cstdint>
 
 namespace amp::detail {
 
-struct UnscaleAndCheck;
-struct SumOfSquares;
-struct ClipByNorm;
-struct CastCopy;
-struct SgdStep;
-struct AdamStep;
+#define AMP_DECLARE_FUNCTOR(Functor, entry) struct Functor;
+AMP_LIST_OPS(AMP_DECLARE_FUNCTOR)
+#undef AMP_DECLARE_FUNCTOR
 
 /// Raised whenever the table's layout or the meaning of an entry changes: a core never uses a
 /// backend built against another layout (a mismatched pair of installed libraries).
@@ -21,12 +19,10 @@ constexpr std::uint32_t kCudaBackendAbi = 1;
 
 struct CudaBackend {
   std::uint32_t abi = kCudaBackendAbi;
-  void (*unscale_and_check)(const UnscaleAndCheck &, const ApplyArgs &) = nullptr;
-  void (*sum_of_squares)(const SumOfSquares &, const ApplyArgs &) = nullptr;
-  void (*clip_by_norm)(const ClipByNorm &, const ApplyArgs &) = nullptr;
-  void (*cast_copy)(const CastCopy &, const ApplyArgs &) = nullptr;
-  void (*sgd_step)(const SgdStep &, const ApplyArgs &) = nullptr;
-  void (*adam_step)(const AdamStep &, const ApplyArgs &) = nullptr;
+  // One multi-tensor apply per list operation (op_table.h), in the table's order.
+#define AMP_BACKEND_ENTRY(Functor, entry) void (*entry)(const Functor &, const ApplyArgs &) = nullptr;
+  AMP_LIST_OPS(AMP_BACKEND_ENTRY)
+#undef AMP_BACKEND_ENTRY
   void (*clip_coefficient)(const float *norm, float clip_norm, ClipRule rule, float *coef_out,
                            const ExecContext &ctx) = nullptr;
   void (*update_scale)(float *scale, std::int32_t *growth_tracker, const float *found_inf,
@@ -47,24 +43,10 @@ const CudaBackend *try_cuda_backend(std::string *why);
 const CudaBackend &cuda_backend(const char *op);
 
 // One overload per functor, so that the front end's generic dispatch stays one call.
-inline void cuda_apply(const UnscaleAndCheck &fn, const ApplyArgs &a) {
-  cuda_backend(a.op).unscale_and_check(fn, a);
-}
-inline void cuda_apply(const SumOfSquares &fn, const ApplyArgs &a) {
-  cuda_backend(a.op).sum_of_squares(fn, a);
-}
-inline void cuda_apply(const ClipByNorm &fn, const ApplyArgs &a) {
-  cuda_backend(a.op).clip_by_norm(fn, a);
-}
-inline void cuda_apply(const CastCopy &fn, const ApplyArgs &a) {
-  cuda_backend(a.op).cast_copy(fn, a);
-}
-inline void cuda_apply(const SgdStep &fn, const ApplyArgs &a) {
-  cuda_backend(a.op).sgd_step(fn, a);
-}
-inline void cuda_apply(const AdamStep &fn, const ApplyArgs &a) {
-  cuda_backend(a.op).adam_step(fn, a);
-}
+#define AMP_CUDA_APPLY(Functor, entry)                                                             \
+  inline void cuda_apply(const Functor &fn, const ApplyArgs &a) { cuda_backend(a.op).entry(fn, a); }
+AMP_LIST_OPS(AMP_CUDA_APPLY)
+#undef AMP_CUDA_APPLY
 
 } // namespace amp::detail
 

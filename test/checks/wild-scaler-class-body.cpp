@@ -10,7 +10,7 @@ public:
   torch::Tensor scale(const torch::Tensor &loss) const { return loss * scale_; }
   void unscale_(torch::optim::Optimizer &optimizer) {
     for (auto &p : optimizer.parameters())
-      p = p * (1.0 / scale_);
+      p.mutable_grad().mul_(1.0 / scale_);
   }
   void step(torch::optim::Optimizer &optimizer) {
     unscale_(optimizer);

@@ -30,6 +30,7 @@ config.substitutions.insert(0, ("%check_amp_real", "%s %s %s -" % (config.python
 # PyPI's libtorch 2.x headers (the 2.4+ API), for the tests that need them (REQUIRES: libtorch2).
 if getattr(config, "torch2_include", ""):
     config.available_features.add("libtorch2")
+    config.substitutions.append(("%torch2_include", config.torch2_include))
     config.substitutions.append(("%torch2_flags", "-isystem %s -isystem %s" % (
         config.torch2_include, os.path.join(config.torch2_include, "torch", "csrc", "api", "include"))))
 if hasattr(os, "geteuid") and os.geteuid() == 0:

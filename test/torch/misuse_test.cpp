@@ -6,14 +6,17 @@
 #include <amp/torch.h>
 #include <torch/torch.h>
 
+#include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -274,6 +277,104 @@ TEST(Scaler, DamagedCheckpointsAreAmpErrors) {
     bytes[i] = static_cast<char>(bytes[i] ^ (i % 12 == 0 ? 0xff : 0x01));
     check(bytes, "byte " + std::to_string(i) + " changed");
   }
+}
+
+/// A checkpoint as torch.save writes one (records stored, checksums right) around `pickle`.
+std::vector<char> checkpoint_with_pickle(const std::string &pickle) {
+  std::vector<char> bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&bytes](const void *p, std::size_t n) {
+    bytes.insert(bytes.end(), static_cast<const char *>(p), static_cast<const char *>(p) + n);
+    return n;
+  });
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  writer.writeRecord("byteorder", "little", 6);
+  writer.writeEndOfFile();
+  return bytes;
+}
+
+std::string le32(std::uint32_t v) {
+  std::string s;
+  for (int i = 0; i < 4; ++i)
+    s += static_cast<char>((v >> (8 * i)) & 0xffu);
+  return s;
+}
+
+long peak_rss_kib() {
+  struct rusage u {};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+/// fuzz-scaler_state's finding: a 1.4 KB checkpoint whose pickle says a key is 3.75 GiB long made
+/// libtorch's unpickler zero-fill a string that long before it failed. The pickle's lengths, memo
+/// indices and stack are now checked against its bytes first (checkpoint_check.cpp).
+TEST(Scaler, CorruptedPickleLengthsAreRefusedBeforeAllocating) {
+  // data.pkl of a real checkpoint: the first record; its size from the zip directory (the local
+  // header leaves it to a data descriptor), its data after the local header's name and extra field.
+  const std::vector<char> good = amp::scaler_state_bytes(amp::GradScaler(amp::GradScalerOptions().init_scale(8.0)));
+  auto u16 = [&](std::size_t at) { return std::size_t(std::uint8_t(good[at])) | std::size_t(std::uint8_t(good[at + 1])) << 8; };
+  std::size_t central = 0;
+  while (central + 46 < good.size() && std::string(good.data() + central, 4) != "PK\x01\x02")
+    ++central;
+  ASSERT_LT(central + 46, good.size());
+  const std::size_t size = u16(central + 24) | u16(central + 26) << 16, start = 30 + u16(26) + u16(28);
+  const std::string pickle(good.data() + start, size);
+  ASSERT_EQ(pickle.substr(0, 5), std::string("\x80\x02}(X")); // the first key's BINUNICODE
+  std::string damaged = pickle;
+  damaged.replace(5, 4, le32(0xF0000000u));
+
+  amp::GradScaler s;
+  const long before = peak_rss_kib();
+  EXPECT_EQ(amp_error_of([&] { amp::load_scaler_state_bytes(s, checkpoint_with_pickle(damaged), "damaged.pt"); }),
+            "amp::load_scaler_state: damaged.pt: data.pkl: BINUNICODE says 4026531840 bytes, but " +
+                std::to_string(size - 9) + " remain at offset 4; not a scaler state written by torch.save");
+  EXPECT_LT(peak_rss_kib() - before, 256 * 1024) << "KiB more at the peak";
+  EXPECT_EQ(s.get_scale(), 65536.0);
+  amp::load_scaler_state_bytes(s, checkpoint_with_pickle(pickle), "good.pt");
+  EXPECT_EQ(s.get_scale(), 8.0);
+}
+
+/// The input fuzz-scaler_state found (1,418 bytes, a key's BINUNICODE length 0xFF000001 and a zip
+/// extra field Python's zipfile calls corrupt): libtorch's unpickler reserved a 4 GiB string for it.
+TEST(Scaler, FuzzFoundCheckpointIsRefusedBeforeAllocating) {
+  std::ifstream in(std::string(AMP_TORCH_TEST_DATA) + "/damaged_binunicode_length.pt", std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.size(), 1418u);
+  amp::GradScaler s;
+  const long before = peak_rss_kib();
+  const std::string msg = amp_error_of([&] { amp::load_scaler_state_bytes(s, bytes, "found.pt"); });
+  EXPECT_TRUE(contains(msg, "amp::load_scaler_state: found.pt: data.pkl: BINUNICODE says ")) << msg;
+  EXPECT_LT(peak_rss_kib() - before, 256 * 1024) << "KiB more at the peak";
+}
+
+/// The other sizes libtorch believes: a memo index (it reserves twice the index), an odd number
+/// of dict items (it reads one past its stack), a record's size in the zip directory.
+TEST(Scaler, CheckpointSizesAndIndicesAreCheckedFirst) {
+  amp::GradScaler s;
+  const std::string put_far = std::string("\x80\x02}r") + le32(0xFFFFFFF0u) + "(X" + le32(5) + "scaleK" + "\x01u.";
+  EXPECT_EQ(amp_error_of([&] { amp::load_scaler_state_bytes(s, checkpoint_with_pickle(put_far), "a.pt"); }),
+            "amp::load_scaler_state: a.pt: data.pkl: LONG_BINPUT of memo index 4294967280, not the next one (0) at "
+            "offset 3; not a scaler state written by torch.save");
+  const std::string odd = std::string("\x80\x02}(X") + le32(5) + "scaleu.";
+  EXPECT_EQ(amp_error_of([&] { amp::load_scaler_state_bytes(s, checkpoint_with_pickle(odd), "b.pt"); }),
+            "amp::load_scaler_state: b.pt: data.pkl: SETITEMS with an odd number (1) of keys and values at offset "
+            "14; not a scaler state written by torch.save");
+  // data.pkl's size in the central directory raised to 2 GiB (its local header left alone).
+  std::vector<char> big = amp::scaler_state_bytes(amp::GradScaler());
+  std::size_t central = 0;
+  for (std::size_t i = 0; i + 46 < big.size(); ++i)
+    if (std::string(big.data() + i, 4) == "PK\x01\x02") {
+      central = i;
+      break;
+    }
+  ASSERT_NE(central, 0u);
+  for (int i = 0; i < 3; ++i)
+    big[central + 24 + std::size_t(i)] = 0;
+  big[central + 24 + 3] = 0x7f;
+  EXPECT_TRUE(contains(amp_error_of([&] { amp::load_scaler_state_bytes(s, big, "c.pt"); }),
+                       "amp::load_scaler_state: c.pt: record 'archive/data.pkl' claims 2130706432"))
+      << amp_error_of([&] { amp::load_scaler_state_bytes(s, big, "c.pt"); });
+  EXPECT_EQ(s.get_scale(), 65536.0); // nothing loaded
 }
 
 } // namespace

@@ -14,6 +14,7 @@
 #include "ampmigrate/Config.h"
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Engine.h"
+#include "ampmigrate/HeaderScope.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/Rules.h"
 
@@ -264,24 +265,15 @@ private:
       return {};
     }
 
-    // In scope: what amp-migrate analyses for the same file — the main file, and headers that
-    // clang-tidy's HeaderFilterRegex selects (never system headers).
+    // In scope: what amp-migrate analyses for the same file: the main file, and headers that
+    // clang-tidy's HeaderFilterRegex selects (matched as clang-tidy matches it: the name as
+    // opened), never system headers nor libtorch's own.
     const SourceManager &SM = Ctx.getSourceManager();
-    std::shared_ptr<llvm::Regex> HeaderRe;
     const tidy::ClangTidyOptions &TO = Context->getOptions();
-    if (TO.HeaderFilterRegex && !TO.HeaderFilterRegex->empty())
-      HeaderRe = std::make_shared<llvm::Regex>(*TO.HeaderFilterRegex);
-    auto InScope = [&SM, HeaderRe](SourceLocation L) {
-      if (L.isInvalid())
-        return false;
-      L = SM.getExpansionLoc(L);
-      if (SM.isInMainFile(L))
-        return true;
-      if (!HeaderRe || SM.isInSystemHeader(L))
-        return false;
-      auto FE = SM.getFileEntryRefForID(SM.getFileID(L));
-      return FE && HeaderRe->match(FE->getName());
-    };
+    auto Scope = std::make_shared<HeaderScope>(SM,
+                                               TO.HeaderFilterRegex ? *TO.HeaderFilterRegex : std::string(),
+                                               HeaderScope::Name::AsOpened);
+    auto InScope = [Scope](SourceLocation L) { return Scope->inScope(L); };
     EngineResult R = runChecks(Ctx, *Rules, InScope, Inactive, EO);
     // clang-tidy applies NOLINT to the diagnostics itself, by the same rules; the fixes must go to
     // findings that survive it (test/tidy/nolint.test). clang-tidy applies each diagnostic's

@@ -12,10 +12,12 @@
 // count or schedule.
 #include "../backend.h"
 #include "../functors.h"
+#include "../op_table.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <utility>
 
 #if defined(_OPENMP)
@@ -317,12 +319,15 @@ template <class Fn> void apply(const Fn &fn_in, const ApplyArgs &args) {
   }
 }
 
-template void apply(const UnscaleAndCheck &, const ApplyArgs &);
-template void apply(const SumOfSquares &, const ApplyArgs &);
-template void apply(const ClipByNorm &, const ApplyArgs &);
-template void apply(const CastCopy &, const ApplyArgs &);
-template void apply(const SgdStep &, const ApplyArgs &);
-template void apply(const AdamStep &, const ApplyArgs &);
+// Every list operation of op_table.h.
+#define AMP_INSTANTIATE_APPLY(Functor, entry) template void apply(const Functor &, const ApplyArgs &);
+AMP_LIST_OPS(AMP_INSTANTIATE_APPLY)
+#undef AMP_INSTANTIATE_APPLY
+#define AMP_CHECK_LISTS(Functor, entry)                                                            \
+  static_assert(Functor::kLists >= 1 && Functor::kLists <= int(std::tuple_size_v<decltype(ApplyArgs::lists)>), \
+                #Functor " walks more lists than ApplyArgs holds");
+AMP_LIST_OPS(AMP_CHECK_LISTS)
+#undef AMP_CHECK_LISTS
 
 void clip_coefficient(const float *norm, float clip_norm, ClipRule rule, float *coef_out) {
   *coef_out = clip_coefficient_of(*norm, clip_norm, rule == ClipRule::PyTorch);

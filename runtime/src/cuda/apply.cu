@@ -19,6 +19,7 @@
 // floor of a launch is that total / the device's copy bandwidth (H200: ~4.3 TB/s).
 #include "../backend.h"
 #include "../functors.h"
+#include "../op_table.h"
 #include "../launch_plan.h"
 #include "scratch.h"
 
@@ -328,12 +329,10 @@ template <class Fn> void apply(const Fn &fn, const ApplyArgs &args) {
   }
 }
 
-template void apply(const UnscaleAndCheck &, const ApplyArgs &);
-template void apply(const SumOfSquares &, const ApplyArgs &);
-template void apply(const ClipByNorm &, const ApplyArgs &);
-template void apply(const CastCopy &, const ApplyArgs &);
-template void apply(const SgdStep &, const ApplyArgs &);
-template void apply(const AdamStep &, const ApplyArgs &);
+// Every list operation of op_table.h.
+#define AMP_INSTANTIATE_APPLY(Functor, entry) template void apply(const Functor &, const ApplyArgs &);
+AMP_LIST_OPS(AMP_INSTANTIATE_APPLY)
+#undef AMP_INSTANTIATE_APPLY
 
 void clip_coefficient(const float *norm, float clip_norm, ClipRule rule, float *coef_out,
                       const ExecContext &ctx) {

@@ -8,12 +8,9 @@ extern "C" const amp::detail::CudaBackend *amp_cuda_backend_v1() {
   using namespace amp::detail;
   static const CudaBackend table = [] {
     CudaBackend t;
-    t.unscale_and_check = &cuda::apply<UnscaleAndCheck>;
-    t.sum_of_squares = &cuda::apply<SumOfSquares>;
-    t.clip_by_norm = &cuda::apply<ClipByNorm>;
-    t.cast_copy = &cuda::apply<CastCopy>;
-    t.sgd_step = &cuda::apply<SgdStep>;
-    t.adam_step = &cuda::apply<AdamStep>;
+#define AMP_BACKEND_FILL(Functor, entry) t.entry = &cuda::apply<Functor>;
+    AMP_LIST_OPS(AMP_BACKEND_FILL)
+#undef AMP_BACKEND_FILL
     t.clip_coefficient = &cuda::clip_coefficient;
     t.update_scale = &cuda::update_scale;
     t.inverse_scale = &cuda::inverse_scale;

@@ -2,6 +2,8 @@
 // written and read here; files are read only when they are regular and small (docs/reliability.md).
 #include <amp/torch.h>
 
+#include "checkpoint_check.h"
+
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -89,7 +91,7 @@ torch::IValue unpickle_archive(const std::vector<char> &bytes) {
 }
 
 /// torch.save of GradScaler.state_dict() writes about 1.4 KiB; anything past this is not one.
-constexpr std::size_t kMaxCheckpointBytes = std::size_t{1} << 20;
+using detail::kMaxCheckpointBytes;
 
 const char *kind_of(mode_t mode) {
   if (S_ISDIR(mode))
@@ -179,6 +181,9 @@ std::vector<char> scaler_state_bytes(const GradScaler &scaler) {
 
 void load_scaler_state_bytes(GradScaler &scaler, const std::vector<char> &bytes,
                              const std::string &source) {
+  // Every size in the archive and its pickle held against the bytes first: libtorch allocates
+  // what they claim before it finds out that the data is not there.
+  detail::check_checkpoint_archive(bytes, source);
   torch::IValue loaded;
   try {
     loaded = unpickle_archive(bytes);

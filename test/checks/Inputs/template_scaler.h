@@ -51,7 +51,11 @@ class TypedScaler {
 public:
   template <typename T> T scale(T const &outputs) { return outputs * 2.0; }
   std::vector<at::Tensor> scale(const std::vector<at::Tensor> &outputs) { return outputs; }
-  void unscale_(torch::optim::Optimizer &optimizer) {}
+  void unscale_(torch::optim::Optimizer &optimizer) {
+    for (auto &p : optimizer.parameters())
+      if (p.grad().defined())
+        p.mutable_grad().div_(2.0);
+  }
   void step(torch::optim::Optimizer &optimizer) { optimizer.step(); }
   void update() {}
 };
