@@ -220,8 +220,10 @@ std::set<std::string> filesSharingIncludes(const tooling::CompilationDatabase &D
 
 bool preamblePathEnabled(const DriverOptions &Opts) {
   // The whole-parse path, kept for the comparison test and as a way out.
+  // Opt-in for now: test/driver/preamble-equivalence.test shows one divergence (a TU whose
+  // unguarded header is included twice parses without errors on this path).
   const char *Env = std::getenv("AMP_MIGRATE_PREAMBLE");
-  if (Env && StringRef(Env) == "off")
+  if (!Env || StringRef(Env) != "on")
     return false;
   // With --header-filter, a header's declarations must be visited as a whole parse reads them
   // (a preamble's are never handed to the consumer); the language server has its own parser.
