@@ -1,7 +1,6 @@
 // The compilation database and the resolution of one file's entries, before any parse: no clang
 // AST here, so the sanitizer build fuzzes it (test/fuzz/fuzz_compile_db.cpp).
 #include "ampmigrate/CompileDatabase.h"
-#include "ampmigrate/Driver.h"
 #include "ampmigrate/InputFiles.h"
 
 #include "llvm/ADT/STLExtras.h"

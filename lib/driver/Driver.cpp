@@ -15,6 +15,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <set>
 
 using namespace clang;
 namespace ampmigrate {
@@ -51,17 +52,43 @@ struct FileAnalysis {
 
 /// Parses and analyses `File` under `Cmds` (one compile command, or the language server's), then
 /// parses it in full if it is going to be rewritten and skipped bodies, and verifies its fixes.
+/// `Try`: through a precompiled preamble where it can (PreambleTU), `Deps` recording its reads.
 FileAnalysis analyseCommand(const tooling::CompilationDatabase &DB, const std::vector<tooling::CompileCommand> &Cmds,
                             const std::string &File, const RuleSet &Rules, const DriverOptions &Opts,
-                            const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS) {
+                            const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS, DependencyLog *Deps,
+                            bool Try) {
   FileAnalysis Out;
   TUResult &Res = Out.Result;
-  AmpActionFactory Factory(Rules, Opts, Res);
+  std::unique_ptr<PreambleTU> Fast =
+      Try && preamblePathEnabled(Opts) ? PreambleTU::open(Cmds.front(), File, Rules, Opts, FS, Deps) : nullptr;
+  if (Fast) {
+    AmpActionFactory Factory(Rules, Opts, Res);
+    ErrorCollector Errors;
+    bool Parsed = Fast->analyse(Factory, Errors);
+    Res.SkippedBodies += Fast->skippedBodies();
+    // A parse with errors, or fixes that edit a header: the whole-parse path decides, as before
+    // (its errors, and its verification of edited headers).
+    bool Headers = llvm::any_of(Res.Fixes, [&](const StepFix &F) {
+      return llvm::any_of(F.Edits, [&](const tooling::Replacement &R) { return absolutePath(R.getFilePath()) != File; });
+    });
+    if (!Parsed || Headers)
+      return analyseCommand(DB, Cmds, File, Rules, Opts, FS, Deps, /*Try=*/false);
+  } else {
+    AmpActionFactory Factory(Rules, Opts, Res);
+    ErrorCollector Errors;
+    bool Parsed = Opts.Parser ? Opts.Parser(Cmds, File, Factory, Errors)
+                              : parseTU(DB, File, Opts.Overlays, {}, Factory, Errors, FS);
+    Errors.OS.flush();
+    Parsed = Parsed && Errors.getNumErrors() == 0;
+    if (!Parsed) {
+      Out.Error = Errors.Text.empty() ? File + ": error: the file could not be parsed" : Errors.Text;
+      while (!Out.Error.empty() && Out.Error.back() == '\n')
+        Out.Error.pop_back();
+      return Out;
+    }
+  }
+  bool Parsed = true;
   ErrorCollector Errors;
-  bool Parsed = Opts.Parser ? Opts.Parser(Cmds, File, Factory, Errors)
-                            : parseTU(DB, File, Opts.Overlays, {}, Factory, Errors, FS);
-  Errors.OS.flush();
-  Parsed = Parsed && Errors.getNumErrors() == 0;
   Out.BodiesUnchecked = Res.SkippedBodies > 0 && Res.hasFixes() && !Opts.VerifyBeforeFix;
   // Errors in header bodies the fast path skipped are invisible to it; a TU that is going to
   // be rewritten is parsed again in full first (a file that does not compile is never fixed).
@@ -80,7 +107,7 @@ FileAnalysis analyseCommand(const tooling::CompilationDatabase &DB, const std::v
     return Out;
   }
   if (Opts.VerifyFixes && !Opts.Unfinished)
-    verifyFixes(Res, DB, File, Opts, FS);
+    verifyFixes(Res, DB, File, Opts, FS, Fast.get());
   return Out;
 }
 
@@ -89,15 +116,20 @@ FileAnalysis analyseCommand(const tooling::CompilationDatabase &DB, const std::v
 /// The language server's parser takes the commands together, as before.
 FileAnalysis analyseFile(const tooling::CompilationDatabase &DB, const std::vector<tooling::CompileCommand> &Cmds,
                          const std::string &File, const RuleSet &Rules, const DriverOptions &Opts,
-                         const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS) {
+                         const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS, DependencyLog *Deps,
+                         bool SharesIncludes) {
+  // A preamble costs more than the whole parse it replaces (the includes are parsed, then
+  // written as a PCH); it pays where the fixes are verified (the includes are not parsed a second
+  // time) or where other TUs of the run reuse it.
+  bool Try = (Opts.VerifyFixes && !Opts.Unfinished) || SharesIncludes;
   if (Opts.Parser || Cmds.size() == 1)
-    return analyseCommand(DB, Cmds, File, Rules, Opts, FS);
+    return analyseCommand(DB, Cmds, File, Rules, Opts, FS, Deps, Try);
   FileAnalysis Out;
   std::vector<std::string> Labels = configurationLabels(Cmds);
   std::vector<Analysis> Parts;
   for (size_t I = 0; I < Cmds.size(); ++I) {
     std::unique_ptr<tooling::CompilationDatabase> One = databaseOf(Cmds[I]);
-    FileAnalysis A = analyseCommand(*One, {Cmds[I]}, File, Rules, Opts, FS);
+    FileAnalysis A = analyseCommand(*One, {Cmds[I]}, File, Rules, Opts, FS, Deps, Try);
     if (!A.Error.empty()) {
       Out.Error = A.Error + "\n" + File + ": note: under " + Labels[I];
       return Out;
@@ -139,6 +171,11 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     CacheConfig = cacheConfiguration(Opts);
   }
 
+  // The files whose leading includes (under the same flags) another file of the run starts with.
+  std::set<std::string> SharedIncludes;
+  if (Opts.Files.size() > 1 && preamblePathEnabled(Opts))
+    SharedIncludes = filesSharingIncludes(DB, Opts);
+
   auto RunOne = [&](const std::string &RawFile) {
     FileCommands Resolved = resolveFileCommands(DB, RawFile, Opts.Overlays);
     const std::string &File = Resolved.File;
@@ -175,7 +212,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
           Cache ? makeRecordingFileSystem(Deps)
                 : llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem>(
                       llvm::vfs::createPhysicalFileSystem().release());
-      FileAnalysis A = analyseFile(DB, Cmds, File, Rules, Opts, FS);
+      FileAnalysis A = analyseFile(DB, Cmds, File, Rules, Opts, FS, Cache ? &Deps : nullptr, SharedIncludes.count(File));
       if (!A.Error.empty()) {
         O.Status = FileOutcome::State::Failed;
         O.Error = std::move(A.Error);

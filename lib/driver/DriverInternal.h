@@ -4,6 +4,8 @@
 #include "ampmigrate/CompileDatabase.h"
 #include "ampmigrate/Driver.h"
 #include "ampmigrate/Finding.h"
+#include "ampmigrate/Preamble.h"
+#include "ampmigrate/ResultCache.h"
 #include "ampmigrate/Rules.h"
 
 #include "clang/Frontend/TextDiagnosticPrinter.h"
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,19 +80,73 @@ public:
   AmpActionFactory(const RuleSet &Rules, const DriverOptions &Opts, TUResult &Out)
       : Rules(Rules), Opts(Opts), Out(Out) {}
   std::unique_ptr<clang::FrontendAction> create() override;
+  /// The inactive `#if` regions of the main file's include block, as a preamble's build saw them
+  /// (offsets): a parse that reuses the preamble does not see them itself.
+  void setPreambleInactive(const std::vector<std::pair<unsigned, unsigned>> *Offsets) { PreambleInactive = Offsets; }
 
 private:
   const RuleSet &Rules;
   const DriverOptions &Opts;
   TUResult &Out;
+  const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive = nullptr;
+};
+
+// -- Parses against a precompiled preamble (PreambleTU.cpp, Preamble.cpp)
+
+/// Whether the command line's parses go through PreambleTU: not with AMP_MIGRATE_PREAMBLE=off
+/// (the whole-parse path, which the comparison test runs), nor with --header-filter (headers'
+/// declarations are visited only in a whole parse), nor for the language server.
+bool preamblePathEnabled(const DriverOptions &Opts);
+
+/// The files of the run (absolute) whose leading include block another file of the run starts
+/// with, under the same compile command but for the file's name: a preamble of theirs is shared.
+std::set<std::string> filesSharingIncludes(const clang::tooling::CompilationDatabase &DB, const DriverOptions &Opts);
+
+/// One translation unit's analysis and fix verification against one precompiled preamble of its
+/// leading includes (shared with the TUs of the run that start with the same includes under the
+/// same flags: PreambleStore): the includes are parsed once, and the verification re-parses only
+/// the main file with the edits applied.
+class PreambleTU {
+public:
+  /// None when there is no include block, or its preamble cannot be built without errors: the
+  /// whole-parse path then.
+  static std::unique_ptr<PreambleTU> open(const clang::tooling::CompileCommand &Cmd, const std::string &File,
+                                          const RuleSet &Rules, const DriverOptions &Opts,
+                                          llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS, DependencyLog *Deps);
+  /// The analysis parse (its header bodies skipped while precompiling: skippedBodies()).
+  bool analyse(AmpActionFactory &Action, ErrorCollector &Errors);
+  unsigned skippedBodies() const;
+  /// The main file to verify for these edits of it, with an inserted `#include` of the include
+  /// block moved to the block's end (nothing but comments lie between); none when the edits
+  /// change the include block otherwise (the whole-parse verification then).
+  std::optional<std::string> verificationText(const clang::tooling::Replacements &MainEdits) const;
+  /// Parses `MainText` (verificationText) as the verification does, against the preamble.
+  bool verify(const std::string &MainText, clang::tooling::FrontendActionFactory &Action, ErrorCollector &Errors);
+  const std::string &file() const { return File; }
+
+private:
+  PreambleTU() = default;
+  bool parse(const std::string &MainText, const std::vector<std::string> &ExtraArgs,
+             clang::tooling::FrontendActionFactory &Action, ErrorCollector &Errors);
+  clang::tooling::CompileCommand Cmd;
+  std::vector<std::string> Args;
+  std::string File, Text;
+  std::map<std::string, std::string> Overlays;
+  llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS;
+  clang::LangOptions LangOpts;
+  clang::PreambleBounds Bounds{0, false};
+  std::shared_ptr<const BuiltPreamble> Pre;
 };
 
 // -- Fix verification (VerifyFixes.cpp)
 
 /// Keeps the fixes whose rewritten translation unit compiles: all together when they do, else
 /// each step alone, and then the survivors together once more.
+/// `Fast`: the TU's parses against its preamble (the main file alone re-parsed where the edits
+/// allow it: PreambleTU::verificationText).
 void verifyFixes(TUResult &Res, const clang::tooling::CompilationDatabase &DB, const std::string &File,
-                 const DriverOptions &Opts, const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS);
+                 const DriverOptions &Opts, const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS,
+                 PreambleTU *Fast = nullptr);
 
 // -- Several analyses of one source (Configurations.cpp)
 

@@ -76,8 +76,9 @@ void anchorToParsedFiles(CompilerInstance &CI, TUResult &Out) {
 class AmpConsumer : public ASTConsumer {
 public:
   AmpConsumer(CompilerInstance &CI, const RuleSet &Rules, const DriverOptions &Opts,
-              std::vector<SourceRange> &Inactive, TUResult &Out)
-      : CI(CI), Rules(Rules), Opts(Opts), Inactive(Inactive), Out(Out),
+              std::vector<SourceRange> &Inactive, TUResult &Out,
+              const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive)
+      : CI(CI), Rules(Rules), Opts(Opts), Inactive(Inactive), Out(Out), PreambleInactive(PreambleInactive),
         Filter(CI.getSourceManager(), Opts.HeaderFilter), Skipper(Rules) {}
 
   /// A function body in a header that names no AMP token (the rules' or a learned class's name)
@@ -103,6 +104,14 @@ public:
   void HandleTranslationUnit(ASTContext &Ctx) override {
     if (CI.getDiagnostics().hasErrorOccurred() || cancelled())
       return; // never report or rewrite from a broken parse
+    if (PreambleInactive) {
+      const SourceManager &SM = CI.getSourceManager();
+      SourceLocation Start = SM.getLocForStartOfFile(SM.getMainFileID());
+      std::vector<SourceRange> Preamble;
+      for (auto [B, E] : *PreambleInactive)
+        Preamble.emplace_back(Start.getLocWithOffset(B), Start.getLocWithOffset(E));
+      Inactive.insert(Inactive.begin(), Preamble.begin(), Preamble.end());
+    }
     // The declarations this parse read at the top level: every one in a whole parse; with a
     // precompiled preamble (the language server), those of the file's body, so that the
     // preamble's headers are never deserialised whole (only the main file is reported there).
@@ -127,6 +136,7 @@ private:
   const DriverOptions &Opts;
   std::vector<SourceRange> &Inactive;
   TUResult &Out;
+  const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive;
   HeaderScope Filter;
   HeaderBodySkipper Skipper;
   std::vector<Decl *> TopLevel;
@@ -134,25 +144,27 @@ private:
 
 class AmpAction : public ASTFrontendAction {
 public:
-  AmpAction(const RuleSet &Rules, const DriverOptions &Opts, TUResult &Out)
-      : Rules(Rules), Opts(Opts), Out(Out) {}
+  AmpAction(const RuleSet &Rules, const DriverOptions &Opts, TUResult &Out,
+            const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive)
+      : Rules(Rules), Opts(Opts), Out(Out), PreambleInactive(PreambleInactive) {}
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &CI, StringRef) override {
     CI.getFrontendOpts().SkipFunctionBodies = Opts.SkipBodies;
     CI.getPreprocessor().addPPCallbacks(std::make_unique<InactiveRegions>(Inactive));
-    return std::make_unique<AmpConsumer>(CI, Rules, Opts, Inactive, Out);
+    return std::make_unique<AmpConsumer>(CI, Rules, Opts, Inactive, Out, PreambleInactive);
   }
 
 private:
   const RuleSet &Rules;
   const DriverOptions &Opts;
   TUResult &Out;
+  const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive;
   std::vector<SourceRange> Inactive;
 };
 
 } // namespace
 
 std::unique_ptr<FrontendAction> AmpActionFactory::create() {
-  return std::make_unique<AmpAction>(Rules, Opts, Out);
+  return std::make_unique<AmpAction>(Rules, Opts, Out, PreambleInactive);
 }
 
 } // namespace driver

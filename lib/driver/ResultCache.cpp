@@ -150,6 +150,17 @@ std::map<std::string, DependencyLog::Entry> DependencyLog::take() {
   return std::move(Entries);
 }
 
+void DependencyLog::add(const std::map<std::string, Entry> &From) {
+  std::lock_guard<std::mutex> L(M);
+  for (const auto &[Path, F] : From) {
+    Entry &E = Entries[Path];
+    if (E.K != Kind::Content)
+      E = F;
+    else if (F.K == Kind::Content && F.Hash != E.Hash)
+      E.Hash = "changed-during-parse";
+  }
+}
+
 llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> makeRecordingFileSystem(DependencyLog &Log) {
   // A physical file system of its own: its working directory is per parse, not the process's.
   std::unique_ptr<llvm::vfs::FileSystem> Real = llvm::vfs::createPhysicalFileSystem();

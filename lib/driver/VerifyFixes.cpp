@@ -71,7 +71,8 @@ private:
 /// The texts of the files `Fixes` edit, with the edits applied; an empty map and `Error` set when
 /// the edits cannot be applied together.
 std::map<std::string, std::string> rewrittenTexts(const std::vector<const StepFix *> &Fixes,
-                                                  SourceTexts &Texts, std::string &Error) {
+                                                  SourceTexts &Texts, std::string &Error,
+                                                  std::map<std::string, tooling::Replacements> &Edits) {
   EditMerge Merge;
   for (const StepFix *Fix : Fixes) {
     std::vector<tooling::Replacement> Unit;
@@ -97,6 +98,7 @@ std::map<std::string, std::string> rewrittenTexts(const std::vector<const StepFi
     }
     Out[File] = std::move(*New);
   }
+  Edits = Merge.byFile();
   return Out;
 }
 
@@ -130,9 +132,11 @@ std::string describeFirstError(StringRef Diags) {
 /// Re-parses the translation unit with the edits applied in memory; returns why it fails, or "".
 std::string whyFixesFail(const tooling::CompilationDatabase &DB, const std::string &File,
                          const DriverOptions &Opts, const std::vector<const StepFix *> &Fixes,
-                         SourceTexts &Texts, const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS) {
+                         SourceTexts &Texts, const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS,
+                         PreambleTU *Fast) {
   std::string Error;
-  std::map<std::string, std::string> New = rewrittenTexts(Fixes, Texts, Error);
+  std::map<std::string, tooling::Replacements> Edits;
+  std::map<std::string, std::string> New = rewrittenTexts(Fixes, Texts, Error, Edits);
   if (!Error.empty())
     return Error;
   std::set<std::string> Edited;
@@ -145,7 +149,13 @@ std::string whyFixesFail(const tooling::CompilationDatabase &DB, const std::stri
   std::vector<std::string> Args = runtimeIncludeArgs();
   Args.push_back("-fno-caret-diagnostics");
   bool Parsed;
-  if (Opts.VerifyParser && New.size() == 1 && New.begin()->first == File) {
+  std::optional<std::string> MainOnly;
+  if (Fast && New.size() == 1 && New.begin()->first == Fast->file())
+    MainOnly = Fast->verificationText(Edits.begin()->second);
+  if (MainOnly) {
+    // The main file alone, against the preamble of the analysis: no header is parsed again.
+    Parsed = Fast->verify(*MainOnly, Factory, Errors);
+  } else if (Opts.VerifyParser && New.size() == 1 && New.begin()->first == File) {
     std::vector<tooling::CompileCommand> Cmds = DB.getCompileCommands(File);
     if (Cmds.empty())
       return "no compile command for the rewritten file";
@@ -192,7 +202,8 @@ void withdrawFix(std::vector<Finding> &Findings, const StepFix &Fix, const std::
 /// Keeps the fixes whose rewritten translation unit compiles: all together when they do, else
 /// each step alone, and then the survivors together once more.
 void verifyFixes(TUResult &Res, const tooling::CompilationDatabase &DB, const std::string &File,
-                 const DriverOptions &Opts, const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS) {
+                 const DriverOptions &Opts, const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS,
+                 PreambleTU *Fast) {
   FileTexts Texts(Opts.Overlays);
   std::vector<const StepFix *> All;
   for (const StepFix &F : Res.Fixes)
@@ -207,13 +218,13 @@ void verifyFixes(TUResult &Res, const tooling::CompilationDatabase &DB, const st
       if (Now && digestOf(*Now) != D->second)
         return;
     }
-  if (All.empty() || whyFixesFail(DB, File, Opts, All, Texts, FS).empty() || cancelled(Opts))
+  if (All.empty() || whyFixesFail(DB, File, Opts, All, Texts, FS, Fast).empty() || cancelled(Opts))
     return;
   std::vector<StepFix> Kept;
   for (const StepFix *F : All) {
     if (cancelled(Opts))
       return; // the result is discarded
-    std::string Why = whyFixesFail(DB, File, Opts, {F}, Texts, FS);
+    std::string Why = whyFixesFail(DB, File, Opts, {F}, Texts, FS, Fast);
     if (Why.empty())
       Kept.push_back(*F);
     else
@@ -223,7 +234,7 @@ void verifyFixes(TUResult &Res, const tooling::CompilationDatabase &DB, const st
     std::vector<const StepFix *> Survivors;
     for (const StepFix &F : Kept)
       Survivors.push_back(&F);
-    std::string Why = whyFixesFail(DB, File, Opts, Survivors, Texts, FS);
+    std::string Why = whyFixesFail(DB, File, Opts, Survivors, Texts, FS, Fast);
     if (!Why.empty()) {
       for (const StepFix &F : Kept)
         withdrawFix(Res.Findings, F, "together with the other steps of this file: " + Why, Opts);

@@ -1,6 +1,7 @@
 // The language server's parser: a precompiled preamble per open document, rebuilt only when the
 // includes at the top of the file (or the files they read, or the command) change.
 #include "PreambleParser.h"
+#include "ampmigrate/Preamble.h"
 
 #include "clang/Basic/DiagnosticOptions.h"
 #include "clang/Frontend/CompilerInstance.h"
@@ -20,68 +21,13 @@
 using namespace clang;
 
 namespace ampmigrate {
-namespace {
-
-/// Skips the same header function bodies while precompiling as the driver's consumer skips in a
-/// whole parse (the same rule, learning the same classes from the same top-level declarations):
-/// the checks see the same declarations either way.
-class SkippingCallbacks : public PreambleCallbacks {
-public:
-  SkippingCallbacks(const RuleSet &Rules, bool SkipBodies, bool SkipAll)
-      : SkipBodies(SkipBodies), SkipAll(SkipAll), Skipper(Rules) {}
-  void BeforeExecute(CompilerInstance &CI) override { SM = &CI.getSourceManager(); }
-  bool shouldSkipFunctionBody(Decl *D) override {
-    return SkipAll || (SkipBodies && SM && Skipper.shouldSkip(*SM, D));
-  }
-  void HandleTopLevelDecl(DeclGroupRef DG) override {
-    if (SkipBodies && !SkipAll && SM)
-      Skipper.learn(*SM, DG);
-  }
-
-private:
-  bool SkipBodies;
-  /// The verification's preamble: every body (all are in headers no fix edits).
-  bool SkipAll;
-  const SourceManager *SM = nullptr;
-  HeaderBodySkipper Skipper;
-};
-
-} // namespace
-
-/// The file system of a parse (the disk, with the editor's text over the document's file) and the
-/// compiler invocation a ClangTool run would make; the driver reports to `Diags`.
-struct Prepared {
-  IntrusiveRefCntPtr<llvm::vfs::OverlayFileSystem> FS;
-  std::shared_ptr<CompilerInvocation> Inv;
-};
-
-static std::optional<Prepared> prepare(const tooling::CompileCommand &Cmd, const std::vector<std::string> &Args,
-                                       const std::string &File, const std::string &Text, DiagnosticConsumer &Diags) {
-  Prepared P;
-  auto Disk = IntrusiveRefCntPtr<llvm::vfs::FileSystem>(llvm::vfs::createPhysicalFileSystem().release());
-  P.FS = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(Disk);
-  auto Buffers = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
-  P.FS->pushOverlay(Buffers);
-  P.FS->setCurrentWorkingDirectory(Cmd.Directory);
-  Buffers->addFile(File, 0, llvm::MemoryBuffer::getMemBufferCopy(Text, File));
-
-  auto DiagOpts = llvm::makeIntrusiveRefCnt<DiagnosticOptions>();
-  IntrusiveRefCntPtr<DiagnosticsEngine> DriverDiags =
-      CompilerInstance::createDiagnostics(DiagOpts.get(), &Diags, /*ShouldOwnClient=*/false);
-  std::vector<const char *> Argv;
-  for (const std::string &A : Args)
-    Argv.push_back(A.c_str());
-  CreateInvocationOptions CIO;
-  CIO.Diags = DriverDiags;
-  CIO.VFS = P.FS;
-  LangOptions DriverLangOpts; // outlives the driver's diagnostics
-  Diags.BeginSourceFile(DriverLangOpts, nullptr);
-  P.Inv = createInvocation(Argv, CIO);
-  Diags.EndSourceFile();
-  if (!P.Inv || P.Inv->getFrontendOpts().Inputs.empty())
-    return std::nullopt;
-  P.Inv->getFrontendOpts().DisableFree = false;
-  return P;
+/// The disk, with the editor's text over the document's file.
+static std::optional<PreparedParse> prepare(const tooling::CompileCommand &Cmd, const std::vector<std::string> &Args,
+                                            const std::string &File, const std::string &Text,
+                                            DiagnosticConsumer &Diags) {
+  return prepareParse(Cmd, Args, {{File, Text}},
+                      IntrusiveRefCntPtr<llvm::vfs::FileSystem>(llvm::vfs::createPhysicalFileSystem().release()),
+                      Diags);
 }
 
 PreambleParser::PreambleParser(std::function<void(bool, const std::string &)> Progress, bool Verification)
@@ -138,7 +84,7 @@ void PreambleParser::buildPreamble() {
     Built.notify_all();
   });
   DiagnosticConsumer Errors; // counts them
-  std::optional<Prepared> P = prepare(In.Cmd, In.Args, In.File, In.Text, Errors);
+  std::optional<PreparedParse> P = prepare(In.Cmd, In.Args, In.File, In.Text, Errors);
   if (!P || Errors.getNumErrors() > 0)
     return;
   std::unique_ptr<llvm::MemoryBuffer> Main = llvm::MemoryBuffer::getMemBufferCopy(In.Text, In.File);
@@ -148,33 +94,27 @@ void PreambleParser::buildPreamble() {
   Lock.unlock();
   Progress(true, (Verification ? "precompiling the includes of the rewritten " : "precompiling the includes of ") +
                      llvm::sys::path::filename(In.File).str());
-  P->Inv->getFrontendOpts().SkipFunctionBodies = In.SkipBodies;
-  IntrusiveRefCntPtr<DiagnosticsEngine> PreambleDiags =
-      CompilerInstance::createDiagnostics(new DiagnosticOptions, &Errors, /*ShouldOwnClient=*/false);
-  SkippingCallbacks Callbacks(*In.Rules, In.SkipBodies, Verification);
-  llvm::ErrorOr<PrecompiledPreamble> Result =
-      PrecompiledPreamble::Build(*P->Inv, Main.get(), Bounds, *PreambleDiags, P->FS,
-                                 std::make_shared<PCHContainerOperations>(), /*StoreInMemory=*/true,
-                                 /*StoragePath=*/"", Callbacks);
+  std::shared_ptr<const BuiltPreamble> Result =
+      ampmigrate::buildPreamble(*P, *Main, Bounds, *In.Rules, In.SkipBodies, /*SkipAll=*/Verification);
   Progress(false, "");
   // A preamble with errors would hide them from the parses that reuse it: none, then; the
   // whole-file parses report them.
-  if (Result && Errors.getNumErrors() == 0) {
+  if (Result) {
     Lock.lock();
-    Preamble = std::make_shared<const PrecompiledPreamble>(std::move(*Result));
+    Preamble = std::move(Result);
     PreambleKey = In.key(Bounds.Size);
   }
 }
 
 bool PreambleParser::parse(Inputs In, tooling::FrontendActionFactory &Action, DiagnosticConsumer &Diags) {
   std::lock_guard<std::mutex> Parse(ParseM);
-  std::optional<Prepared> P = prepare(In.Cmd, In.Args, In.File, In.Text, Diags);
+  std::optional<PreparedParse> P = prepare(In.Cmd, In.Args, In.File, In.Text, Diags);
   if (!P)
     return false;
   std::shared_ptr<CompilerInvocation> Inv = P->Inv;
   std::unique_ptr<llvm::MemoryBuffer> Main = llvm::MemoryBuffer::getMemBufferCopy(In.Text, In.File);
   PreambleBounds Bounds = ComputePreambleBounds(Inv->getLangOpts(), *Main, /*MaxLines=*/0);
-  std::shared_ptr<const PrecompiledPreamble> Pre;
+  std::shared_ptr<const BuiltPreamble> Pre;
   std::vector<std::string> Key = In.key(Bounds.Size);
   {
     std::unique_lock<std::mutex> Lock(M);
@@ -184,7 +124,7 @@ bool PreambleParser::parse(Inputs In, tooling::FrontendActionFactory &Action, Di
     if (Key == PreambleKey)
       Pre = Preamble;
   }
-  LastReused = Pre && Pre->CanReuse(*Inv, Main->getMemBufferRef(), Bounds, *P->FS);
+  LastReused = Pre && Pre->PCH.CanReuse(*Inv, Main->getMemBufferRef(), Bounds, *P->FS);
   // No preamble fits: a whole parse now, as fast as the command line's, and the preamble after
   // (buildPreamble, on another thread), for the edits that follow.
   if (!LastReused)
@@ -194,32 +134,16 @@ bool PreambleParser::parse(Inputs In, tooling::FrontendActionFactory &Action, Di
   // The editor's text as the main file (AddImplicitPreamble maps it itself); the compiler
   // instance owns the buffer from here on.
   if (LastReused)
-    Pre->AddImplicitPreamble(*Inv, VFS, Main.release());
+    Pre->PCH.AddImplicitPreamble(*Inv, VFS, Main.release());
   else
     Inv->getPreprocessorOpts().addRemappedFile(Inv->getFrontendOpts().Inputs[0].getFile(), Main.release());
-  CompilerInstance Clang(std::make_shared<PCHContainerOperations>());
-  Clang.setInvocation(Inv);
-  Clang.createDiagnostics(&Diags, /*ShouldOwnClient=*/false);
-  if (auto Remapped = createVFSFromCompilerInvocation(Clang.getInvocation(), Clang.getDiagnostics(), VFS))
-    VFS = Remapped;
-  Clang.createFileManager(VFS);
-  bool Ok = Clang.createTarget();
-  std::unique_ptr<FrontendAction> Act = Action.create();
-  if (Ok && Act->BeginSourceFile(Clang, Clang.getFrontendOpts().Inputs[0])) {
-    if (llvm::Error E = Act->Execute()) {
-      llvm::consumeError(std::move(E));
-      Ok = false;
-    }
-    Act->EndSourceFile();
-  } else {
-    Ok = false;
-  }
+  bool Ok = runPreparedParse(Inv, VFS, Action, Diags);
   if (!LastReused) {
     Progress(false, "");
     std::lock_guard<std::mutex> Lock(M);
     // A verification that fails (the rewrite does not compile: an error in the body) still
     // wants the preamble; one with errors in the includes is not kept (buildPreamble).
-    if (Ok && (Verification || !Clang.getDiagnostics().hasErrorOccurred()))
+    if (Ok && (Verification || Diags.getNumErrors() == 0))
       Wanted = std::move(In);
   }
   return Ok;

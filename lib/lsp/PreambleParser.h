@@ -12,11 +12,8 @@
 #include <string>
 #include <vector>
 
-namespace clang {
-class PrecompiledPreamble;
-}
-
 namespace ampmigrate {
+struct BuiltPreamble;
 
 class PreambleParser {
 public:
@@ -68,7 +65,7 @@ private:
   /// The key of the preamble being built, if one is.
   std::optional<std::vector<std::string>> Building;
   /// Shared with the parse using it: a new build may replace it meanwhile.
-  std::shared_ptr<const clang::PrecompiledPreamble> Preamble;
+  std::shared_ptr<const BuiltPreamble> Preamble;
   /// What the preamble was built from: another command or other settings need another.
   std::vector<std::string> PreambleKey;
   /// The inputs of a parse that found no preamble to reuse: buildPreamble() builds theirs.

@@ -8,7 +8,7 @@ config.suffixes = [".cpp", ".test"]
 root = config.amp_source_root
 config.test_source_root = os.path.join(root, "test")
 config.test_exec_root = os.path.join(os.path.dirname(config.amp_migrate), "..", "..", "test", "lit-out")
-config.excludes = ["Inputs", "lit", "unit", "runtime", "torch", "e2e", "golden-data", "tidy", "lsp", "fuzz"]
+config.excludes = ["Inputs", "lit", "unit", "runtime", "torch", "e2e", "golden-data", "tidy", "lsp", "fuzz", "differential"]
 config.environment["PATH"] = os.pathsep.join([config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 mock = os.path.join(root, "test", "Inputs", "mock-torch")
 config.substitutions.append(("%amp-migrate", config.amp_migrate))

@@ -11,6 +11,13 @@
 #include <vector>
 
 namespace ampmigrate {
+
+/// Compile commands: `-p` directory, or the arguments after `--`, or compile_commands.json
+/// found upward from the first file, or none (a warning, and plain `-std=c++17`).
+std::unique_ptr<clang::tooling::CompilationDatabase>
+makeCompilationDatabase(const std::string &BuildPath, const std::vector<std::string> &ExtraArgs,
+                        const std::vector<std::string> &Files, std::string &Error);
+
 namespace driver {
 
 /// `P` absolute, with `.` and `..` removed (symlinks kept: the name the user knows).

@@ -2,6 +2,7 @@
 // scope, parallel translation units, NOLINT, one consistent report.
 #pragma once
 
+#include "ampmigrate/CompileDatabase.h" // makeCompilationDatabase
 #include "ampmigrate/Engine.h"
 #include "ampmigrate/Finding.h"
 #include "ampmigrate/Rules.h"
@@ -107,12 +108,6 @@ private:
   std::map<unsigned, FileTokens> FileHasTokens; ///< by FileID
   std::map<unsigned, bool> FileHasGrad;         ///< by FileID: a project header naming grad
 };
-
-/// Compile commands: `-p` directory, or the arguments after `--`, or compile_commands.json
-/// found upward from the first file, or none (a warning, and plain `-std=c++17`).
-std::unique_ptr<clang::tooling::CompilationDatabase>
-makeCompilationDatabase(const std::string &BuildPath, const std::vector<std::string> &ExtraArgs,
-                        const std::vector<std::string> &Files, std::string &Error);
 
 /// What a run did besides its report (--stats).
 struct DriverStats {

@@ -29,6 +29,8 @@ public:
   void probed(const std::string &Path, bool Exists);
   void read(const std::string &Path, llvm::StringRef Bytes);
   std::map<std::string, Entry> take();
+  /// What another parse read on this one's behalf (a shared preamble's build).
+  void add(const std::map<std::string, Entry> &From);
 
 private:
   std::mutex M;
