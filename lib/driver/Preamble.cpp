@@ -116,7 +116,7 @@ std::shared_ptr<const BuiltPreamble> buildPreamble(PreparedParse &P, const llvm:
   if (!Result || Errors.getNumErrors() > 0)
     return nullptr;
   return std::shared_ptr<const BuiltPreamble>(
-      new BuiltPreamble{std::move(*Result), std::move(Callbacks.Inactive), Callbacks.Skipped});
+      new BuiltPreamble{std::move(*Result), std::move(Callbacks.Inactive), Callbacks.Skipped, {}});
 }
 
 bool runPreparedParse(std::shared_ptr<CompilerInvocation> Inv, IntrusiveRefCntPtr<llvm::vfs::FileSystem> VFS,
