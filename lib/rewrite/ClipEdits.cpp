@@ -101,6 +101,63 @@ bool sameParameterList(const Expr *A, const Expr *B, const ASTContext &Ctx) {
   return !SA.empty() && SA == Spelled(CB);
 }
 
+/// The calls of one function in the translation unit's own code (system headers are skipped),
+/// and whether the function is also named other than by a call (its address taken, handed on):
+/// then its calls in sight are not all of its callers.
+class CallSiteFinder : public AnalysedBodyVisitor {
+public:
+  CallSiteFinder(const FunctionDecl *Target, const SourceManager &SM)
+      : Target(Target->getCanonicalDecl()), SM(SM) {
+    WrapsDecls = true;
+  }
+  std::vector<const CallExpr *> Calls;
+  bool NamedOtherwise = false;
+
+protected:
+  bool traverseDecl(Decl *D) override {
+    if (!isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
+        SM.isInSystemHeader(SM.getExpansionLoc(D->getLocation())))
+      return true;
+    return descend(D);
+  }
+  bool visitStmt(Stmt *S) override {
+    if (const auto *CE = dyn_cast<CallExpr>(S)) {
+      if (const FunctionDecl *FD = CE->getDirectCallee(); FD && FD->getCanonicalDecl() == Target) {
+        Calls.push_back(CE);
+        CalleeExprs.insert(CE->getCallee()->IgnoreParenImpCasts());
+      }
+      return true;
+    }
+    const ValueDecl *Named = nullptr;
+    if (const auto *DRE = dyn_cast<DeclRefExpr>(S))
+      Named = DRE->getDecl();
+    else if (const auto *ME = dyn_cast<MemberExpr>(S))
+      Named = ME->getMemberDecl();
+    // The callee of a call is visited after the call itself: a name that is not one is a use.
+    if (const auto *FD = dyn_cast_or_null<FunctionDecl>(Named);
+        FD && FD->getCanonicalDecl() == Target && !CalleeExprs.count(cast<Expr>(S)))
+      NamedOtherwise = true;
+    return true;
+  }
+
+private:
+  const FunctionDecl *Target;
+  const SourceManager &SM;
+  llvm::SmallPtrSet<const Expr *, 8> CalleeExprs;
+};
+
+/// The variable an argument names (`opt`, `*opt`, `std::ref(opt)` is not followed).
+const VarDecl *argumentVariable(const Expr *Arg) {
+  Arg = Arg->IgnoreParenImpCasts();
+  if (const auto *UO = dyn_cast<UnaryOperator>(Arg); UO && UO->getOpcode() == UO_Deref)
+    Arg = UO->getSubExpr()->IgnoreParenImpCasts();
+  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Arg);
+      OC && OC->getOperator() == OO_Star && OC->getNumArgs() == 1)
+    Arg = OC->getArg(0)->IgnoreParenImpCasts();
+  const auto *DRE = dyn_cast<DeclRefExpr>(Arg);
+  return DRE ? dyn_cast<VarDecl>(DRE->getDecl()) : nullptr;
+}
+
 } // namespace
 
 namespace {
@@ -122,6 +179,14 @@ private:
   bool paramsOfStep(const clang::Expr *Params, const ScalerCall **OfOptimizer = nullptr) const;
   /// Why a clip of a model's parameters would cover more than the optimizer's, where seen.
   std::optional<std::string> clipWiderThanOptimizer(const clang::Expr *Params) const;
+  /// The step's optimizer whose construction is not in sight and may hold less than the model
+  /// whose parameters `Params` names (null when none), and why.
+  const ScalerCall *optimizerUnseen(const clang::Expr *Params, std::string &Why) const;
+  /// Why an optimizer whose construction is not in sight may hold less than the clipped model:
+  /// null when every call of the function in this translation unit passes an optimizer built
+  /// from the parameters of the model it passes.
+  std::optional<std::string> optimizerNotShown(const clang::Expr *Params, const ScalerCall &S,
+                                               const ObjectRef &Clipped) const;
   /// Why a clip of `optimizer.parameters()` (its first group) would cover more once migrated.
   std::optional<std::string> clipOfFirstGroup(const clang::Expr *Params, const ScalerCall &Of) const;
 };
@@ -239,6 +304,62 @@ std::optional<std::string> ClipPlanner::clipWiderThanOptimizer(const Expr *Param
   return std::nullopt;
 }
 
+const ScalerCall *ClipPlanner::optimizerUnseen(const Expr *Params, std::string &Why) const {
+  ObjectRef Clipped = parametersOwner(Params);
+  if (!Clipped)
+    return nullptr;
+  for (const ScalerCall *S : T.Steps)
+    if (!optimizerParamsArg(S->Optimizer.Decl))
+      if (std::optional<std::string> W = optimizerNotShown(Params, *S, Clipped)) {
+        Why = *W;
+        return S;
+      }
+  return nullptr;
+}
+
+std::optional<std::string> ClipPlanner::optimizerNotShown(const Expr *Params, const ScalerCall &S,
+                                                          const ObjectRef &Clipped) const {
+  // The optimizer and the model are parameters of one function: each caller in sight shows
+  // what it passes (`SGD opt(net->parameters()); train(net, opt);`).
+  const auto *OptParm = dyn_cast_or_null<ParmVarDecl>(S.Optimizer.Decl);
+  const auto *ModelParm = dyn_cast_or_null<ParmVarDecl>(Clipped.Decl);
+  const auto *Fn = OptParm ? dyn_cast<FunctionDecl>(OptParm->getDeclContext()) : nullptr;
+  std::string Where = "it is not constructed in this translation unit";
+  if (Fn && ModelParm && !S.Optimizer.Base && !Clipped.Base &&
+      ModelParm->getDeclContext() == OptParm->getDeclContext()) {
+    CallSiteFinder Callers(Fn, SM);
+    Callers.walk(Ctx.getTranslationUnitDecl());
+    const unsigned Shift = isa<CXXMethodDecl>(Fn) && !isa<CXXConstructorDecl>(Fn) ? 1 : 0;
+    auto Shows = [&](const CallExpr *CE) {
+      unsigned Skip = isa<CXXOperatorCallExpr>(CE) ? Shift : 0;
+      unsigned OI = OptParm->getFunctionScopeIndex() + Skip, MI = ModelParm->getFunctionScopeIndex() + Skip;
+      if (OI >= CE->getNumArgs() || MI >= CE->getNumArgs())
+        return false;
+      const VarDecl *Opt = argumentVariable(CE->getArg(OI));
+      const Expr *Built = Opt && !isa<ParmVarDecl>(Opt) ? constructionParams(Opt->getInit()) : nullptr;
+      const CXXMemberCallExpr *Call = Built ? parametersCall(Built) : nullptr;
+      ObjectRef Holds = Call ? resolveObject(Call->getImplicitObjectArgument()) : ObjectRef();
+      ObjectRef Passed = resolveObject(CE->getArg(MI));
+      return Call && Call->getMethodDecl()->getName() == "parameters" && Holds && !Holds.Base &&
+             Holds == Passed;
+    };
+    if (!Callers.Calls.empty() && !Callers.NamedOtherwise && llvm::all_of(Callers.Calls, Shows))
+      return std::nullopt;
+    Where = Callers.Calls.empty() ? "no call of `" + Fn->getNameAsString() + "` in this translation unit shows it"
+            : Callers.NamedOtherwise ? "`" + Fn->getNameAsString() + "` is also named other than by a call"
+                                     : "a call of `" + Fn->getNameAsString() + "` in this translation unit "
+                                       "passes an optimizer not built from the model's parameters()";
+  } else if (OptParm) {
+    Where = "it is a parameter of the function";
+  }
+  return "the clip covers `" + C.text(Params->getSourceRange()) + "`, and what the optimizer `" +
+         C.text(S.OptimizerArg->getSourceRange()) + "` holds is not in sight (" + Where +
+         "): the explicit grads are the optimizer's parameters', so the migrated clip's norm would "
+         "leave out every parameter of the model the optimizer does not hold, which "
+         "clip_grad_norm_ counts; clip `" + C.text(S.OptimizerArg->getSourceRange()) +
+         ".parameters()` if the optimizer holds the whole model, or migrate this step by hand";
+}
+
 void ClipPlanner::checkClips() {
   for (const ClipCall *Clipping : T.Clips) {
     unsigned O = C.off(Clipping->Call->getBeginLoc());
@@ -288,6 +409,18 @@ void ClipPlanner::checkClips() {
         block(Params->getBeginLoc(), *Why);
         continue;
       }
+    // An optimizer not seen built: the clip carries over with a check that it holds the model.
+    std::string HoldsWhy;
+    const ScalerCall *Unseen = OfOptimizer || ByValue ? nullptr : optimizerUnseen(Params, HoldsWhy);
+    if (Unseen && Tgt.CheckHolds.empty()) {
+      block(Params->getBeginLoc(), HoldsWhy + " (the rules' target names no check-holds)");
+      continue;
+    }
+    if (Unseen && Clipping->Statement && !isa_and_nonnull<CompoundStmt>(PM.getParent(Clipping->Statement))) {
+      block(Params->getBeginLoc(), HoldsWhy + " (the check that it does would go before the clip's "
+                                   "statement, which is the body of a statement without braces)");
+      continue;
+    }
     if (OfOptimizer && !Tgt.ParametersOf.empty())
       if (std::optional<std::string> Why = clipOfFirstGroup(Params, *OfOptimizer)) {
         block(Params->getBeginLoc(), *Why);
@@ -309,6 +442,9 @@ void ClipPlanner::checkClips() {
     }
     ClipEdit Clip;
     Clip.Grads = G;
+    if (Unseen)
+      Clip.HoldsCheck = Tgt.CheckHolds + "(" + C.text(Unseen->OptimizerArg->getSourceRange()) + ", " +
+                        C.text(Params->getSourceRange()) + ");";
     Clip.MaxNorm = C.argumentText(Clipping->Call, AmountArg);
     Clip.Indent = C.indentAt(C.off(Clipping->Statement->getBeginLoc()));
     CharSourceRange SR = C.stmtRange(Clipping->Statement);
@@ -370,6 +506,8 @@ void StepEditWriter::writeClips() const {
                                : G + " = " + Tgt.Clip + "(" + G + ", " + C.MaxNorm + ");";
     std::string Norm = Tgt.GlobalNorm + "(" + G + ").item<double>()";
     std::string NormAndClip = Tgt.ClipInPlace + "(" + G + ", " + C.MaxNorm + ").item<double>()";
+    if (!C.HoldsCheck.empty())
+      Out.insert(C.StmtBegin, C.HoldsCheck + "\n" + C.Indent);
     switch (C.How) {
     case ClipEdit::Form::Statement:
       Out.replace(C.StmtBegin, C.StmtEnd - C.StmtBegin, Clip);

@@ -54,6 +54,9 @@ struct ClipEdit {
   Form How = Form::Statement;
   unsigned StmtBegin = 0, StmtEnd = 0, CallBegin = 0, CallEnd = 0;
   std::string Grads, MaxNorm, Indent, NormVar;
+  /// `<target.check-holds>(<optimizer>, <params>);`, written before the clip's statement where
+  /// the optimizer is not seen built (empty otherwise).
+  std::string HoldsCheck;
 };
 
 /// A statement between the backward and step() that touches `.grad` and carries over to the

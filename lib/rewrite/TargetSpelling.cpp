@@ -86,7 +86,7 @@ TargetApi spelledTarget(ASTContext &Ctx, const TargetApi &T, const FunctionDecl 
     return T;
   TargetApi R = T;
   for (std::string *S : {&R.Convert, &R.LevelEnum, &R.ValueAndGrad, &R.CastOutput, &R.CudaDeviceType, &R.ScalerClass,
-                         &R.ScalerOptions, &R.Clip, &R.ClipInPlace, &R.ClipValueInPlace, &R.GlobalNorm,
+                         &R.ScalerOptions, &R.Clip, &R.ClipInPlace, &R.ClipValueInPlace, &R.CheckHolds, &R.GlobalNorm,
                          &R.Accumulate,
                          &R.ParametersOf,
                          &R.SplitGrads, &R.AllReduceGrads, &R.Step})

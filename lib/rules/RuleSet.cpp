@@ -255,6 +255,7 @@ template <> struct MappingTraits<TargetApi> {
     }
     Io.mapOptional("global-norm", T.GlobalNorm, D.GlobalNorm);
     Io.mapOptional("clip-value-in-place", T.ClipValueInPlace, D.ClipValueInPlace);
+    Io.mapOptional("check-holds", T.CheckHolds, D.CheckHolds);
     Io.mapOptional("accumulate", T.Accumulate, D.Accumulate);
     Io.mapOptional("parameters-of", T.ParametersOf, D.ParametersOf);
     Io.mapOptional("split-grads", T.SplitGrads, D.SplitGrads);

@@ -39,6 +39,7 @@ float bf16_pair(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &d
 // CHECK-FIXES-NEXT: {{^}}    return loss;{{$}}
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [loss_value, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(optimizer, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::step(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  return loss.item<float>();{{$}}

@@ -62,6 +62,7 @@ void norm_in_expression(Net &model, torch::optim::SGD &optimizer, const torch::T
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(optimizer, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto norm = amp::clip_by_global_norm_(grads, max_norm).item<double>();{{$}}
 // CHECK-FIXES: {{^}}  scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES: {{^}}  amp::GradScaler scaler;{{$}}
@@ -96,6 +97,7 @@ void params_in_a_local(Net &model, torch::optim::SGD &optimizer, torch::amp::Gra
   scaler.update();
 }
 // CHECK-FIXES: {{^}}  auto params = model->parameters();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(optimizer, params);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
 

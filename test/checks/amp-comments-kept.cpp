@@ -52,6 +52,7 @@ float train(Net &model, torch::optim::SGD &optimizer, const torch::Tensor &data,
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn(); // c9 backward{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads); // c10 unscale{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(optimizer, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, max_norm); // c11 clip{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads); // c12 step{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.update(); // c13 update{{$}}
@@ -86,7 +87,9 @@ void comments_in_arguments(Net &model, torch::optim::SGD &optimizer, const torch
 }
 // CHECK-FIXES: {{^}}    loss = torch::nll_loss(amp::cast_to_adapter_tensor(amp_model->forward(/* the batch */ data)), target);{{$}}
 // CHECK-FIXES: {{^}}  scaler.unscale_(optimizer /* before the clip */, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(optimizer, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, /* why */ max_norm);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(optimizer, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  double n = amp::clip_by_global_norm_(grads, // keep it small{{$}}
 // CHECK-FIXES-NEXT: {{^}}                                               max_norm).item<double>();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(/* the optimizer */ optimizer, grads);{{$}}

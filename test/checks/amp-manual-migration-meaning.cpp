@@ -208,6 +208,7 @@ void cleared_after_and_infinite_clip(Net &model, torch::optim::SGD &optimizer,
 // CHECK-FIXES: {{^}}  scaled.div_(accum);{{$}}
 // CHECK-FIXES: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.unscale_(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(optimizer, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  double norm = amp::clip_by_global_norm_(grads, INFINITY).item<double>();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  log_value(norm);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}

@@ -60,6 +60,7 @@ void train_optional(Net &model, torch::optim::SGD &opt, const torch::Tensor &x, 
 // CHECK-FIXES-NEXT: {{^}}    auto [loss_value, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    if (scaler){{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler->unscale_(opt, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::check_holds(opt, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}    amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    if (scaler) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler->step(opt, grads);{{$}}

@@ -53,10 +53,12 @@ float train_is_enabled(Net &model, torch::optim::SGD &opt, const torch::Tensor &
 // CHECK-FIXES-NEXT: {{^}}  auto [loss_value, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  if (scaler.is_enabled()) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.unscale_(opt, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::check_holds(opt, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}    amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.step(opt, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  } else {{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::check_holds(opt, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}    amp::clip_by_global_norm_(grads, 0.5);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    amp::step(opt, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  }{{$}}

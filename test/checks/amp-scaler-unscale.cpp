@@ -65,5 +65,6 @@ void unscale_through_pointers(Net &model, torch::optim::Optimizer *opt, const to
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(*opt));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler->unscale_(*opt, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(*opt, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler->step(*opt, grads);{{$}}

@@ -167,6 +167,7 @@ void two_losses_then_steps(Net &a, Net &b, torch::optim::SGD &opt_a, torch::opti
 // CHECK-FIXES: {{^}}    }, amp::parameters_of(fine_opt));{{$}}
 // CHECK-FIXES-NEXT: {{^}}    auto [scaled_loss2, grads2] = grad_fn2();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.unscale_(fine_opt, grads2);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    amp::check_holds(fine_opt, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}    amp::clip_by_global_norm_(grads2, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.step(fine_opt, grads2);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    scaler.update();{{$}}

@@ -103,10 +103,12 @@ void shared_scaler(torch::nn::Linear &model, std::shared_ptr<torch::optim::SGD> 
 // CHECK-FIXES-NEXT: {{^}}    auto [loss_value, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    if (use_amp) {{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler.unscale_(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      amp::check_holds(optimizer, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}      amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler.update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}    } else {{{$}}
+// CHECK-FIXES-NEXT: {{^}}      amp::check_holds(optimizer, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}      amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      amp::step(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}    }{{$}}

@@ -106,6 +106,7 @@ void two_objects(Net &model, Replica &a, Replica &b, const torch::Tensor &x) {
 // CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(*state->opt));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  state->scaler->unscale_(*state->opt, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(*state->opt, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  state->scaler->step(*state->opt, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  state->scaler->update();{{$}}

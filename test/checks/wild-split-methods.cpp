@@ -69,6 +69,7 @@ void Trainer::optimizer_step() {
 // CHECK-FIXES-EMPTY:
 // CHECK-FIXES-NEXT: {{^}}void Trainer::optimizer_step() {{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_.unscale_(*opt_, grads_);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::check_holds(*opt_, model_->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  amp::clip_by_global_norm_(grads_, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_.step(*opt_, grads_);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_.update();{{$}}

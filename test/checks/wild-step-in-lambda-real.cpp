@@ -71,6 +71,7 @@ float train(torch::nn::Linear &model, torch::optim::SGD &optimizer,
 // CHECK-FIXES-NEXT: {{^}}      }, amp::parameters_of(optimizer));{{$}}
 // CHECK-FIXES-NEXT: {{^}}      auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler.unscale_(optimizer, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}      amp::check_holds(optimizer, model->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}      amp::clip_by_global_norm_(grads, 1.0);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler.step(optimizer, grads);{{$}}
 // CHECK-FIXES-NEXT: {{^}}      scaler.update();{{$}}

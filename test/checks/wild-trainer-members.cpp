@@ -54,5 +54,6 @@ void Trainer::step(const torch::Tensor &data, const torch::Tensor &target) {
 // CHECK-FIXES-NEXT: {{^}}  }, ::amp::parameters_of(*opt_));{{$}}
 // CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_->unscale_(*opt_, grads);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  ::amp::check_holds(*opt_, model_->parameters());{{$}}
 // CHECK-FIXES-NEXT: {{^}}  ::amp::clip_by_global_norm_(grads, max_norm_);{{$}}
 // CHECK-FIXES-NEXT: {{^}}  scaler_->step(*opt_, grads);{{$}}

@@ -263,6 +263,7 @@ def main():
         if l[1] == "differs" and l[0] in known:
             l[1], l[2] = "known-difference", l[2] + "; known: " + known[l[0]]
     differs = [l for l in per_fn if l[1] == "differs"]
+    stops = [l for l in per_fn if l[1] == "stops"]
     stale = [k for k in known if (not args.only or k.split(":")[0] in [os.path.basename(s) for s in srcs])
              and not any(l[0] == k and l[1] == "known-difference" for l in per_fn)]
     for name, (status, detail) in sorted(results.items()):
@@ -275,7 +276,8 @@ def main():
     unchanged = sum(1 for s, _ in results.values() if s == "unchanged")
     print(f"\n{len(srcs)} inputs: {unchanged} not rewritten, {len(srcs) - unchanged} rewritten, "
           f"{len(linked)} of these built and run; functions: {len(same)} same, {len(differs)} differ, "
-          f"{len(known) - len(stale)} known to differ, {len(per_fn) - len(same) - len(differs) - len(known) + len(stale)} not run")
+          f"{len(stops)} stop with amp::check_holds' error, {len(known) - len(stale)} known to differ, "
+          f"{len(per_fn) - len(same) - len(differs) - len(stops) - len(known) + len(stale)} not run")
     if any(s == "error" for s, _ in results.values()):
         print("FAIL: the tool failed on an input")
         return 1

@@ -212,6 +212,31 @@ TEST(Clip, InfiniteNormClipsNothing) {
             "amp::clip_by_global_norm_: tensor 0 has dtype Long; gradients must be floating point");
 }
 
+// check_holds: what amp-migrate writes before a migrated clip of the model's parameters whose
+// optimizer it cannot see built (issue 37; docs/checks/amp-clip-grad-norm.md).
+TEST(Clip, CheckHoldsAcceptsAnOptimizerOverEveryTrainableParameter) {
+  torch::nn::Sequential net(torch::nn::Linear(3, 4), torch::nn::Linear(4, 2));
+  torch::optim::SGD whole(net->parameters(), 0.1);
+  EXPECT_EQ(amp_error_of([&] { amp::check_holds(whole, net->parameters()); }), "no error");
+  // Frozen parameters have no .grad: clip_grad_norm_ skipped them, so they need not be held.
+  auto head = net[1]->parameters();
+  for (auto &p : net[0]->parameters())
+    p.set_requires_grad(false);
+  torch::optim::SGD fine(head, 0.1);
+  EXPECT_EQ(amp_error_of([&] { amp::check_holds(fine, net->parameters()); }), "no error");
+  auto pointer = std::make_shared<torch::optim::SGD>(head, 0.1);
+  EXPECT_EQ(amp_error_of([&] { amp::check_holds(pointer, net->parameters()); }), "no error");
+}
+
+TEST(Clip, CheckHoldsRefusesAnOptimizerOverPartOfTheModel) {
+  torch::nn::Sequential net(torch::nn::Linear(3, 4), torch::nn::Linear(4, 2));
+  torch::optim::SGD fine(net[1]->parameters(), 0.1);
+  const std::string why = amp_error_of([&] { amp::check_holds(fine, net->parameters()); });
+  EXPECT_TRUE(contains(why, "amp::check_holds: 2 of the 4 clipped parameters that require grad are "
+                            "not held by the optimizer (2 parameters; the first missing is #0, 12 "
+                            "elements)")) << why;
+}
+
 // ---- load_scaler_state: only bounded regular files (issue 39 items 4, 6, 12) --------------------
 TEST(Scaler, LoadScalerStateReadsOnlyRegularFiles) {
   amp::GradScaler s;

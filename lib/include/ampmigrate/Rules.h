@@ -73,6 +73,10 @@ struct TargetApi {
   /// The in-place clip by value (`f(grads, clip_value)` clamps every grad element where it lies).
   /// Empty: clips by value are reported, not rewritten.
   std::string ClipValueInPlace = "amp::clip_by_value_";
+  /// Written before a clip of a model's parameters whose optimizer is not seen built:
+  /// `f(optimizer, params)` fails unless the optimizer holds every trainable tensor of params.
+  /// Empty: such clips are reported, not rewritten.
+  std::string CheckHolds = "amp::check_holds";
   std::string Accumulate = "amp::accumulate_grads";
   std::string ParametersOf = "amp::parameters_of";
   std::string SplitGrads = "amp::split_grads";

@@ -285,6 +285,12 @@ inline bool compare(const char *label, const Trace &a, const Trace &b) {
     std::printf("AMP_DIFF %s not-run the original throws: %s\n", label, a.error.c_str());
     return true;
   }
+  // The precondition amp-migrate writes where it cannot see the optimizer built (amp::check_holds):
+  // a loud stop instead of a smaller clip norm, which run.py counts apart from a difference.
+  if (b.error.rfind("amp::check_holds:", 0) == 0) {
+    std::printf("AMP_DIFF %s stops %s\n", label, b.error.c_str());
+    return true;
+  }
   if (!b.error.empty()) {
     std::printf("AMP_DIFF %s differs the migrated function throws: %s\n", label, b.error.c_str());
     return false;

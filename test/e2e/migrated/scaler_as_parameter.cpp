@@ -23,6 +23,7 @@ torch::Tensor train_step(Model &model, torch::optim::SGD &optimizer, amp::GradSc
   }, amp::parameters_of(optimizer));
   auto [scaled_loss, grads] = grad_fn();
   scaler.unscale_(optimizer, grads);
+  amp::check_holds(optimizer, model->parameters());
   amp::clip_by_global_norm_(grads, 1.0);
   scaler.step(optimizer, grads);
   scaler.update();

@@ -24,6 +24,7 @@ public:
     }, amp::parameters_of(optimizer));
     auto [scaled_loss, grads] = grad_fn();
     scaler.unscale_(optimizer, grads);
+    amp::check_holds(optimizer, model_->parameters());
     amp::clip_by_global_norm_(grads, 1.0);
     scaler.step(optimizer, grads);
     scaler.update();

@@ -464,6 +464,18 @@ torch::Tensor clip_by_global_norm_(const std::vector<torch::Tensor> &xs, double 
 /// clamped, in place, to [-clip_value, clip_value] (the form amp-migrate writes for it).
 void clip_by_value_(const std::vector<torch::Tensor> &xs, double clip_value);
 
+/// The precondition under which clipping an optimizer's explicit grads is the clip of `params`'
+/// `.grad` that it replaces: the optimizer (every parameter group) holds every tensor of `params`
+/// that requires grad. amp-migrate writes `amp::check_holds(optimizer, model->parameters());`
+/// before the clip of a `clip_grad_norm_(model->parameters(), ...)` whose optimizer it cannot see
+/// built (a parameter of the function): an optimizer over part of the model would otherwise clip
+/// a smaller norm silently. Throws amp::Error naming how many are missing and the first one.
+void check_holds(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &params);
+template <class P, class = decltype(static_cast<torch::optim::Optimizer &>(*std::declval<P>()))>
+void check_holds(const P &optimizer, const std::vector<torch::Tensor> &params) {
+  check_holds(static_cast<torch::optim::Optimizer &>(*optimizer), params);
+}
+
 // ---- across ranks (docs/distributed.md) -----------------------------------------------------------
 namespace detail {
 /// The process group a GradScaler reduces its inf checks over (defined with the collectives).

@@ -102,6 +102,10 @@ std::vector<torch::Tensor> clip_by_global_norm(const std::vector<torch::Tensor> 
 // In place; returns the norm before clipping (a 0-dim tensor).
 torch::Tensor clip_by_global_norm_(std::vector<torch::Tensor> &xs, double clip_norm);
 void clip_by_value_(const std::vector<torch::Tensor> &xs, double clip_value);
+// Fails unless the optimizer holds every trainable tensor of params (before a migrated clip).
+void check_holds(torch::optim::Optimizer &optimizer, const std::vector<torch::Tensor> &params);
+template <class P, class = decltype(static_cast<torch::optim::Optimizer &>(*std::declval<P>()))>
+void check_holds(const P &optimizer, const std::vector<torch::Tensor> &params);
 
 class GradScalerOptions {
 public:
