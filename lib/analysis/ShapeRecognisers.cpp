@@ -1,6 +1,6 @@
 // Shape recognisers: what a declaration, type or expression is in the domain (a tensor, a scaler
 // class, an autocast guard, a parameter list, a `.grad` access), by its shape, with the rules'
-// names. Facts about the AST alone, shared by the analysis (StepFinder, FunctionAnalyser,
+// names. Facts about the AST alone, shared by the analysis (StepFinder, the stages of analyseFunction,
 // InferenceOnly) and the planner.
 #include "ampmigrate/ShapeRecognisers.h"
 #include "ampmigrate/AstVisitor.h"
