@@ -5,6 +5,7 @@
 // members (StepMembers, StepMembers.cpp). StepFinder runs it per function.
 #pragma once
 
+#include "BodyCollectors.h"
 #include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/GenericLambdas.h"
 #include "ampmigrate/ShapeRecognisers.h"
@@ -20,43 +21,6 @@
 #include <optional>
 
 namespace ampmigrate {
-
-/// Finds the autocast calls in a function body (used for guard recognition).
-class AutocastCallCollector : public AstVisitor {
-public:
-  AutocastCallCollector(const RuleSet &Rules) : Rules(Rules) {}
-  bool visitStmt(clang::Stmt *S) override {
-    if (const auto *CE = llvm::dyn_cast<clang::CallExpr>(S))
-      if (const clang::FunctionDecl *FD = CE->getDirectCallee())
-        if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
-          Found.push_back({CE, R});
-    return true;
-  }
-  const RuleSet &Rules;
-  std::vector<std::pair<const clang::CallExpr *, const AutocastFunctionRule *>> Found;
-};
-
-class BodyCollector : public AnalysedBodyVisitor {
-public:
-  std::vector<const clang::CallExpr *> Calls;
-  std::vector<const clang::DeclStmt *> Decls;
-  std::vector<const clang::ReturnStmt *> Returns;
-  std::vector<const clang::LambdaExpr *> Lambdas;
-  std::vector<const clang::CXXThrowExpr *> Throws;
-  bool visitStmt(clang::Stmt *S) override {
-    if (const auto *CE = llvm::dyn_cast<clang::CallExpr>(S))
-      Calls.push_back(CE);
-    else if (const auto *DS = llvm::dyn_cast<clang::DeclStmt>(S))
-      Decls.push_back(DS);
-    else if (const auto *RS = llvm::dyn_cast<clang::ReturnStmt>(S))
-      Returns.push_back(RS);
-    else if (const auto *LE = llvm::dyn_cast<clang::LambdaExpr>(S))
-      Lambdas.push_back(LE);
-    else if (const auto *TE = llvm::dyn_cast<clang::CXXThrowExpr>(S))
-      Throws.push_back(TE);
-    return true;
-  }
-};
 
 /// The function under analysis as every stage of its analysis reads it: the AST, the rules, the
 /// parent map (generic lambdas' analysed bodies grafted in) and the statements of its body by

@@ -88,14 +88,7 @@ bool StepMembers::bodyTouchesGrad(const FunctionDecl *F, int Depth) {
   auto [It, New] = TouchesGrad.try_emplace(Def->getCanonicalDecl(), false);
   if (!New)
     return It->second; // known, or being computed (a recursion: no by this path)
-  struct Finder : AstVisitor {
-    std::vector<const CallExpr *> Calls;
-    bool visitStmt(Stmt *S) override {
-      if (const auto *CE = dyn_cast<CallExpr>(S))
-        Calls.push_back(CE);
-      return true;
-    }
-  } Fd;
+  CallCollector Fd;
   Fd.walk(Def->getBody());
   bool Touches = llvm::any_of(Fd.Calls, [](const CallExpr *CE) { return isGradAccessor(CE); });
   for (const CallExpr *CE : Fd.Calls)

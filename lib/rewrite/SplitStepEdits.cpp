@@ -31,12 +31,9 @@ private:
 } // namespace
 
 ConcernPlan<StepShape> planSplitShape(const StepContext &C, const SplitStep &S, llvm::StringSet<> &Names) {
-  ConcernPlan<StepShape> P;
   StepFacts Building;
   Building.Split = S;
-  SplitPlanner(C, Building, P.Blockers, Names, Building).plan();
-  P.Plan = Building;
-  return P;
+  return planShapeWith<SplitPlanner>(C, std::move(Building), Names);
 }
 
 bool SplitPlanner::plan() {

@@ -36,13 +36,9 @@ private:
 } // namespace
 
 ConcernPlan<StepShape> planStepShape(const StepContext &C, bool Refused, llvm::StringSet<> &Names) {
-  ConcernPlan<StepShape> P;
-  // The shape is read (a mixed step's checks) while it is decided: the facts being built.
   StepFacts Building;
   Building.Refused = Refused;
-  ShapePlanner(C, Building, P.Blockers, Names, Building).plan();
-  P.Plan = Building;
-  return P;
+  return planShapeWith<ShapePlanner>(C, std::move(Building), Names);
 }
 
 bool ShapePlanner::blockScaleInsideBackwardReceiver() {

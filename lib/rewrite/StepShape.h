@@ -32,6 +32,16 @@ protected:
   StepShape &Out;
 };
 
+/// Runs a shape planner over the facts it decides (the shape is read while it is decided: a mixed
+/// step's checks), starting from `Building`.
+template <class Planner>
+ConcernPlan<StepShape> planShapeWith(const StepContext &C, StepFacts Building, llvm::StringSet<> &Names) {
+  ConcernPlan<StepShape> P;
+  Planner(C, Building, P.Blockers, Names, Building).plan();
+  P.Plan = Building;
+  return P;
+}
+
 /// The scaling half's new member holding the grads, after the scaler's declaration (decided after
 /// the half's concerns, whose reasons come first).
 ConcernPlan<PlannedEdits> planSplitMember(const StepContext &C, const StepFacts &F);
