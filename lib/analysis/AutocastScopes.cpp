@@ -5,14 +5,19 @@ using namespace clang;
 
 namespace ampmigrate {
 
-unsigned FunctionAnalyser::endOffsetOfBlock(const Stmt *S) const {
+void ScopeBuilder::run() {
+  buildScopes();
+  collectInactive();
+}
+
+unsigned ScopeBuilder::endOffsetOfBlock(const Stmt *S) const {
   for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
     if (isa<CompoundStmt>(P))
       return offsetOf(P->getEndLoc());
   return offsetOf(FD->getBody()->getEndLoc());
 }
 
-const CXXCatchStmt *FunctionAnalyser::handlerOf(const Stmt *S) const {
+const CXXCatchStmt *ScopeBuilder::handlerOf(const Stmt *S) const {
   for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P)) {
     if (const auto *H = dyn_cast<CXXCatchStmt>(P))
       return H;
@@ -22,7 +27,7 @@ const CXXCatchStmt *FunctionAnalyser::handlerOf(const Stmt *S) const {
   return nullptr;
 }
 
-void FunctionAnalyser::buildScopes() {
+void ScopeBuilder::buildScopes() {
   std::vector<const AutocastCall *> Enables;
   for (const AutocastCall &A : FA.AutocastCalls)
     if (A.Rule->Role == AutocastRole::Enable)
@@ -133,7 +138,7 @@ void FunctionAnalyser::buildScopes() {
   llvm::sort(FA.Scopes, [](const AutocastScope &A, const AutocastScope &B) { return A.Begin < B.Begin; });
 }
 
-const VarDecl *FunctionAnalyser::noGradGuardOver(const Stmt *S) const {
+const VarDecl *ScopeBuilder::noGradGuardOver(const Stmt *S) const {
   if (Rules.NoGradGuardClasses.empty())
     return nullptr;
   const Stmt *Child = S;
@@ -167,21 +172,14 @@ const VarDecl *FunctionAnalyser::noGradGuardOver(const Stmt *S) const {
   return nullptr;
 }
 
-const CompoundStmt *FunctionAnalyser::enclosingBlock(const Stmt *S) const {
+const CompoundStmt *ScopeBuilder::enclosingBlock(const Stmt *S) const {
   for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
     if (const auto *CS = dyn_cast<CompoundStmt>(P))
       return CS;
   return nullptr;
 }
 
-bool FunctionAnalyser::encloses(const Stmt *Outer, const Stmt *S) const {
-  for (const Stmt *P = S; P; P = PM.getParent(P))
-    if (P == Outer)
-      return true;
-  return false;
-}
-
-bool FunctionAnalyser::leavesFunction(const CXXThrowExpr *T) const {
+bool ScopeBuilder::leavesFunction(const CXXThrowExpr *T) const {
   if (T->getBeginLoc().isMacroID())
     return false;
   for (const Stmt *P = PM.getParent(T); P; P = PM.getParent(P)) {
@@ -193,11 +191,11 @@ bool FunctionAnalyser::leavesFunction(const CXXThrowExpr *T) const {
   return true;
 }
 
-void FunctionAnalyser::findLeakingExit(AutocastScope &S, const AutocastCall &Enable,
+void ScopeBuilder::findLeakingExit(AutocastScope &S, const AutocastCall &Enable,
                                        const std::vector<const AutocastCall *> &Closes) {
   BodyCollector BC;
   BC.walk(FD->getBody());
-  std::vector<const Stmt *> Exits(Returns.begin(), Returns.end());
+  std::vector<const Stmt *> Exits(Body.Returns.begin(), Body.Returns.end());
   for (const CXXThrowExpr *T : BC.Throws)
     if (leavesFunction(T))
       Exits.push_back(T);
@@ -232,7 +230,7 @@ void FunctionAnalyser::findLeakingExit(AutocastScope &S, const AutocastCall &Ena
   }
 }
 
-void FunctionAnalyser::attachAdjacentAuxiliary() {
+void ScopeBuilder::attachAdjacentAuxiliary() {
   for (const AutocastCall &A : FA.AutocastCalls) {
     if (A.Rule->Role == AutocastRole::Enable || A.Rule->Role == AutocastRole::Query)
       continue;
@@ -257,7 +255,7 @@ void FunctionAnalyser::attachAdjacentAuxiliary() {
   }
 }
 
-void FunctionAnalyser::findGuardEnds() {
+void ScopeBuilder::findGuardEnds() {
   BodyCollector BC;
   BC.walk(FD->getBody());
   for (const CallExpr *CE : BC.Calls) {
@@ -273,16 +271,16 @@ void FunctionAnalyser::findGuardEnds() {
   }
 }
 
-void FunctionAnalyser::collectInactive() {
-  SourceRange Body = FD->getBody()->getSourceRange();
-  unsigned B = offsetOf(Body.getBegin()), E = offsetOf(Body.getEnd());
-  FileID F = SM.getFileID(SM.getExpansionLoc(Body.getBegin()));
+void ScopeBuilder::collectInactive() {
+  SourceRange Extent = FD->getBody()->getSourceRange();
+  unsigned B = offsetOf(Extent.getBegin()), E = offsetOf(Extent.getEnd());
+  FileID F = SM.getFileID(SM.getExpansionLoc(Extent.getBegin()));
   // Any autocast function of the rules, or the word itself, marks the region as AMP code.
   std::vector<std::string> Tokens = Rules.prefilterTokens();
   Tokens.push_back("autocast");
   for (const AutocastFunctionRule &A : Rules.Autocast)
     Tokens.push_back(StringRef(A.Function).rsplit("::").second.str());
-  for (const SourceRange &R : Inactive) {
+  for (const SourceRange &R : Body.Inactive) {
     if (SM.getFileID(R.getBegin()) != F)
       continue;
     unsigned RB = SM.getFileOffset(R.getBegin());

@@ -1,4 +1,5 @@
-// The analysis of one function (FunctionAnalyser): its elements found, then grouped into steps.
+// The analysis of one function (analyseFunction): the body read once, its elements found, its
+// scopes built, then grouped into steps; and the structural queries every stage shares.
 #include "FunctionAnalyser.h"
 #include "ampmigrate/LambdaParents.h"
 
@@ -6,57 +7,53 @@ using namespace clang;
 
 namespace ampmigrate {
 
-FunctionAnalyser::FunctionAnalyser(ASTContext &Ctx, const RuleSet &Rules, const FunctionDecl *FD,
-                                   const std::vector<SourceRange> &Inactive)
+FunctionBody::FunctionBody(ASTContext &Ctx, const RuleSet &Rules, const FunctionDecl *FD,
+                           const std::vector<SourceRange> &Inactive)
     : Ctx(Ctx), SM(Ctx.getSourceManager()), Rules(Rules), FD(FD), Inactive(Inactive),
       PM(FD->getBody()) {
-  FA.Function = FD;
   graftLambdaBodies(PM, FD->getBody());
-}
-
-FunctionAnalysis FunctionAnalyser::run() {
   BodyCollector BC;
   BC.walk(FD->getBody());
-  Lambdas = BC.Lambdas;
-  Returns = BC.Returns;
-  AllCalls = BC.Calls;
-  // Reserve so that pointers between elements stay valid while we fill the vectors.
-  FA.AutocastCalls.reserve(BC.Calls.size());
-  FA.ScalerCalls.reserve(BC.Calls.size());
-  FA.Clips.reserve(BC.Calls.size());
-  FA.ZeroGrads.reserve(BC.Calls.size());
-  FA.Forwards.reserve(BC.Calls.size());
-  FA.Backwards.reserve(BC.Calls.size());
-  FA.PlainBackwards.reserve(BC.Calls.size());
-  FA.OptimizerSteps.reserve(BC.Calls.size());
-  for (const CallExpr *CE : BC.Calls)
-    classifyCall(CE);
-  for (const DeclStmt *DS : BC.Decls)
-    classifyDecl(DS);
-  findImplicitBackwards();
-  findPlainBackwards();
-  buildScopes();
-  collectInactive();
-  groupSteps();
-  groupUnscaledSteps();
-  return std::move(FA);
+  Calls = std::move(BC.Calls);
+  Decls = std::move(BC.Decls);
+  Returns = std::move(BC.Returns);
 }
 
-bool FunctionAnalyser::inLambda(const Stmt *S) const {
+FunctionAnalysis analyseFunction(ASTContext &Ctx, const RuleSet &Rules, const FunctionDecl *FD,
+                                 const std::vector<SourceRange> &Inactive) {
+  const FunctionBody Body(Ctx, Rules, FD, Inactive);
+  FunctionAnalysis FA;
+  FA.Function = FD;
+  // Reserve so that pointers between elements stay valid while we fill the vectors.
+  FA.AutocastCalls.reserve(Body.Calls.size());
+  FA.ScalerCalls.reserve(Body.Calls.size());
+  FA.Clips.reserve(Body.Calls.size());
+  FA.ZeroGrads.reserve(Body.Calls.size());
+  FA.Forwards.reserve(Body.Calls.size());
+  FA.Backwards.reserve(Body.Calls.size());
+  FA.PlainBackwards.reserve(Body.Calls.size());
+  FA.OptimizerSteps.reserve(Body.Calls.size());
+  std::vector<PendingGuard> Guards = ElementFinder(Body, FA).run();
+  ScopeBuilder(Body, FA, Guards).run();
+  StepGrouper(Body, FA).run();
+  return FA;
+}
+
+bool FunctionStage::inLambda(const Stmt *S) const {
   for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
     if (isa<LambdaExpr>(P))
       return true;
   return false;
 }
 
-const LambdaExpr *FunctionAnalyser::enclosingLambda(const Stmt *S) const {
+const LambdaExpr *FunctionStage::enclosingLambda(const Stmt *S) const {
   for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
     if (const auto *L = dyn_cast<LambdaExpr>(P))
       return L;
   return nullptr;
 }
 
-const Stmt *FunctionAnalyser::statementOf(const Stmt *S) const {
+const Stmt *FunctionStage::statementOf(const Stmt *S) const {
   const Stmt *Cur = S;
   for (const Stmt *P = PM.getParent(Cur); P; Cur = P, P = PM.getParent(P)) {
     if (isa<CompoundStmt>(P))
@@ -74,6 +71,13 @@ const Stmt *FunctionAnalyser::statementOf(const Stmt *S) const {
     }
   }
   return nullptr;
+}
+
+bool FunctionStage::encloses(const Stmt *Outer, const Stmt *S) const {
+  for (const Stmt *P = S; P; P = PM.getParent(P))
+    if (P == Outer)
+      return true;
+  return false;
 }
 
 } // namespace ampmigrate

@@ -1,8 +1,11 @@
-// The analysis of one function (FunctionAnalyser, private to lib/analysis): the elements of its
-// body found by declaration (StepElements.cpp), its autocast scopes (AutocastScopes.cpp), and the
-// training steps they form with their members (StepGrouping.cpp). StepFinder runs it per function.
+// The analysis of one function (analyseFunction, private to lib/analysis), as stages that each
+// read the FunctionBody and fill the FunctionAnalysis: the elements of its body found by
+// declaration (ElementFinder, StepElements.cpp), its autocast scopes (ScopeBuilder,
+// AutocastScopes.cpp), and the training steps they form (StepGrouper, StepGrouping.cpp) with their
+// members (StepMembers, StepMembers.cpp). StepFinder runs it per function.
 #pragma once
 
+#include "BodyCollectors.h"
 #include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/GenericLambdas.h"
 #include "ampmigrate/ShapeRecognisers.h"
@@ -19,70 +22,40 @@
 
 namespace ampmigrate {
 
-/// Finds the autocast calls in a function body (used for guard recognition).
-class AutocastCallCollector : public AstVisitor {
-public:
-  AutocastCallCollector(const RuleSet &Rules) : Rules(Rules) {}
-  bool visitStmt(clang::Stmt *S) override {
-    if (const auto *CE = llvm::dyn_cast<clang::CallExpr>(S))
-      if (const clang::FunctionDecl *FD = CE->getDirectCallee())
-        if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
-          Found.push_back({CE, R});
-    return true;
-  }
-  const RuleSet &Rules;
-  std::vector<std::pair<const clang::CallExpr *, const AutocastFunctionRule *>> Found;
-};
+/// The function under analysis as every stage of its analysis reads it: the AST, the rules, the
+/// parent map (generic lambdas' analysed bodies grafted in) and the statements of its body by
+/// kind. Built once, then read only.
+struct FunctionBody {
+  FunctionBody(clang::ASTContext &Ctx, const RuleSet &Rules, const clang::FunctionDecl *FD,
+               const std::vector<clang::SourceRange> &Inactive);
 
-class BodyCollector : public AnalysedBodyVisitor {
-public:
-  std::vector<const clang::CallExpr *> Calls;
-  std::vector<const clang::DeclStmt *> Decls;
-  std::vector<const clang::ReturnStmt *> Returns;
-  std::vector<const clang::LambdaExpr *> Lambdas;
-  std::vector<const clang::CXXThrowExpr *> Throws;
-  bool visitStmt(clang::Stmt *S) override {
-    if (const auto *CE = llvm::dyn_cast<clang::CallExpr>(S))
-      Calls.push_back(CE);
-    else if (const auto *DS = llvm::dyn_cast<clang::DeclStmt>(S))
-      Decls.push_back(DS);
-    else if (const auto *RS = llvm::dyn_cast<clang::ReturnStmt>(S))
-      Returns.push_back(RS);
-    else if (const auto *LE = llvm::dyn_cast<clang::LambdaExpr>(S))
-      Lambdas.push_back(LE);
-    else if (const auto *TE = llvm::dyn_cast<clang::CXXThrowExpr>(S))
-      Throws.push_back(TE);
-    return true;
-  }
-};
-
-class FunctionAnalyser {
-public:
-  FunctionAnalyser(clang::ASTContext &Ctx, const RuleSet &Rules, const clang::FunctionDecl *FD,
-                   const std::vector<clang::SourceRange> &Inactive);
-
-  FunctionAnalysis run();
-
-private:
   clang::ASTContext &Ctx;
   const clang::SourceManager &SM;
   const RuleSet &Rules;
   const clang::FunctionDecl *FD;
+  /// The preprocessor's inactive regions of the translation unit.
   const std::vector<clang::SourceRange> &Inactive;
   clang::ParentMap PM;
-  FunctionAnalysis FA;
-  std::vector<const clang::LambdaExpr *> Lambdas;
+  std::vector<const clang::CallExpr *> Calls;
+  std::vector<const clang::DeclStmt *> Decls;
   std::vector<const clang::ReturnStmt *> Returns;
-  std::vector<const clang::CallExpr *> AllCalls;
-  struct PendingGuard {
-    const clang::VarDecl *Var;
-    const clang::DeclStmt *DS;
-    bool Disables;
-  };
-  std::vector<PendingGuard> Guards;
+};
 
-  /// The `catch` handler S is in (within this function, outside lambdas); null if none.
-  const clang::CXXCatchStmt *handlerOf(const clang::Stmt *S) const;
+/// A stage of the analysis of one function: the body it reads (under short names) and the
+/// structural queries every stage asks of it. A stage's results go into the FunctionAnalysis it
+/// is handed; what one stage hands the next besides is an explicit value (PendingGuard).
+class FunctionStage {
+protected:
+  explicit FunctionStage(const FunctionBody &Body)
+      : Body(Body), Ctx(Body.Ctx), SM(Body.SM), Rules(Body.Rules), FD(Body.FD), PM(Body.PM) {}
+
+  const FunctionBody &Body;
+  clang::ASTContext &Ctx;
+  const clang::SourceManager &SM;
+  const RuleSet &Rules;
+  const clang::FunctionDecl *FD;
+  const clang::ParentMap &PM;
+
   unsigned offsetOf(clang::SourceLocation L) const {
     return SM.getFileOffset(SM.getExpansionLoc(L));
   }
@@ -93,6 +66,29 @@ private:
 
   /// The statement directly inside a compound statement (or if/loop body) that holds `S`.
   const clang::Stmt *statementOf(const clang::Stmt *S) const;
+
+  bool encloses(const clang::Stmt *Outer, const clang::Stmt *S) const;
+};
+
+/// An RAII autocast guard declared in the body: found with the elements, made a scope by ScopeBuilder.
+struct PendingGuard {
+  const clang::VarDecl *Var;
+  const clang::DeclStmt *DS;
+  bool Disables;
+};
+
+/// Stage 1 (StepElements.cpp): the elements of the body, found by declaration: autocast calls,
+/// clips, scaler calls, optimizer steps, zero_grads, forwards, backwards (scaled and plain).
+class ElementFinder : FunctionStage {
+public:
+  ElementFinder(const FunctionBody &Body, FunctionAnalysis &FA) : FunctionStage(Body), FA(FA) {}
+
+  /// Fills FA's element lists; returns the autocast guards, which become scopes in stage 2.
+  std::vector<PendingGuard> run();
+
+private:
+  FunctionAnalysis &FA;
+  std::vector<PendingGuard> Guards;
 
   /// True when `S` holds nothing but `Call` (after implicit wrappers).
   static bool isOnly(const clang::Stmt *S, const clang::Expr *Call);
@@ -137,11 +133,29 @@ private:
 
   void findImplicitBackwards();
 
+  const clang::VarDecl *scaledLossVariable(const clang::Expr *E) const;
+
   /// `loss.backward()` with no arguments on a local tensor that no scaler scaled: the backward
   /// of a step without a scaler when the loss was computed under autocast.
   void findPlainBackwards();
+};
 
-  // ---- scopes ---------------------------------------------------------------------------------
+/// Stage 2 (AutocastScopes.cpp): the autocast scopes of the body from its autocast calls and
+/// guards (pairs, guards, macro pairs, unclosed enables), and the inactive AMP code.
+class ScopeBuilder : FunctionStage {
+public:
+  ScopeBuilder(const FunctionBody &Body, FunctionAnalysis &FA, const std::vector<PendingGuard> &Guards)
+      : FunctionStage(Body), FA(FA), Guards(Guards) {}
+
+  /// Fills FA.Scopes and FA.InactiveAmpCode.
+  void run();
+
+private:
+  FunctionAnalysis &FA;
+  const std::vector<PendingGuard> &Guards;
+
+  /// The `catch` handler S is in (within this function, outside lambdas); null if none.
+  const clang::CXXCatchStmt *handlerOf(const clang::Stmt *S) const;
 
   bool sameDevice(const AutocastCall &A, const AutocastCall &B) const {
     return A.Device.empty() || B.Device.empty() || A.Device == B.Device;
@@ -153,8 +167,6 @@ private:
 
   /// The block a call sits in: it runs before everything that follows it in that block.
   const clang::CompoundStmt *enclosingBlock(const clang::Stmt *S) const;
-
-  bool encloses(const clang::Stmt *Outer, const clang::Stmt *S) const;
 
   /// A guard of the rules' no-grad-guards declared before `S` in its block or an enclosing one
   /// (within the same function or lambda body), or null.
@@ -176,41 +188,24 @@ private:
   void findGuardEnds();
 
   void collectInactive();
+};
 
-  // ---- steps ----------------------------------------------------------------------------------
-
-  void groupSteps();
-  std::vector<unsigned> stepCuts(const ObjectRef &Scaler) const;
-  void groupStep(const ObjectRef &Scaler, unsigned Lo, unsigned Hi);
-
-  /// Whether the loss of a plain backward is computed in the scope: its initialisation, or an
-  /// assignment to it, lies within [Begin, End] of the scope.
-  bool computedIn(const AutocastScope &S, const ImplicitBackward &B) const;
-
-  /// Steps without a scaler (bf16/fp32 autocast), in a function with no scaler calls: each plain
-  /// `loss.backward()` whose loss was computed in the last autocast scope opened before it, with
-  /// the `optimizer.step()` calls between it and the next plain backward. Membership of the rest
-  /// (clips, zero_grad, `.grad` accesses) is addMembers', as for a scaled step.
-  void groupUnscaledSteps();
-
-  // ---- mixed steps: a plain path beside the scaled one -------------------------------------------
-
-  /// The branch of `If` that holds `S` (its then or else statement), or null (S is in the
-  /// condition, or not in `If`).
-  const clang::Stmt *branchOf(const clang::IfStmt *If, const clang::Stmt *S) const;
-
-  /// A mixed step: the first scaled backward sits in one branch of an if whose other branch runs a
-  /// plain `loss.backward()` (the fp32 path). The ifs of that block that hold the step's other
-  /// scaler calls are the same choice split up; the `optimizer.step()` calls of the step's
-  /// optimizers on their other branches are the plain path's steps. Whether the conditions agree
-  /// and the paths can be rewritten is the planner's to judge; membership is decided here.
-  void findPlainBranch(TrainingStep &T);
-
-  // ---- step membership: the one rule ----------------------------------------------------------
+/// Stage 3b (StepMembers.cpp, StepDataflow.cpp): the members of a step, by the one rule, from
+/// the elements and scopes of stages 1 and 2, which it reads only.
+class StepMembers : FunctionStage {
+public:
+  StepMembers(const FunctionBody &Body, const FunctionAnalysis &FA) : FunctionStage(Body), FA(FA) {}
 
   /// The gradient window, the clips in it, the zero_grad() calls of the step's optimizers and
   /// models, and the other statements in the window that touch `.grad`.
   void addMembers(TrainingStep &T);
+
+  /// TrainingStep::FeedingScopes: earlier scopes that a variable carries into the region
+  /// [T.Scope->Begin, FirstBackward).
+  void addFeedingScopes(TrainingStep &T, unsigned FirstBackward);
+
+private:
+  const FunctionAnalysis &FA;
 
   /// Is `E` (an argument) the parameters, a model or an optimizer of the step?
   bool namesStepParameters(const TrainingStep &T, const clang::Expr *E) const;
@@ -240,19 +235,61 @@ private:
 
   void addGradAccesses(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);
-  /// TrainingStep::FeedingScopes: earlier scopes that a variable carries into the region
-  /// [T.Scope->Begin, FirstBackward).
-  void addFeedingScopes(TrainingStep &T, unsigned FirstBackward);
   /// The `.grad()` read (not a clearing) that calling `CE` leads to, in a function defined in
   /// this translation unit a few calls deep; null when none.
   const clang::CallExpr *gradReadInCallee(const clang::CallExpr *CE);
   void addGradReadsBefore(TrainingStep &T);
+  /// The innermost loop around the step's last step() (null outside a loop); Found: that call exists.
+  const clang::Stmt *loopAroundLastStep(const TrainingStep &T, bool &Found) const;
+};
+
+/// Stage 3 (StepGrouping.cpp): the training steps the elements form (per scaler, unscaled, a
+/// mixed step's plain path), each with its members from StepMembers.
+class StepGrouper : FunctionStage {
+public:
+  StepGrouper(const FunctionBody &Body, FunctionAnalysis &FA)
+      : FunctionStage(Body), FA(FA), Members(Body, FA) {}
+
+  /// Fills FA.Steps.
+  void run();
+
+private:
+  FunctionAnalysis &FA;
+  StepMembers Members;
+
+  void groupSteps();
+  std::vector<unsigned> stepCuts(const ObjectRef &Scaler) const;
+  void groupStep(const ObjectRef &Scaler, unsigned Lo, unsigned Hi);
+
+  /// Whether the loss of a plain backward is computed in the scope: its initialisation, or an
+  /// assignment to it, lies within [Begin, End] of the scope.
+  bool computedIn(const AutocastScope &S, const ImplicitBackward &B) const;
+
   /// A plain backward's loss variable initialised by a call of a function of this translation
   /// unit that opens an autocast scope (an enable call or an RAII guard in its body).
   bool lossFromAutocastCallee(const ImplicitBackward &B) const;
-  /// The innermost loop around the step's last step() (null outside a loop); Found: that call exists.
-  const clang::Stmt *loopAroundLastStep(const TrainingStep &T, bool &Found) const;
-  const clang::VarDecl *scaledLossVariable(const clang::Expr *E) const;
+
+  /// Steps without a scaler (bf16/fp32 autocast), in a function with no scaler calls: each plain
+  /// `loss.backward()` whose loss was computed in the last autocast scope opened before it, with
+  /// the `optimizer.step()` calls between it and the next plain backward. Membership of the rest
+  /// (clips, zero_grad, `.grad` accesses) is addMembers', as for a scaled step.
+  void groupUnscaledSteps();
+
+  /// The branch of `If` that holds `S` (its then or else statement), or null (S is in the
+  /// condition, or not in `If`).
+  const clang::Stmt *branchOf(const clang::IfStmt *If, const clang::Stmt *S) const;
+
+  /// A mixed step: the first scaled backward sits in one branch of an if whose other branch runs a
+  /// plain `loss.backward()` (the fp32 path). The ifs of that block that hold the step's other
+  /// scaler calls are the same choice split up; the `optimizer.step()` calls of the step's
+  /// optimizers on their other branches are the plain path's steps. Whether the conditions agree
+  /// and the paths can be rewritten is the planner's to judge; membership is decided here.
+  void findPlainBranch(TrainingStep &T);
 };
+
+/// The analysis of one function, in order: its elements, its scopes, its steps.
+FunctionAnalysis analyseFunction(clang::ASTContext &Ctx, const RuleSet &Rules,
+                                 const clang::FunctionDecl *FD,
+                                 const std::vector<clang::SourceRange> &Inactive);
 
 } // namespace ampmigrate

@@ -1,6 +1,7 @@
 // The inference-only rule: what each function of a translation unit calls, and which of them
 // training code reaches.
 #include "InferenceOnly.h"
+#include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/GenericLambdas.h"
 #include "ampmigrate/ShapeRecognisers.h"
 

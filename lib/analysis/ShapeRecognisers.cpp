@@ -1,8 +1,9 @@
 // Shape recognisers: what a declaration, type or expression is in the domain (a tensor, a scaler
 // class, an autocast guard, a parameter list, a `.grad` access), by its shape, with the rules'
-// names. Facts about the AST alone, shared by the analysis (StepFinder, FunctionAnalyser,
+// names. Facts about the AST alone, shared by the analysis (StepFinder, the stages of analyseFunction,
 // InferenceOnly) and the planner.
 #include "ampmigrate/ShapeRecognisers.h"
+#include "BodyCollectors.h"
 #include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/ExpressionFacts.h"
 #include "ampmigrate/GenericLambdas.h"
@@ -35,6 +36,14 @@ std::string qualifiedName(const NamedDecl *D) {
   P.SuppressUnwrittenScope = true;
   D->printQualifiedName(OS, P);
   return S;
+}
+
+bool AutocastCallCollector::visitStmt(Stmt *S) {
+  if (const auto *CE = dyn_cast<CallExpr>(S))
+    if (const FunctionDecl *FD = CE->getDirectCallee())
+      if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD)))
+        Found.push_back({CE, R});
+  return true;
 }
 
 bool nameIn(const NamedDecl *D, const std::vector<std::string> &Names) {
@@ -424,23 +433,16 @@ namespace {
 const CallExpr *gradAccessIn(const Stmt *Body, const SourceManager &SM, int Depth,
                              llvm::SmallPtrSetImpl<const FunctionDecl *> &Seen,
                              const CallExpr **Via) {
-  struct Calls : AstVisitor {
-    std::vector<const CallExpr *> All;
-    bool visitStmt(Stmt *S) override {
-      if (const auto *CE = dyn_cast<CallExpr>(S))
-        All.push_back(CE);
-      return true;
-    }
-  } C;
+  CallCollector C;
   C.walk(const_cast<Stmt *>(Body));
-  for (const CallExpr *CE : C.All)
+  for (const CallExpr *CE : C.Calls)
     if (isGradAccessor(CE)) {
       *Via = CE;
       return CE;
     }
   if (Depth >= 3)
     return nullptr;
-  for (const CallExpr *CE : C.All) {
+  for (const CallExpr *CE : C.Calls) {
     const FunctionDecl *Def = nullptr;
     const FunctionDecl *F = CE->getDirectCallee();
     if (!F || !F->hasBody(Def) || !Def->getBody() ||

@@ -6,7 +6,7 @@ using namespace clang;
 
 namespace ampmigrate {
 
-bool FunctionAnalyser::isParameterValue(const Expr *E) const {
+bool StepMembers::isParameterValue(const Expr *E) const {
   if (parametersCall(E))
     return true;
   const auto *DRE = dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts());
@@ -21,17 +21,17 @@ bool FunctionAnalyser::isParameterValue(const Expr *E) const {
   return false;
 }
 
-bool FunctionAnalyser::collectsParameters(const VarDecl *V) const {
+bool StepMembers::collectsParameters(const VarDecl *V) const {
   if (!V || !V->isLocalVarDecl())
     return false;
   auto [It, New] = CollectsParameters.try_emplace(V, false);
   if (!New)
     return It->second;
   struct Fills : AnalysedBodyVisitor {
-    const FunctionAnalyser &A;
+    const StepMembers &A;
     const VarDecl *V;
     bool Found = false;
-    Fills(const FunctionAnalyser &A, const VarDecl *V) : A(A), V(V) {}
+    Fills(const StepMembers &A, const VarDecl *V) : A(A), V(V) {}
     bool names(const Expr *E) const { return E && resolveObject(E).Decl == V; }
     bool visitStmt(Stmt *S) override {
       if (const auto *MC = dyn_cast<CXXMemberCallExpr>(S)) {
@@ -54,7 +54,7 @@ bool FunctionAnalyser::collectsParameters(const VarDecl *V) const {
   return F.Found;
 }
 
-void FunctionAnalyser::addFeedingScopes(TrainingStep &T, unsigned FirstBackward) {
+void StepMembers::addFeedingScopes(TrainingStep &T, unsigned FirstBackward) {
   if (!T.Scope || FirstBackward == ~0u)
     return;
   // Every variable use of the function: where, which, and whether it writes (an assignment's
@@ -65,9 +65,9 @@ void FunctionAnalyser::addFeedingScopes(TrainingStep &T, unsigned FirstBackward)
     bool Writes;
   };
   struct Uses : AnalysedBodyVisitor {
-    const FunctionAnalyser &A;
+    const StepMembers &A;
     std::vector<Use> All;
-    explicit Uses(const FunctionAnalyser &A) : A(A) {}
+    explicit Uses(const StepMembers &A) : A(A) {}
     static const ValueDecl *target(const Expr *E) {
       const auto *DRE = dyn_cast<DeclRefExpr>(E->IgnoreParenImpCasts());
       return DRE ? DRE->getDecl() : nullptr;

@@ -5,13 +5,23 @@ using namespace clang;
 
 namespace ampmigrate {
 
-bool FunctionAnalyser::isOnly(const Stmt *S, const Expr *Call) {
+std::vector<PendingGuard> ElementFinder::run() {
+  for (const CallExpr *CE : Body.Calls)
+    classifyCall(CE);
+  for (const DeclStmt *DS : Body.Decls)
+    classifyDecl(DS);
+  findImplicitBackwards();
+  findPlainBackwards();
+  return std::move(Guards);
+}
+
+bool ElementFinder::isOnly(const Stmt *S, const Expr *Call) {
   if (const auto *E = dyn_cast<Expr>(S))
     return strip(E) == Call || E->IgnoreImplicit() == Call;
   return false;
 }
 
-void FunctionAnalyser::classifyCall(const CallExpr *CE) {
+void ElementFinder::classifyCall(const CallExpr *CE) {
   const FunctionDecl *Callee = CE->getDirectCallee();
   if (!Callee)
     return;
@@ -35,7 +45,7 @@ void FunctionAnalyser::classifyCall(const CallExpr *CE) {
     classifyCallOperator(OC);
 }
 
-std::string FunctionAnalyser::deviceName(int64_t DeviceType) {
+std::string ElementFinder::deviceName(int64_t DeviceType) {
   if (DeviceType == 0)
     return "cpu";
   if (DeviceType == 1)
@@ -43,7 +53,7 @@ std::string FunctionAnalyser::deviceName(int64_t DeviceType) {
   return "device-type-" + std::to_string(DeviceType);
 }
 
-void FunctionAnalyser::addAutocastCall(const CallExpr *CE, const AutocastFunctionRule *R) {
+void ElementFinder::addAutocastCall(const CallExpr *CE, const AutocastFunctionRule *R) {
   AutocastCall A;
   A.Call = CE;
   A.Rule = R;
@@ -111,7 +121,7 @@ void FunctionAnalyser::addAutocastCall(const CallExpr *CE, const AutocastFunctio
   FA.AutocastCalls.push_back(A);
 }
 
-bool FunctionAnalyser::macroStatementIsOnlyAutocast(const Stmt *S) const {
+bool ElementFinder::macroStatementIsOnlyAutocast(const Stmt *S) const {
   if (!S->getBeginLoc().isMacroID())
     return false;
   AutocastCallCollector C(Rules);
@@ -121,7 +131,7 @@ bool FunctionAnalyser::macroStatementIsOnlyAutocast(const Stmt *S) const {
   return !C.Found.empty() && C.Found.size() == All.Calls.size();
 }
 
-bool FunctionAnalyser::forwardsCallersValue(const Expr *Arg) const {
+bool ElementFinder::forwardsCallersValue(const Expr *Arg) const {
   const auto *DRE = dyn_cast<DeclRefExpr>(strip(Arg));
   if (!DRE || !isa<ParmVarDecl>(DRE->getDecl()))
     return false;
@@ -144,7 +154,7 @@ bool FunctionAnalyser::forwardsCallersValue(const Expr *Arg) const {
   });
 }
 
-bool FunctionAnalyser::isRestoreArgument(const Expr *Arg) const {
+bool ElementFinder::isRestoreArgument(const Expr *Arg) const {
   const auto *DRE = dyn_cast<DeclRefExpr>(strip(Arg));
   if (!DRE)
     return false;
@@ -156,7 +166,7 @@ bool FunctionAnalyser::isRestoreArgument(const Expr *Arg) const {
   return llvm::any_of(C.Found, [](auto &P) { return P.second->Role == AutocastRole::Query; });
 }
 
-void FunctionAnalyser::addClip(const CallExpr *CE, const ClipFunctionRule *R) {
+void ElementFinder::addClip(const CallExpr *CE, const ClipFunctionRule *R) {
   ClipCall C;
   C.Call = CE;
   C.Rule = R;
@@ -190,7 +200,7 @@ void FunctionAnalyser::addClip(const CallExpr *CE, const ClipFunctionRule *R) {
   FA.Clips.push_back(C);
 }
 
-void FunctionAnalyser::classifyMemberCall(const CXXMemberCallExpr *MC) {
+void ElementFinder::classifyMemberCall(const CXXMemberCallExpr *MC) {
   const CXXMethodDecl *MD = MC->getMethodDecl();
   if (!MD || !MD->getIdentifier())
     return;
@@ -227,7 +237,7 @@ void FunctionAnalyser::classifyMemberCall(const CXXMemberCallExpr *MC) {
   }
 }
 
-const Expr *FunctionAnalyser::receiverExpr(const Expr *Obj) {
+const Expr *ElementFinder::receiverExpr(const Expr *Obj) {
   Obj = strip(Obj);
   if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Obj);
       OC && OC->getOperator() == OO_Arrow && OC->getNumArgs() >= 1)
@@ -235,7 +245,7 @@ const Expr *FunctionAnalyser::receiverExpr(const Expr *Obj) {
   return Obj;
 }
 
-void FunctionAnalyser::classifyCallOperator(const CXXOperatorCallExpr *OC) {
+void ElementFinder::classifyCallOperator(const CXXOperatorCallExpr *OC) {
   if (OC->getNumArgs() < 1)
     return;
   const auto *MD = dyn_cast_or_null<CXXMethodDecl>(OC->getDirectCallee());
@@ -255,7 +265,7 @@ void FunctionAnalyser::classifyCallOperator(const CXXOperatorCallExpr *OC) {
     FA.Forwards.push_back(F);
 }
 
-void FunctionAnalyser::addOptimizerStep(const CXXMemberCallExpr *MC) {
+void ElementFinder::addOptimizerStep(const CXXMemberCallExpr *MC) {
   if (llvm::any_of(MC->arguments(), [](const Expr *A) { return !isa<CXXDefaultArgExpr>(A); }))
     return; // step(closure): LBFGS-style, re-evaluates the loss itself
   ScalerCall C;
@@ -269,7 +279,7 @@ void FunctionAnalyser::addOptimizerStep(const CXXMemberCallExpr *MC) {
   FA.OptimizerSteps.push_back(C);
 }
 
-void FunctionAnalyser::addScalerCall(const CXXMemberCallExpr *MC, const CXXMethodDecl *MD) {
+void ElementFinder::addScalerCall(const CXXMemberCallExpr *MC, const CXXMethodDecl *MD) {
   ScalerCall C;
   C.Call = MC;
   C.ScalerClass = MD->getParent();
@@ -304,7 +314,7 @@ void FunctionAnalyser::addScalerCall(const CXXMemberCallExpr *MC, const CXXMetho
   FA.ScalerCalls.push_back(C);
 }
 
-void FunctionAnalyser::classifyDecl(const DeclStmt *DS) {
+void ElementFinder::classifyDecl(const DeclStmt *DS) {
   for (const Decl *D : DS->decls()) {
     const auto *VD = dyn_cast<VarDecl>(D);
     if (!VD || !VD->hasLocalStorage())
@@ -323,7 +333,7 @@ void FunctionAnalyser::classifyDecl(const DeclStmt *DS) {
   }
 }
 
-const ScalerCall *FunctionAnalyser::scaleCallAt(const Expr *E) const {
+const ScalerCall *ElementFinder::scaleCallAt(const Expr *E) const {
   E = strip(E);
   for (const ScalerCall &C : FA.ScalerCalls)
     if (C.Kind == ScalerCall::Method::Scale && C.Call == E)
@@ -331,7 +341,7 @@ const ScalerCall *FunctionAnalyser::scaleCallAt(const Expr *E) const {
   return nullptr;
 }
 
-void FunctionAnalyser::findImplicitBackwards() {
+void ElementFinder::findImplicitBackwards() {
   // Walk every backward() on a tensor and trace its object to a scaler's scale().
   BodyCollector BC;
   BC.walk(FD->getBody());
@@ -413,7 +423,7 @@ static const VarDecl *localStructOf(const MemberExpr *ME, const RuleSet &Rules) 
 /// local tensor variable with numbers (literals, variables that are not tensors), or of one tensor
 /// field of a local struct (`losses.total / k`: the struct's variable). Null for anything else (a
 /// call, two tensors).
-const VarDecl *FunctionAnalyser::scaledLossVariable(const Expr *E) const {
+const VarDecl *ElementFinder::scaledLossVariable(const Expr *E) const {
   struct Walk : AstVisitor {
     const RuleSet &Rules;
     explicit Walk(const RuleSet &R) : Rules(R) {}
@@ -467,8 +477,8 @@ const VarDecl *FunctionAnalyser::scaledLossVariable(const Expr *E) const {
   return W.Other ? nullptr : W.Tensor;
 }
 
-void FunctionAnalyser::findPlainBackwards() {
-  for (const CallExpr *CE : AllCalls) {
+void ElementFinder::findPlainBackwards() {
+  for (const CallExpr *CE : Body.Calls) {
     const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
     const CXXMethodDecl *MD = MC ? MC->getMethodDecl() : nullptr;
     if (!MD || !MD->getIdentifier() || MD->getName() != "backward" ||

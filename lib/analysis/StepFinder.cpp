@@ -67,8 +67,7 @@ public:
     for (const FunctionDecl *Analysed : Insts) {
       if (Analysed != FD)
         summariseCalls(Analysed);
-      FunctionAnalyser A(Ctx, Rules, Analysed, Inactive);
-      FunctionAnalysis FA = A.run();
+      FunctionAnalysis FA = analyseFunction(Ctx, Rules, Analysed, Inactive);
       if (Insts.size() > 1) {
         FA.Instantiations = Insts.size();
         FA.Pattern = FD;

@@ -5,6 +5,11 @@ using namespace clang;
 
 namespace ampmigrate {
 
+void StepGrouper::run() {
+  groupSteps();
+  groupUnscaledSteps();
+}
+
 /// Where the forward calls of a step's scope end: at the scope's end, since a forward after a
 /// closed scope ran without autocast (an fp32 head, `head(x.float())` after the scope) and is
 /// not the model's to convert; an unclosed scope runs up to the backward.
@@ -12,7 +17,7 @@ static unsigned forwardsEnd(const AutocastScope &S, unsigned Backward) {
   return S.Shape == AutocastScope::Kind::Unclosed ? std::max(S.End, Backward) : S.End;
 }
 
-void FunctionAnalyser::groupSteps() {
+void StepGrouper::groupSteps() {
   // One step per scaler object with a backward or unscale/step in this function.
   std::vector<ObjectRef> Scalers;
   for (const ScalerCall &C : FA.ScalerCalls)
@@ -26,7 +31,7 @@ void FunctionAnalyser::groupSteps() {
   llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
 }
 
-std::vector<unsigned> FunctionAnalyser::stepCuts(const ObjectRef &Sc) const {
+std::vector<unsigned> StepGrouper::stepCuts(const ObjectRef &Sc) const {
   // One scaler shared by complete steps one after the other: a GAN's discriminator and generator
   // steps (each with its step(), with an update() each or one at the end: the scaler's state is
   // per optimizer), a pre-training loop and a fine-tuning loop. A scaled backward after a step()
@@ -60,7 +65,7 @@ std::vector<unsigned> FunctionAnalyser::stepCuts(const ObjectRef &Sc) const {
   return Starts;
 }
 
-void FunctionAnalyser::groupStep(const ObjectRef &Sc, unsigned Lo, unsigned Hi) {
+void StepGrouper::groupStep(const ObjectRef &Sc, unsigned Lo, unsigned Hi) {
   auto In = [&](const clang::Stmt *S) {
     unsigned O = offsetOf(S->getBeginLoc());
     return O >= Lo && O <= Hi;
@@ -104,7 +109,7 @@ void FunctionAnalyser::groupStep(const ObjectRef &Sc, unsigned Lo, unsigned Hi) 
       T.Scope = &S;
   if (T.Scope)
     T.Begin = std::min(T.Begin, T.Scope->Begin);
-  addFeedingScopes(T, FirstBackward);
+  Members.addFeedingScopes(T, FirstBackward);
   if (T.Scope)
     for (const ForwardCall &F : FA.Forwards) {
       unsigned O = offsetOf(F.Call->getBeginLoc());
@@ -112,11 +117,11 @@ void FunctionAnalyser::groupStep(const ObjectRef &Sc, unsigned Lo, unsigned Hi) 
         T.Forwards.push_back(&F);
     }
   findPlainBranch(T);
-  addMembers(T);
+  Members.addMembers(T);
   FA.Steps.push_back(std::move(T));
 }
 
-bool FunctionAnalyser::computedIn(const AutocastScope &S, const ImplicitBackward &B) const {
+bool StepGrouper::computedIn(const AutocastScope &S, const ImplicitBackward &B) const {
   // The loss is given a value in the scope, or after it from values given in it, before the
   // backward (`auto pred = net->forward(x);` in the scope, `auto loss = mse_loss(pred.to(kFloat),
   // y);` in fp32 after it).
@@ -178,7 +183,7 @@ bool FunctionAnalyser::computedIn(const AutocastScope &S, const ImplicitBackward
   return FromScope.contains(VD);
 }
 
-bool FunctionAnalyser::lossFromAutocastCallee(const ImplicitBackward &B) const {
+bool StepGrouper::lossFromAutocastCallee(const ImplicitBackward &B) const {
   const VarDecl *VD = B.LossVar;
   if (!VD || !VD->isLocalVarDecl() || !VD->getInit())
     return false;
@@ -207,7 +212,7 @@ bool FunctionAnalyser::lossFromAutocastCallee(const ImplicitBackward &B) const {
   return false;
 }
 
-void FunctionAnalyser::groupUnscaledSteps() {
+void StepGrouper::groupUnscaledSteps() {
   if (!FA.ScalerCalls.empty())
     return;
   std::vector<const ImplicitBackward *> Plain;
@@ -240,26 +245,26 @@ void FunctionAnalyser::groupUnscaledSteps() {
       continue;
     T.Backwards.push_back(B);
     T.Begin = T.Scope ? std::min(T.Scope->Begin, At) : At;
-    addFeedingScopes(T, At);
+    Members.addFeedingScopes(T, At);
     for (const ForwardCall &F : FA.Forwards) {
       unsigned O = offsetOf(F.Call->getBeginLoc());
       if (T.Scope && O >= T.Scope->Begin && O <= forwardsEnd(*T.Scope, At))
         T.Forwards.push_back(&F);
     }
-    addMembers(T);
+    Members.addMembers(T);
     FA.Steps.push_back(std::move(T));
   }
   llvm::sort(FA.Steps, [](const TrainingStep &A, const TrainingStep &B) { return A.Begin < B.Begin; });
 }
 
-const Stmt *FunctionAnalyser::branchOf(const IfStmt *If, const Stmt *S) const {
+const Stmt *StepGrouper::branchOf(const IfStmt *If, const Stmt *S) const {
   for (const Stmt *Cur = S; Cur; Cur = PM.getParent(Cur))
     if (PM.getParent(Cur) == If)
       return Cur == If->getThen() || Cur == If->getElse() ? Cur : nullptr;
   return nullptr;
 }
 
-void FunctionAnalyser::findPlainBranch(TrainingStep &T) {
+void StepGrouper::findPlainBranch(TrainingStep &T) {
   const ImplicitBackward *First = nullptr;
   for (const ImplicitBackward *B : T.Backwards)
     if (!First || offsetOf(B->Backward->getBeginLoc()) < offsetOf(First->Backward->getBeginLoc()))
@@ -318,279 +323,6 @@ void FunctionAnalyser::findPlainBranch(TrainingStep &T) {
         P.Steps.push_back(&C);
   }
   T.Plain = std::move(P);
-}
-
-void FunctionAnalyser::addMembers(TrainingStep &T) {
-  for (const ImplicitBackward *B : T.Backwards)
-    T.GradientBegin = std::min(T.GradientBegin, offsetOf(B->Backward->getBeginLoc()));
-  for (const ScalerCall *C : T.Unscales)
-    T.GradientBegin = std::min(T.GradientBegin, offsetOf(C->Call->getBeginLoc()));
-  for (const ScalerCall *C : T.Steps)
-    T.GradientEnd = std::max(T.GradientEnd, offsetOf(C->Call->getBeginLoc()));
-  for (const ImplicitBackward *B : T.Plain.Backwards)
-    T.GradientBegin = std::min(T.GradientBegin, offsetOf(B->Backward->getBeginLoc()));
-  for (const ScalerCall *C : T.Plain.Steps)
-    T.GradientEnd = std::max(T.GradientEnd, offsetOf(C->Call->getBeginLoc()));
-  for (const ClipCall &C : FA.Clips)
-    if (T.inGradientWindow(offsetOf(C.Call->getBeginLoc())))
-      T.Clips.push_back(&C);
-  for (const ZeroGradCall &Z : FA.ZeroGrads)
-    if (T.stepsOptimizer(Z.Owner) || T.forwardsModel(Z.Owner))
-      T.ZeroGrads.push_back(&Z);
-  addGradAccesses(T);
-}
-
-bool FunctionAnalyser::namesStepParameters(const TrainingStep &T, const Expr *E) const {
-  if (parametersCall(E))
-    return true;
-  ObjectRef O = resolveObject(E);
-  if (O && (T.stepsOptimizer(O) || T.forwardsModel(O)))
-    return true;
-  // A local holding a parameter list: `auto params = model->parameters(); f(params);`, or one
-  // filled with them.
-  if (const auto *VD = dyn_cast_or_null<VarDecl>(O.Decl))
-    return (VD->getInit() && parametersCall(VD->getInit())) || collectsParameters(VD);
-  return false;
-}
-
-bool FunctionAnalyser::isStepElement(const TrainingStep &T, const CallExpr *CE) const {
-  auto Is = [&](const auto &List) {
-    return llvm::any_of(List, [&](const auto *X) { return X->Call == CE; });
-  };
-  if (Is(T.Unscales) || Is(T.Steps) || Is(T.Updates) || Is(T.Others) || Is(T.Clips) ||
-      Is(T.ZeroGrads) || Is(T.Forwards) || Is(T.Plain.Steps))
-    return true;
-  auto IsBackward = [&](const ImplicitBackward *B) {
-    return B->Backward == CE || (B->Scale && B->Scale->Call == CE);
-  };
-  return llvm::any_of(T.Backwards, IsBackward) || llvm::any_of(T.Plain.Backwards, IsBackward);
-}
-
-const Stmt *FunctionAnalyser::stepStatementOf(const TrainingStep &T, const Stmt *S) const {
-  llvm::SmallVector<const Stmt *, 2> Blocks;
-  if (!T.Backwards.empty() && T.Backwards.front()->BackwardStmt)
-    Blocks.push_back(PM.getParent(T.Backwards.front()->BackwardStmt));
-  if (!T.Steps.empty())
-    if (const Stmt *StepStmt = statementOf(T.Steps.front()->Call))
-      Blocks.push_back(PM.getParent(StepStmt));
-  // A mixed step: the plain path's blocks, and the block of the ifs choosing the path.
-  for (const Stmt *Side : T.Plain.PlainSides)
-    if (isa_and_nonnull<CompoundStmt>(Side))
-      Blocks.push_back(Side);
-  if (!T.Plain.Ifs.empty())
-    Blocks.push_back(PM.getParent(T.Plain.Ifs.front()));
-  for (const Stmt *Block : Blocks)
-    for (const Stmt *Cur = S; Block && Cur; Cur = PM.getParent(Cur))
-      if (PM.getParent(Cur) == Block)
-        return Cur;
-  return statementOf(S);
-}
-
-bool FunctionAnalyser::isOwnStepOf(const TrainingStep &T, const CallExpr *CE) const {
-  return llvm::any_of(FA.OptimizerSteps, [&](const ScalerCall &C) {
-    return C.Call == CE && T.stepsOptimizer(C.Optimizer);
-  });
-}
-
-bool FunctionAnalyser::bodyTouchesGrad(const FunctionDecl *F, int Depth) {
-  const FunctionDecl *Def = nullptr;
-  if (Depth > 3 || !F->hasBody(Def) || !Def->getBody())
-    return false;
-  const SourceManager &SM = Ctx.getSourceManager();
-  if (SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())))
-    return false;
-  auto [It, New] = TouchesGrad.try_emplace(Def->getCanonicalDecl(), false);
-  if (!New)
-    return It->second; // known, or being computed (a recursion: no by this path)
-  struct Finder : AstVisitor {
-    std::vector<const CallExpr *> Calls;
-    bool visitStmt(Stmt *S) override {
-      if (const auto *CE = dyn_cast<CallExpr>(S))
-        Calls.push_back(CE);
-      return true;
-    }
-  } Fd;
-  Fd.walk(Def->getBody());
-  bool Touches = llvm::any_of(Fd.Calls, [](const CallExpr *CE) { return isGradAccessor(CE); });
-  for (const CallExpr *CE : Fd.Calls)
-    if (!Touches && CE->getDirectCallee() && CE->getDirectCallee() != Def)
-      Touches = bodyTouchesGrad(CE->getDirectCallee(), Depth + 1);
-  TouchesGrad[Def->getCanonicalDecl()] = Touches;
-  return Touches;
-}
-
-void FunctionAnalyser::addGradAccesses(TrainingStep &T) {
-  if (T.GradientBegin > T.GradientEnd)
-    return;
-  for (const CallExpr *CE : AllCalls) {
-    if (!T.inGradientWindow(offsetOf(CE->getBeginLoc())) || isStepElement(T, CE))
-      continue;
-    GradAccess A;
-    A.Access = CE;
-    if (isGradAccessor(CE) || isOwnStepOf(T, CE)) {
-      A.How = GradAccess::Kind::GradAccessor;
-    } else if (!isa<CXXOperatorCallExpr>(CE) && // `model->`, `*opt`: access, not a hand-over
-               llvm::any_of(CE->arguments(), [&](const Expr *Arg) { return namesStepParameters(T, Arg); })) {
-      A.How = GradAccess::Kind::ParametersPassed;
-    } else if (CE->getDirectCallee() && bodyTouchesGrad(CE->getDirectCallee(), 0)) {
-      // A function of this file that reaches .grad by itself (a member using the trainer's
-      // model, a helper using a global model): given nothing, it still acts on .grad.
-      A.How = GradAccess::Kind::GradAccessor;
-    } else {
-      continue;
-    }
-    A.Statement = stepStatementOf(T, CE);
-    A.Holder = statementOf(CE);
-    if (!A.Statement || llvm::any_of(T.GradAccesses, [&](const GradAccess &O) { return O.Statement == A.Statement; }))
-      continue;
-    T.GradAccesses.push_back(A);
-  }
-  addGradReadsAfter(T);
-  addGradReadsBefore(T);
-}
-
-const Stmt *FunctionAnalyser::loopAroundLastStep(const TrainingStep &T, bool &Found) const {
-  const CallExpr *Last = nullptr;
-  for (const auto *List : {&T.Steps, &T.Plain.Steps})
-    for (const ScalerCall *S : *List)
-      if (offsetOf(S->Call->getBeginLoc()) == T.GradientEnd)
-        Last = S->Call;
-  Found = Last != nullptr;
-  for (const Stmt *P = Last ? PM.getParent(Last) : nullptr; P; P = PM.getParent(P))
-    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
-      return P;
-  return nullptr;
-}
-
-namespace {
-bool onlyClearsGrad(const CallExpr *Accessor, const ParentMap &PM);
-} // namespace
-
-void FunctionAnalyser::addGradReadsAfter(TrainingStep &T) {
-  bool HasLast;
-  const Stmt *Loop = loopAroundLastStep(T, HasLast);
-  if (!HasLast)
-    return;
-  // The rest of the iteration of the innermost loop around the step, else of the function.
-  unsigned Limit = offsetOf((Loop ? Loop : FD->getBody())->getEndLoc());
-  // A later backward starts another step, whose own window owns what follows.
-  for (const CallExpr *CE : AllCalls) {
-    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
-    const auto *MD = MC ? MC->getMethodDecl() : nullptr;
-    unsigned O = offsetOf(CE->getBeginLoc());
-    if (MD && MD->getIdentifier() && MD->getName() == "backward" && O > T.GradientEnd && O < Limit)
-      Limit = O;
-  }
-  for (const CallExpr *CE : AllCalls) {
-    unsigned O = offsetOf(CE->getBeginLoc());
-    // Also the step's optimizer stepped again on .grad (`if (use_amp) { scaler.step(opt); ... }
-    // else { opt.step(); }` after an unconditional scaled backward).
-    if (O > T.GradientEnd && O < Limit &&
-        (isGradAccessor(CE) || (isOwnStepOf(T, CE) && !isStepElement(T, CE))))
-      T.GradReadsAfter.push_back(CE);
-    else if (O > T.GradientEnd && O < Limit && !isStepElement(T, CE))
-      if (const CallExpr *Read = gradReadInCallee(CE))
-        T.GradHelpersAfter.push_back({CE, Read});
-  }
-}
-
-const CallExpr *FunctionAnalyser::gradReadInCallee(const CallExpr *CE) {
-  const FunctionDecl *F = CE->getDirectCallee();
-  const FunctionDecl *Def = nullptr;
-  const SourceManager &SM = Ctx.getSourceManager();
-  // A lambda's body is this function's code, analysed with it (its .grad reads are its own
-  // calls; calling the lambda that holds the step runs the step, not code after it).
-  if (const auto *MD = dyn_cast_or_null<CXXMethodDecl>(F); MD && MD->getParent()->isLambda())
-    return nullptr;
-  if (!F || !F->hasBody(Def) || !Def->getBody() ||
-      SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())) || !bodyTouchesGrad(F, 0))
-    return nullptr;
-  // Every .grad() the helper reaches, a few calls deep, that does more than clear it.
-  llvm::SmallPtrSet<const FunctionDecl *, 8> Seen;
-  std::vector<std::pair<const FunctionDecl *, int>> Work{{Def, 0}};
-  while (!Work.empty()) {
-    auto [Fn, Depth] = Work.back();
-    Work.pop_back();
-    if (!Seen.insert(Fn->getCanonicalDecl()).second)
-      continue;
-    BodyCollector C;
-    C.walk(Fn->getBody());
-    ParentMap FnPM(Fn->getBody());
-    for (const CallExpr *Inner : C.Calls) {
-      if (isGradAccessor(Inner)) {
-        if (!onlyClearsGrad(Inner, FnPM))
-          return Inner;
-        continue;
-      }
-      const FunctionDecl *G = Inner->getDirectCallee(), *GDef = nullptr;
-      if (Depth < 3 && G && G->hasBody(GDef) && GDef->getBody() &&
-          !SM.isInSystemHeader(SM.getExpansionLoc(GDef->getLocation())))
-        Work.push_back({GDef, Depth + 1});
-    }
-  }
-  return nullptr;
-}
-
-namespace {
-
-/// A `.grad()` whose only use clears it (`p.grad().zero_()`, `.detach_()`, `.defined()` before
-/// them, `p.mutable_grad() = torch::Tensor()`, `.reset()`): a hand-written zero_grad(). Explicit
-/// grads start from nothing anyway, so clearing .grad changes nothing the step computes.
-bool onlyClearsGrad(const CallExpr *Accessor, const ParentMap &PM) {
-  const Stmt *Use = Accessor;
-  const Stmt *P = PM.getParent(Use);
-  while (P && isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ParenExpr>(P)) {
-    Use = P;
-    P = PM.getParent(P);
-  }
-  if (const auto *ME = dyn_cast_or_null<MemberExpr>(P)) {
-    const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(PM.getParent(ME));
-    const NamedDecl *M = ME->getMemberDecl();
-    return Call && Call->getNumArgs() == 0 && M->getIdentifier() &&
-           llvm::is_contained({"zero_", "detach_", "defined", "reset"}, M->getName());
-  }
-  if (const auto *Op = dyn_cast_or_null<CXXOperatorCallExpr>(P);
-      Op && Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 && Op->getArg(0) == Use) {
-    const Expr *R = Op->getArg(1)->IgnoreImplicit();
-    if (const auto *CE = dyn_cast<CXXConstructExpr>(R))
-      return CE->getNumArgs() == 0;
-    if (const auto *IL = dyn_cast<InitListExpr>(R))
-      return IL->getNumInits() == 0;
-  }
-  return false;
-}
-
-} // namespace
-
-void FunctionAnalyser::addGradReadsBefore(TrainingStep &T) {
-  if (T.GradientBegin > T.GradientEnd)
-    return;
-  // From the start of the loop iteration that holds the step (else of the function): in a loop
-  // the code before the backward runs after the last iteration's step, where the original's
-  // .grad holds that step's gradients (or the zeros zero_grad() left).
-  bool HasLast;
-  const Stmt *Loop = loopAroundLastStep(T, HasLast);
-  unsigned From = offsetOf((Loop ? Loop : FD->getBody())->getBeginLoc());
-  // Another step's backward, or an optimizer's or scaler's step(), before this one owns what
-  // precedes it. Other step()s (an LR scheduler's at the top of the loop) do not touch .grad.
-  for (const CallExpr *CE : AllCalls) {
-    const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
-    const auto *MD = MC ? MC->getMethodDecl() : nullptr;
-    unsigned O = offsetOf(CE->getBeginLoc());
-    if (!MD || !MD->getIdentifier() || O < From || O >= T.GradientBegin)
-      continue;
-    bool EndsStep = MD->getName() == "backward" ||
-                    (MD->getName() == "step" &&
-                     (isScalerClass(MD->getParent(), Rules) ||
-                      isDerivedFromAny(MD->getParent(), Rules.OptimizerClasses)));
-    if (EndsStep)
-      From = offsetOf(CE->getEndLoc());
-  }
-  for (const CallExpr *CE : AllCalls) {
-    unsigned O = offsetOf(CE->getBeginLoc());
-    if (O > From && O < T.GradientBegin && isGradAccessor(CE) && !onlyClearsGrad(CE, PM))
-      T.GradReadsBefore.push_back(CE);
-  }
 }
 
 } // namespace ampmigrate

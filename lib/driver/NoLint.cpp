@@ -285,19 +285,4 @@ void applyNoLint(std::vector<Finding> &Findings, SourceTexts &Texts) {
   Findings = std::move(Kept);
 }
 
-bool mentionsAnyToken(llvm::StringRef Text, const std::vector<std::string> &Tokens) {
-  for (const std::string &T : Tokens) {
-    size_t At = 0;
-    while ((At = Text.find(T, At)) != llvm::StringRef::npos) {
-      bool LeftOk = At == 0 || !(llvm::isAlnum(Text[At - 1]) || Text[At - 1] == '_');
-      size_t End = At + T.size();
-      bool RightOk = End >= Text.size() || !(llvm::isAlnum(Text[End]) || Text[End] == '_');
-      if (LeftOk && RightOk)
-        return true;
-      At = End;
-    }
-  }
-  return false;
-}
-
 } // namespace ampmigrate

@@ -1,5 +1,6 @@
 // Precompiled preambles: the invocation of a parse, the body-skipping build, the shared store.
 #include "ampmigrate/Preamble.h"
+#include "ampmigrate/HeaderBodySkipper.h"
 
 #include "clang/Basic/DiagnosticOptions.h"
 #include "clang/Frontend/CompilerInstance.h"

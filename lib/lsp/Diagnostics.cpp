@@ -32,8 +32,8 @@ void Server::publish(Document &D, const std::string &Text, Report R) {
   for (const FileOutcome &O : R.Files)
     if (O.Status == FileOutcome::State::Failed)
       Diags.push_back(parseFailure(O, D, Idx));
-  notify("textDocument/publishDiagnostics",
-         json::Object{{"uri", D.Uri}, {"version", D.Version}, {"diagnostics", std::move(Diags)}});
+  Client.notify("textDocument/publishDiagnostics",
+                json::Object{{"uri", D.Uri}, {"version", D.Version}, {"diagnostics", std::move(Diags)}});
 }
 
 bool Server::samePath(StringRef A, StringRef B) {

@@ -70,7 +70,7 @@ void Server::handleNotification(StringRef Method, const json::Value &Params) {
     std::optional<std::string> Path = uriToPath(*Uri);
     if (!Path) {
       L.unlock();
-      logMessage(2, "not a local file URI, not checked: " + Uri->str());
+      Client.logMessage(2, "not a local file URI, not checked: " + Uri->str());
       return;
     }
     Document &D = Docs[Uri->str()];
@@ -108,8 +108,8 @@ void Server::handleNotification(StringRef Method, const json::Value &Params) {
     if (It->second.VerifyCancel)
       It->second.VerifyCancel->store(true);
     // Under the state lock: a check of this document finishing now cannot publish after this.
-    notify("textDocument/publishDiagnostics",
-           json::Object{{"uri", It->first}, {"diagnostics", json::Array()}});
+    Client.notify("textDocument/publishDiagnostics",
+                  json::Object{{"uri", It->first}, {"diagnostics", json::Array()}});
     Docs.erase(It);
   }
   // initialized, $/cancelRequest, workspace/didChangeConfiguration...: nothing to do.
@@ -180,7 +180,7 @@ std::unique_ptr<clang::tooling::CompilationDatabase> Server::database(const std:
   if (!DatabasePath.empty()) {
     DB = clang::tooling::CompilationDatabase::autoDetectFromDirectory(DatabasePath, Err);
     if (!DB)
-      logMessage(2, "no compile_commands.json in " + DatabasePath + ": " + Err);
+      Client.logMessage(2, "no compile_commands.json in " + DatabasePath + ": " + Err);
   } else {
     DB = clang::tooling::CompilationDatabase::autoDetectFromSource(Path, Err);
   }
@@ -215,8 +215,8 @@ const Server::Settings &Server::settingsFor(const std::string &ConfigPath) {
       Cfg = std::move(*Read);
     } else {
       std::string Msg = llvm::toString(Read.takeError());
-      notify("window/showMessage", json::Object{{"type", 1}, {"message", "amp-migrate: " + Msg}});
-      logMessage(1, Msg);
+      Client.notify("window/showMessage", json::Object{{"type", 1}, {"message", "amp-migrate: " + Msg}});
+      Client.logMessage(1, Msg);
     }
   }
   if (!LevelName.empty())
@@ -225,15 +225,15 @@ const Server::Settings &Server::settingsFor(const std::string &ConfigPath) {
     parseLevel(Cfg.Level, St.Level);
   St.Checks = !ChecksGlob.empty() ? ChecksGlob : (!Cfg.Checks.empty() ? Cfg.Checks : "amp-*");
   if (llvm::none_of(allChecks(), [&](const CheckInfo &C) { return checkEnabledByGlobs(St.Checks, C.Id); }))
-    warnUser("checks '" + St.Checks + "' enables no check (see amp-migrate --list-checks); no diagnostics" +
-             (ConfigPath.empty() ? std::string() : " for files under " + ConfigPath));
+    Client.warnUser("checks '" + St.Checks + "' enables no check (see amp-migrate --list-checks); no diagnostics" +
+                    (ConfigPath.empty() ? std::string() : " for files under " + ConfigPath));
   std::vector<std::string> AllRules = Cfg.Rules;
   AllRules.insert(AllRules.end(), RuleFiles.begin(), RuleFiles.end());
   llvm::Expected<RuleSet> R = loadRules(AllRules);
   if (!R) {
     std::string Msg = llvm::toString(R.takeError());
-    notify("window/showMessage", json::Object{{"type", 1}, {"message", "amp-migrate: " + Msg}});
-    logMessage(1, Msg);
+    Client.notify("window/showMessage", json::Object{{"type", 1}, {"message", "amp-migrate: " + Msg}});
+    Client.logMessage(1, Msg);
     llvm::Expected<RuleSet> Builtin = loadRules({});
     if (Builtin)
       St.Rules = std::move(*Builtin);

@@ -61,32 +61,32 @@ int Server::run() {
     // A protocol error is answered, not fatal: the editor's next message may be fine.
     if (!In.Body) {
       llvm::errs() << "amp-migrate --lsp: " << In.FramingError << "\n";
-      reply(nullptr, error(-32700, "parse error: " + In.FramingError));
+      Client.reply(nullptr, ClientChannel::error(-32700, "parse error: " + In.FramingError));
       continue;
     }
     const std::string *Body = &*In.Body;
     // json::parse recurses per nesting level: bound the depth before it runs.
     if (jsonDepth(*Body) > MaxNestingDepth) {
-      reply(nullptr, error(-32700, "parse error: JSON nested deeper than " +
-                                       std::to_string(MaxNestingDepth) + " levels"));
+      Client.reply(nullptr, ClientChannel::error(-32700, "parse error: JSON nested deeper than " +
+                                                            std::to_string(MaxNestingDepth) + " levels"));
       continue;
     }
     llvm::Expected<json::Value> V = json::parse(*Body);
     if (!V) {
       llvm::errs() << "amp-migrate --lsp: invalid JSON: " << llvm::toString(V.takeError()) << "\n";
-      reply(nullptr, error(-32700, "parse error: invalid JSON"));
+      Client.reply(nullptr, ClientChannel::error(-32700, "parse error: invalid JSON"));
       continue;
     }
     const json::Object *Msg = V->getAsObject();
     if (!Msg) {
-      reply(nullptr, error(-32600, "invalid request"));
+      Client.reply(nullptr, ClientChannel::error(-32600, "invalid request"));
       continue;
     }
     std::optional<StringRef> Method = Msg->getString("method");
     const json::Value *Id = Msg->get("id");
     // JSON-RPC 2.0: an id is a string, a number or null; anything else is not echoed back.
     if (Id && !Id->getAsString() && !Id->getAsNumber() && Id->kind() != json::Value::Null) {
-      reply(nullptr, error(-32600, "invalid request: an id must be a string, a number or null"));
+      Client.reply(nullptr, ClientChannel::error(-32600, "invalid request: an id must be a string, a number or null"));
       continue;
     }
     if (!Method)
@@ -104,16 +104,16 @@ int Server::run() {
 
 void Server::handleRequest(StringRef Method, const json::Value &Id, const json::Value &Params) {
   if (Method == "initialize")
-    return result(Id, initialize(Params));
+    return Client.result(Id, initialize(Params));
   if (!Initialized)
-    return reply(Id, error(-32002, "server not initialized"));
+    return Client.reply(Id, ClientChannel::error(-32002, "server not initialized"));
   if (Method == "shutdown") {
     ShutDown = true;
-    return result(Id, nullptr);
+    return Client.result(Id, nullptr);
   }
   if (Method == "textDocument/codeAction")
-    return result(Id, codeActions(Params));
-  reply(Id, error(-32601, ("method not found: " + Method).str()));
+    return Client.result(Id, codeActions(Params));
+  Client.reply(Id, ClientChannel::error(-32601, ("method not found: " + Method).str()));
 }
 
 // -- initialize
@@ -140,7 +140,7 @@ json::Value Server::initialize(const json::Value &Params) {
   }
   // Settings the client (or the command line) gives win over each file's .amp-migrate.yaml.
   if (!LevelName.empty() && !parseLevel(LevelName, Level)) {
-    logMessage(1, "unknown level '" + LevelName + "' (valid: O0, O1, O2, O3); using O2");
+    Client.logMessage(1, "unknown level '" + LevelName + "' (valid: O0, O1, O2, O3); using O2");
     LevelName = "O2";
     Level = AmpLevel::O2;
   }
@@ -161,9 +161,9 @@ void Server::readInitializationOptions(const json::Value &Options) {
     return;
   const json::Object *IO = Options.getAsObject();
   if (!IO)
-    return warnUser("initializationOptions is not an object; ignored");
+    return Client.warnUser("initializationOptions is not an object; ignored");
   auto Wrong = [&](StringRef Key, StringRef Expected) {
-    warnUser(("initializationOptions." + Key + " is not " + Expected + "; ignored").str());
+    Client.warnUser(("initializationOptions." + Key + " is not " + Expected + "; ignored").str());
   };
   auto Strings = [&](StringRef Key, std::vector<std::string> &Into) {
     const json::Value *V = IO->get(Key);
@@ -193,7 +193,7 @@ void Server::readInitializationOptions(const json::Value &Options) {
       }
       (K == "debounceMs" ? Debounce : VerifyDelay) = std::chrono::milliseconds(*Ms);
     } else if (K != "extraArgs" && K != "rules") {
-      warnUser(("unknown initializationOptions." + K + "; ignored").str());
+      Client.warnUser(("unknown initializationOptions." + K + "; ignored").str());
     }
   }
   Strings("extraArgs", ExtraArgs);
@@ -211,17 +211,17 @@ void Server::progress(bool Begin, const std::string &What) {
     Current = ++ProgressRequests;
   std::string Token = "amp-migrate/parse/" + std::to_string(Current);
   if (Begin) {
-    send(json::Object{{"jsonrpc", "2.0"},
-                      {"id", "amp-migrate/progress/" + std::to_string(Current)},
-                      {"method", "window/workDoneProgress/create"},
-                      {"params", json::Object{{"token", Token}}}});
-    notify("$/progress", json::Object{{"token", Token},
-                                      {"value", json::Object{{"kind", "begin"},
-                                                             {"title", "amp-migrate"},
-                                                             {"message", What},
-                                                             {"cancellable", false}}}});
+    Client.send(json::Object{{"jsonrpc", "2.0"},
+                             {"id", "amp-migrate/progress/" + std::to_string(Current)},
+                             {"method", "window/workDoneProgress/create"},
+                             {"params", json::Object{{"token", Token}}}});
+    Client.notify("$/progress", json::Object{{"token", Token},
+                                             {"value", json::Object{{"kind", "begin"},
+                                                                    {"title", "amp-migrate"},
+                                                                    {"message", What},
+                                                                    {"cancellable", false}}}});
   } else {
-    notify("$/progress", json::Object{{"token", Token}, {"value", json::Object{{"kind", "end"}}}});
+    Client.notify("$/progress", json::Object{{"token", Token}, {"value", json::Object{{"kind", "end"}}}});
   }
 }
 

@@ -130,25 +130,19 @@ struct Document {
   std::shared_ptr<PreambleParser> VerifyParser;
 };
 
-/// The server: messages are read and answered on the main thread (LanguageServer.cpp, the
-/// documents in Documents.cpp, diagnostics and code actions in Diagnostics.cpp and CodeActions.cpp);
-/// checks, verifications and preamble builds run on threads of their own (Workers.cpp).
-class Server {
+/// The server's end of the connection: every message to the client goes out here, one at a time
+/// (the reader thread and the workers both write).
+class ClientChannel {
 public:
-  explicit Server(const LanguageServerOptions &Opts)
-      : Opts(Opts), Worker([this] { work(); }), Builder([this] { build(); }), Verifier([this] { verify(); }) {}
-  ~Server();
-  int run();
+  explicit ClientChannel(std::FILE *Out) : Out(Out) {}
 
-private:
-  // -- Protocol plumbing
+  /// A response error object.
   static json::Object error(int Code, StringRef Message) {
     return json::Object{{"code", Code}, {"message", Message.str()}};
   }
-  /// Both threads write: one message at a time.
   void send(const json::Value &V) {
-    std::lock_guard<std::mutex> L(OutM);
-    writeMessage(Opts.Out, V);
+    std::lock_guard<std::mutex> L(M);
+    writeMessage(Out, V);
   }
   void reply(json::Value Id, json::Object Error) {
     send(json::Object{{"jsonrpc", "2.0"}, {"id", std::move(Id)}, {"error", std::move(Error)}});
@@ -163,7 +157,28 @@ private:
     llvm::errs() << "amp-migrate --lsp: " << Text << "\n";
     notify("window/logMessage", json::Object{{"type", Type}, {"message", Text}});
   }
+  /// A warning the user should see: window/showMessage (type 2) and the log.
+  void warnUser(const std::string &Text) {
+    notify("window/showMessage", json::Object{{"type", 2}, {"message", "amp-migrate: " + Text}});
+    logMessage(2, Text);
+  }
 
+private:
+  std::mutex M;
+  std::FILE *Out;
+};
+
+/// The server: messages are read and answered on the main thread (LanguageServer.cpp, the
+/// documents in Documents.cpp, diagnostics and code actions in Diagnostics.cpp and CodeActions.cpp);
+/// checks, verifications and preamble builds run on threads of their own (Workers.cpp).
+class Server {
+public:
+  explicit Server(const LanguageServerOptions &Opts)
+      : Opts(Opts), Worker([this] { work(); }), Builder([this] { build(); }), Verifier([this] { verify(); }) {}
+  ~Server();
+  int run();
+
+private:
   // -- Requests and notifications (LanguageServer.cpp, Documents.cpp)
   void handleRequest(StringRef Method, const json::Value &Id, const json::Value &Params);
   void handleNotification(StringRef Method, const json::Value &Params);
@@ -174,12 +189,6 @@ private:
   /// Takes the settings of `initializationOptions`; a value of the wrong type is ignored with a
   /// warning naming it (window/showMessage and window/logMessage).
   void readInitializationOptions(const json::Value &Options);
-  /// A warning the user should see: window/showMessage (type 2) and the log.
-  void warnUser(const std::string &Text) {
-    notify("window/showMessage", json::Object{{"type", 2}, {"message", "amp-migrate: " + Text}});
-    logMessage(2, Text);
-  }
-
   // -- Checking: compile commands, settings, the driver's options (Documents.cpp)
   std::unique_ptr<clang::tooling::CompilationDatabase> database(const std::string &Path);
   /// The settings of the files under one configuration file ("" for none): level, checks and
@@ -218,12 +227,13 @@ private:
   json::Value codeActions(const json::Value &Params);
 
   const LanguageServerOptions &Opts;
+  ClientChannel Client{Opts.Out};
   bool Initialized = false, ShutDown = false, Utf8 = false, WorkDoneProgress = false;
   std::chrono::milliseconds Debounce{50};
   /// How long a document stays unchanged before its fixes are verified unasked
   /// (`initializationOptions.verifyDelayMs`): a pause in typing, longer than a keystroke's.
   std::chrono::milliseconds VerifyDelay{500};
-  std::mutex OutM, SettingsM;
+  std::mutex SettingsM;
   /// Guards the documents, shared by the reader (main) thread and the worker.
   std::mutex StateM;
   std::condition_variable StateCV;

@@ -1,71 +1,12 @@
 // The scaler held outside the step function: every declaration it flows through changes type.
 #include "ScalerTypePlanner.h"
-#include "ScalerHolders.h"
+#include "ampmigrate/ScalerUses.h"
 #include "ScalerSpellings.h"
 #include "clang/AST/ParentMapContext.h"
 
 using namespace clang;
 
 namespace ampmigrate {
-
-class ScalerUseIndex : public AnalysedBodyVisitor {
-public:
-  const CXXRecordDecl *Class;
-  const SourceManager &SM;
-  std::map<const Decl *, std::vector<const Expr *>> Refs;          ///< by canonical declaration
-  std::map<const Decl *, std::vector<const Expr *>> Calls;         ///< CallExpr / CXXConstructExpr
-  std::map<const Decl *, const Expr *> NamedOtherwise;             ///< a function's address taken
-  llvm::SmallPtrSet<const Expr *, 16> Callees;
-  ScalerUseIndex(const CXXRecordDecl *C, const SourceManager &SM) : Class(C), SM(SM) { WrapsDecls = true; }
-  bool traverseDecl(Decl *D) override {
-    if (!isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
-        SM.isInSystemHeader(SM.getExpansionLoc(D->getLocation())))
-      return true;
-    return descend(D);
-  }
-  bool visitStmt(Stmt *S) override {
-    if (auto *E = dyn_cast<CallExpr>(S))
-      return visitCall(E);
-    if (auto *E = dyn_cast<CXXConstructExpr>(S))
-      return visitConstruct(E);
-    if (auto *E = dyn_cast<DeclRefExpr>(S))
-      return visitDeclRef(E);
-    if (auto *E = dyn_cast<MemberExpr>(S))
-      return visitMember(E);
-    return true;
-  }
-
-private:
-  bool visitCall(CallExpr *E) {
-    Callees.insert(E->getCallee()->IgnoreParenImpCasts());
-    if (const FunctionDecl *FD = E->getDirectCallee(); FD && takesClass(FD, Class))
-      Calls[FD->getCanonicalDecl()].push_back(E);
-    return true;
-  }
-  bool visitConstruct(CXXConstructExpr *E) {
-    if (takesClass(E->getConstructor(), Class) && !E->getConstructor()->isCopyOrMoveConstructor())
-      Calls[E->getConstructor()->getCanonicalDecl()].push_back(E);
-    return true;
-  }
-  bool visitDeclRef(DeclRefExpr *E) {
-    if (const auto *FD = dyn_cast<FunctionDecl>(E->getDecl())) {
-      if (takesClass(FD, Class) && !Callees.count(E))
-        NamedOtherwise.try_emplace(FD->getCanonicalDecl(), E);
-      return true;
-    }
-    if (holdsClass(E->getDecl()->getType(), Class))
-      Refs[E->getDecl()->getCanonicalDecl()].push_back(E);
-    return true;
-  }
-  bool visitMember(MemberExpr *E) {
-    if (isa<FieldDecl>(E->getMemberDecl()) && holdsClass(E->getMemberDecl()->getType(), Class))
-      Refs[E->getMemberDecl()->getCanonicalDecl()].push_back(E);
-    else if (const auto *MD = dyn_cast<CXXMethodDecl>(E->getMemberDecl());
-             MD && takesClass(MD, Class) && !Callees.count(E))
-      NamedOtherwise.try_emplace(MD->getCanonicalDecl(), E);
-    return true;
-  }
-};
 
 bool ScalerTypePlanner::collectSpellings(const Stmt *S, const CXXRecordDecl *Class) {
   TypeLocFinder TF(Class);

@@ -14,19 +14,14 @@ namespace {
 // member does the same: each backward's grads are added to it (amp::accumulate_grads) and each
 // zero_grad() of the optimizer or the model, in either method, clears it. Exact when no other
 // method of the class clears or reads `.grad`, which is checked.
-class SplitPlanner : public StepConcern {
+class SplitPlanner : public ShapeConcern {
 public:
-  SplitPlanner(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers,
-               llvm::StringSet<> &Names, StepShape &Out)
-      : StepConcern(C, F, Blockers), Names(Names), Out(Out) {}
+  using ShapeConcern::ShapeConcern;
 
   /// The checks of one half, and its shape; false (with a blocker) when it is refused.
   bool plan();
 
 private:
-  llvm::StringSet<> &Names;
-  StepShape &Out;
-
   /// A statement of another method of the class that calls zero_grad() or reads or writes .grad
   /// (described), or "".
   std::string otherGradUse(const clang::CXXRecordDecl *Class, const SplitStep &S,
@@ -36,12 +31,9 @@ private:
 } // namespace
 
 ConcernPlan<StepShape> planSplitShape(const StepContext &C, const SplitStep &S, llvm::StringSet<> &Names) {
-  ConcernPlan<StepShape> P;
   StepFacts Building;
   Building.Split = S;
-  SplitPlanner(C, Building, P.Blockers, Names, Building).plan();
-  P.Plan = Building;
-  return P;
+  return planShapeWith<SplitPlanner>(C, std::move(Building), Names);
 }
 
 bool SplitPlanner::plan() {

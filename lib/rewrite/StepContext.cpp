@@ -41,8 +41,8 @@ std::string canonicalMethod(ScalerCall::Method M) {
 StepContext::StepContext(ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
                          const TrainingStep &T, const PlannerOptions &Opts, const TargetApi &Tgt,
                          const TranslationUnitAnalysis &TU)
-    : Ctx(Ctx), SM(Ctx.getSourceManager()), LO(Ctx.getLangOpts()), Rules(Rules), FA(FA), T(T),
-      Opts(Opts), Tgt(Tgt), TU(TU), PM(FA.Function->getBody()), File(fileOf(SM, FA.Function)),
+    : StepInputs{Ctx, Ctx.getSourceManager(), Ctx.getLangOpts(), Rules, FA, T, Opts, Tgt, TU},
+      PM(FA.Function->getBody()), File(fileOf(SM, FA.Function)),
       FilePath(SM.getFileEntryRefForID(File) ? SM.getFileEntryRefForID(File)->getName().str() : ""),
       Buffer(SM.getBufferData(File)) {
   graftLambdaBodies(PM, FA.Function->getBody());

@@ -41,16 +41,10 @@ public:
   }
 };
 
-/// The immutable context of one step's planning. Built once per step; every planner takes it by
-/// const reference.
-class StepContext {
-public:
-  StepContext(clang::ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
-              const TrainingStep &T, const PlannerOptions &Opts, const TargetApi &Tgt,
-              const TranslationUnitAnalysis &TU);
-  StepContext(const StepContext &) = delete;
-  StepContext &operator=(const StepContext &) = delete;
-
+/// What one step's planning reads, by reference: the AST, the rules, the step and its function's
+/// analysis, the options, the target's names. StepContext holds them, and every concern planner
+/// (StepConcern) has them under the same short names.
+struct StepInputs {
   clang::ASTContext &Ctx;
   const clang::SourceManager &SM;
   const clang::LangOptions &LO;
@@ -61,6 +55,18 @@ public:
   /// The target names as the edits spell them (globally qualified when needed).
   const TargetApi &Tgt;
   const TranslationUnitAnalysis &TU;
+};
+
+/// The immutable context of one step's planning. Built once per step; every planner takes it by
+/// const reference.
+class StepContext : public StepInputs {
+public:
+  StepContext(clang::ASTContext &Ctx, const RuleSet &Rules, const FunctionAnalysis &FA,
+              const TrainingStep &T, const PlannerOptions &Opts, const TargetApi &Tgt,
+              const TranslationUnitAnalysis &TU);
+  StepContext(const StepContext &) = delete;
+  StepContext &operator=(const StepContext &) = delete;
+
   /// The parents of the function's statements (its generic lambdas' bodies grafted in; the
   /// constructor's only change to it).
   clang::ParentMap PM;
@@ -122,23 +128,13 @@ template <class Slice> struct ConcernPlan {
 
 /// The base of a concern's planner: the context, the facts decided before the concern, and the
 /// list its blockers go to, with the context's members under their short names.
-class StepConcern {
+class StepConcern : protected StepInputs {
 protected:
   StepConcern(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers)
-      : C(C), F(F), Ctx(C.Ctx), SM(C.SM), LO(C.LO), Rules(C.Rules), FA(C.FA), T(C.T), Opts(C.Opts),
-        Tgt(C.Tgt), TU(C.TU), PM(C.PM), File(C.File), Buffer(C.Buffer), Blockers(Blockers) {}
+      : StepInputs(C), C(C), F(F), PM(C.PM), File(C.File), Buffer(C.Buffer), Blockers(Blockers) {}
 
   const StepContext &C;
   const StepFacts &F;
-  clang::ASTContext &Ctx;
-  const clang::SourceManager &SM;
-  const clang::LangOptions &LO;
-  const RuleSet &Rules;
-  const FunctionAnalysis &FA;
-  const TrainingStep &T;
-  const PlannerOptions &Opts;
-  const TargetApi &Tgt;
-  const TranslationUnitAnalysis &TU;
   const clang::ParentMap &PM;
   const clang::FileID File;
   const llvm::StringRef Buffer;

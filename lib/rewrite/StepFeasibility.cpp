@@ -12,19 +12,14 @@ namespace {
 
 /// The step's shape: its scaled backwards and steps, its scope (here or in a called function),
 /// its optimizers, the names the rewrite declares, a mixed step's two paths.
-class ShapePlanner : public StepConcern {
+class ShapePlanner : public ShapeConcern {
 public:
-  ShapePlanner(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers,
-               llvm::StringSet<> &Names, StepShape &Out)
-      : StepConcern(C, F, Blockers), Names(Names), Out(Out) {}
+  using ShapeConcern::ShapeConcern;
 
   /// False (with the blockers) when the step cannot be rewritten.
   bool plan();
 
 private:
-  llvm::StringSet<> &Names;
-  StepShape &Out;
-
   /// A scale() of the step's scaler that backward() runs on only through a larger expression
   /// (`(use_amp ? scaler.scale(loss) : loss).backward()`): there is a scaled backward, just not
   /// one of the shapes the rewrite knows. Reported at the backward with what to write instead.
@@ -41,13 +36,9 @@ private:
 } // namespace
 
 ConcernPlan<StepShape> planStepShape(const StepContext &C, bool Refused, llvm::StringSet<> &Names) {
-  ConcernPlan<StepShape> P;
-  // The shape is read (a mixed step's checks) while it is decided: the facts being built.
   StepFacts Building;
   Building.Refused = Refused;
-  ShapePlanner(C, Building, P.Blockers, Names, Building).plan();
-  P.Plan = Building;
-  return P;
+  return planShapeWith<ShapePlanner>(C, std::move(Building), Names);
 }
 
 bool ShapePlanner::blockScaleInsideBackwardReceiver() {

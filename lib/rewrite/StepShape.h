@@ -19,6 +19,29 @@ ConcernPlan<StepShape> planStepShape(const StepContext &C, bool Refused, llvm::S
 /// member that carries the grads, the zero_grad()s that clear it, the names.
 ConcernPlan<StepShape> planSplitShape(const StepContext &C, const SplitStep &S, llvm::StringSet<> &Names);
 
+/// The base of the two shape planners (ShapePlanner, SplitPlanner): a concern that also declares
+/// fresh names and decides the step's shape.
+class ShapeConcern : public StepConcern {
+public:
+  ShapeConcern(const StepContext &C, const StepFacts &F, std::vector<Blocker> &Blockers,
+               llvm::StringSet<> &Names, StepShape &Out)
+      : StepConcern(C, F, Blockers), Names(Names), Out(Out) {}
+
+protected:
+  llvm::StringSet<> &Names;
+  StepShape &Out;
+};
+
+/// Runs a shape planner over the facts it decides (the shape is read while it is decided: a mixed
+/// step's checks), starting from `Building`.
+template <class Planner>
+ConcernPlan<StepShape> planShapeWith(const StepContext &C, StepFacts Building, llvm::StringSet<> &Names) {
+  ConcernPlan<StepShape> P;
+  Planner(C, Building, P.Blockers, Names, Building).plan();
+  P.Plan = Building;
+  return P;
+}
+
 /// The scaling half's new member holding the grads, after the scaler's declaration (decided after
 /// the half's concerns, whose reasons come first).
 ConcernPlan<PlannedEdits> planSplitMember(const StepContext &C, const StepFacts &F);

@@ -4,6 +4,7 @@
 // with the scope when the active branch holds nothing but the scope's own calls.
 #include "VersionBranches.h"
 #include "ModelConversion.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace clang;
@@ -51,6 +52,12 @@ std::vector<PPGroup> conditionalsIn(const std::vector<PPDirective> &Ds, StringRe
     BranchStart = NextLine(D.Offset);
   }
   return Done;
+}
+
+/// How many of the statements (offset ranges) lie within [B, E].
+unsigned statementsWithin(const std::vector<std::pair<unsigned, unsigned>> &Stmts, unsigned B, unsigned E) {
+  return static_cast<unsigned>(
+      llvm::count_if(Stmts, [&](const std::pair<unsigned, unsigned> &S) { return S.first >= B && S.second <= E; }));
 }
 
 /// The statements of a branch, comments dropped, when each is a call of a function the rules
@@ -185,10 +192,7 @@ bool PreprocessorPlanner::versionBranches(SourceRange Inactive) {
       continue;
     }
     // A branch the compiler read: every statement in it is one of the scope's.
-    unsigned Covered = 0;
-    for (auto [SB, SE] : ScopeStmts)
-      if (SB >= B && SE <= E)
-        ++Covered;
+    unsigned Covered = statementsWithin(ScopeStmts, B, E);
     if (Covered != Calls->size())
       return false;
     ActiveSeen = ActiveSeen || Covered > 0;
@@ -219,10 +223,7 @@ void PreprocessorPlanner::flagConditionals() {
     std::optional<std::vector<SpelledCall>> Calls = autocastCallsOnly(StringRef(Buffer).slice(B, E), Rules);
     if (!Calls || Calls->empty())
       continue;
-    unsigned Covered = 0;
-    for (auto [SB, SE] : ScopeStmts)
-      if (SB >= B && SE <= E)
-        ++Covered;
+    unsigned Covered = statementsWithin(ScopeStmts, B, E);
     if (Covered != Calls->size())
       continue;
     // `#ifdef X`, `#if defined(X)`, `#if X`: one condition for every conditional of the scope.

@@ -5,6 +5,7 @@
 #include "ampmigrate/CompileDatabase.h" // makeCompilationDatabase
 #include "ampmigrate/Engine.h"
 #include "ampmigrate/Finding.h"
+#include "ampmigrate/HeaderBodySkipper.h"
 #include "ampmigrate/Rules.h"
 #include "clang/Tooling/ArgumentsAdjusters.h"
 #include "clang/Tooling/CompilationDatabase.h"
@@ -76,39 +77,6 @@ struct DriverOptions {
 /// syntax only, no precompiled headers, no outputs or dependency files).
 clang::tooling::ArgumentsAdjuster parseArgumentsAdjuster();
 
-/// The body-skipping rule (DriverOptions::SkipBodies): a function body in a header that names no
-/// AMP token cannot hold a finding. The tokens are the rules' names and the guard and scaler
-/// classes learned so far in the translation unit (a guard defined in one header and used in
-/// another makes the user's body worth parsing). One rule for every parse: the driver's whole
-/// parse and the language server's precompiled preamble apply it alike, so that both see the same
-/// declarations and give the same findings.
-class HeaderBodySkipper {
-public:
-  explicit HeaderBodySkipper(const RuleSet &Rules) : Rules(Rules), Tokens(Rules.prefilterTokens()) {}
-  bool shouldSkip(const clang::SourceManager &SM, const clang::Decl *D);
-  /// Learns the guard and scaler classes of a finished top-level declaration (classes, nested
-  /// ones, those inside namespaces, and the classes an out-of-line constructor completes). At the
-  /// top level the inline bodies of a class are parsed by then; the preamble's builder sees only
-  /// top-level declarations, so this is the one place classes are learned.
-  void learn(const clang::SourceManager &SM, clang::DeclGroupRef DG);
-
-private:
-  bool mentionsAmp(const clang::SourceManager &SM, clang::FileID F);
-  bool mentionsGrad(const clang::SourceManager &SM, clang::FileID F);
-  void learnIn(const clang::SourceManager &SM, const clang::Decl *D);
-  void learnClass(const clang::SourceManager &SM, const clang::CXXRecordDecl *RD);
-
-  const RuleSet &Rules;
-  std::vector<std::string> Tokens;
-  std::vector<std::string> LearnedTokens;
-  struct FileTokens {
-    bool Mentions = false;
-    size_t LearnedChecked = 0; ///< LearnedTokens[0, LearnedChecked) are known to be absent
-  };
-  std::map<unsigned, FileTokens> FileHasTokens; ///< by FileID
-  std::map<unsigned, bool> FileHasGrad;         ///< by FileID: a project header naming grad
-};
-
 /// What a run did besides its report (--stats).
 struct DriverStats {
   unsigned CacheHits = 0;   ///< TUs answered by the result cache
@@ -143,9 +111,6 @@ void applyNoLint(std::vector<Finding> &Findings, SourceTexts &Texts);
 /// step's first finding that a NOLINT of amp-manual-migration does not hide.
 void withdrawNoLintFixes(std::vector<Finding> &Findings, std::vector<StepFix> &Fixes, SourceTexts &Texts,
                          const std::function<bool(llvm::StringRef)> &CheckEnabled);
-
-/// True when the text mentions none of the tokens (the lexical prefilter's test of one file).
-bool mentionsAnyToken(llvm::StringRef Text, const std::vector<std::string> &Tokens);
 
 /// Matches a check id against clang-tidy style globs ("-*,amp-*,-amp-zero-grad").
 bool checkEnabledByGlobs(llvm::StringRef Globs, llvm::StringRef Check);

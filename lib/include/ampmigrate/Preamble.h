@@ -3,11 +3,12 @@
 // process-wide store that lets translation units with the same leading includes share one.
 #pragma once
 
-#include "ampmigrate/Driver.h"
 #include "ampmigrate/ResultCache.h"
+#include "ampmigrate/Rules.h"
 
 #include "clang/Frontend/PrecompiledPreamble.h"
 #include "clang/Tooling/CompilationDatabase.h"
+#include "clang/Tooling/Tooling.h"
 #include "llvm/Support/VirtualFileSystem.h"
 #include <condition_variable>
 #include <functional>

@@ -1,6 +1,6 @@
-// What holds a scaler class: the types that hold it, the holder an expression names, a holder's
-// declarations (the scaler's flow through declarations, ScalerFlow.cpp).
-#include "ScalerHolders.h"
+// The facts of a scaler's data flow: what holds a scaler class (the types that hold it, the holder
+// an expression names, a holder's declarations); the uses of the holders are ScalerUseIndex's.
+#include "ampmigrate/ScalerUses.h"
 #include "ampmigrate/ExpressionFacts.h"
 
 #include "clang/AST/DeclTemplate.h"
@@ -91,6 +91,58 @@ std::vector<const DeclaratorDecl *> declarationsOf(const ValueDecl *H) {
 
 bool takesClass(const FunctionDecl *FD, const CXXRecordDecl *Class) {
   return llvm::any_of(FD->parameters(), [&](const ParmVarDecl *P) { return holdsClass(P->getType(), Class); });
+}
+
+bool ScalerUseIndex::traverseDecl(Decl *D) {
+  if (!isa<TranslationUnitDecl>(D) && D->getLocation().isValid() &&
+      SM.isInSystemHeader(SM.getExpansionLoc(D->getLocation())))
+    return true;
+  return descend(D);
+}
+
+bool ScalerUseIndex::visitStmt(Stmt *S) {
+  if (auto *E = dyn_cast<CallExpr>(S))
+    return visitCall(E);
+  if (auto *E = dyn_cast<CXXConstructExpr>(S))
+    return visitConstruct(E);
+  if (auto *E = dyn_cast<DeclRefExpr>(S))
+    return visitDeclRef(E);
+  if (auto *E = dyn_cast<MemberExpr>(S))
+    return visitMember(E);
+  return true;
+}
+
+bool ScalerUseIndex::visitCall(CallExpr *E) {
+  Callees.insert(E->getCallee()->IgnoreParenImpCasts());
+  if (const FunctionDecl *FD = E->getDirectCallee(); FD && takesClass(FD, Class))
+    Calls[FD->getCanonicalDecl()].push_back(E);
+  return true;
+}
+
+bool ScalerUseIndex::visitConstruct(CXXConstructExpr *E) {
+  if (takesClass(E->getConstructor(), Class) && !E->getConstructor()->isCopyOrMoveConstructor())
+    Calls[E->getConstructor()->getCanonicalDecl()].push_back(E);
+  return true;
+}
+
+bool ScalerUseIndex::visitDeclRef(DeclRefExpr *E) {
+  if (const auto *FD = dyn_cast<FunctionDecl>(E->getDecl())) {
+    if (takesClass(FD, Class) && !Callees.count(E))
+      NamedOtherwise.try_emplace(FD->getCanonicalDecl(), E);
+    return true;
+  }
+  if (holdsClass(E->getDecl()->getType(), Class))
+    Refs[E->getDecl()->getCanonicalDecl()].push_back(E);
+  return true;
+}
+
+bool ScalerUseIndex::visitMember(MemberExpr *E) {
+  if (isa<FieldDecl>(E->getMemberDecl()) && holdsClass(E->getMemberDecl()->getType(), Class))
+    Refs[E->getMemberDecl()->getCanonicalDecl()].push_back(E);
+  else if (const auto *MD = dyn_cast<CXXMethodDecl>(E->getMemberDecl());
+           MD && takesClass(MD, Class) && !Callees.count(E))
+    NamedOtherwise.try_emplace(MD->getCanonicalDecl(), E);
+  return true;
 }
 
 } // namespace ampmigrate
