@@ -2,6 +2,7 @@
 """amp-migrate's plain lint run over `clang++-19 -fsyntax-only` on the real <torch/torch.h>.
 
 usage: bench/lint_vs_clang.py <amp-migrate> [rounds=3] [--env NAME=VALUE ...] [--baseline NAME=VALUE,...]
+                              [--only a,b,c]
 
 In one run, alternating the commands `rounds` times, on held-out TUs written here (not the test
 programs; the e2e programs' headers are reused):
@@ -80,6 +81,12 @@ def run(cmd, env=None):
     return ru.ru_utime + ru.ru_stime, wall
 
 
+def progress(label, c, t):
+    """Each measurement on stderr as it comes (a long run under load can be read before its end)."""
+    print("%s: clang %.2f s CPU / %.2f s wall, tool %.2f s CPU / %.2f s wall, load %.1f" % (
+        label, c[0], c[1], t[0], t[1], os.getloadavg()[0]), file=sys.stderr, flush=True)
+
+
 def table(title, cases):
     print(title)
     print()
@@ -113,6 +120,11 @@ def main():
             name, value = kv.split("=", 1)
             base_env[name] = value
         del args[i:i + 2]
+    only = None  # --only a,b,c: the cases to run (a: both (a) rows)
+    if "--only" in args:
+        i = args.index("--only")
+        only = set(args[i + 1].split(","))
+        del args[i:i + 2]
     tool = os.path.abspath(args[0])
     rounds = int(args[1]) if len(args) > 1 else 3
     sources = {"fix.cpp": FIX.format(n=0), "nostep.cpp": NOSTEP.format(n=0)}
@@ -127,19 +139,29 @@ def main():
 
     labels = ["(a) fixable step", "(a, verified) fixable step, --verify-fixes", "(b) no step",
               "(c) 20 TUs -j1", "(c) 20 TUs -j2"]
+    if only is not None:
+        labels = [l for l in labels if l[1] in only]
     cases = {l: [] for l in labels}
     base = {l: [] for l in labels}
     envs = [(env, cases)] + ([(base_env, base)] if base_env else [])
     for _ in range(rounds):
-        for label, path, extra in ((labels[0], fix, []), (labels[1], fix, ["--verify-fixes"]), (labels[2], nostep, [])):
+        for label, path, extra in (("(a) fixable step", fix, []),
+                                   ("(a, verified) fixable step, --verify-fixes", fix, ["--verify-fixes"]),
+                                   ("(b) no step", nostep, [])):
+            if label not in cases:
+                continue
             c = run(clang(path))
             for e, out in envs:
                 out[label].append((c, run([tool, "-p", work] + extra + [path], e)))
+                progress(label, c, out[label][-1][1])
+        if "(c) 20 TUs -j1" not in cases:
+            continue
         cc = [run(clang(p)) for p in dbpaths]
         c = (sum(x[0] for x in cc), sum(x[1] for x in cc))
         for jobs in ("1", "2"):
             for e, out in envs:
                 out["(c) 20 TUs -j%s" % jobs].append((c, run([tool, "-p", work, "-j", jobs] + dbpaths, e)))
+                progress("(c) -j" + jobs, c, out["(c) 20 TUs -j%s" % jobs][-1][1])
 
     extra = " ".join("%s=%s" % (k, v) for k, v in env.items() if os.environ.get(k) != v)
     load = os.getloadavg()
