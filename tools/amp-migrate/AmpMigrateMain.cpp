@@ -19,6 +19,7 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
