@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
 """amp-migrate's plain lint run over `clang++-19 -fsyntax-only` on the real <torch/torch.h>.
 
-usage: bench/lint_vs_clang.py <amp-migrate> [rounds=3] [--env NAME=VALUE ...]
+usage: bench/lint_vs_clang.py <amp-migrate> [rounds=3] [--env NAME=VALUE ...] [--baseline NAME=VALUE,...]
+                              [--only a,b,c]
 
 In one run, alternating the commands `rounds` times, on held-out TUs written here (not the test
 programs; the e2e programs' headers are reused):
-  (a) a TU with one fixable training step (its fix is verified, as in every lint run),
+  (a) a TU with one fixable training step: the plain lint run (its fix's verification deferred),
+      and (a, verified) the same with --verify-fixes (the fix verified, as --fix/--diff/
+      --export-fixes/JSON/SARIF runs do),
   (b) a TU that mentions AMP (an autocast pair in an evaluation loop) but holds no step,
   (c) a database of 20 TUs sharing one leading include block with <torch/torch.h>, 10 with a
       fixable step and 10 like (b): the tool over the whole database (-j1 and -j2) against clang
       on each TU in turn, per TU.
 Prints a Markdown table of the medians: seconds of CPU (user+sys, the robust number on a shared
 machine) and of wall clock, and each ratio tool / clang (goals: (a), (b) <= 0.5, (c) <= 0.25).
-`--env NAME=VALUE` runs the tool with that environment variable (AMP_MIGRATE_VERIFY=whole: the
-whole-parse verification of before; AMP_MIGRATE_PREAMBLE=off: no preamble at all).
+`--env NAME=VALUE` runs the tool with that environment variable. `--baseline NAME=VALUE,...` also
+runs the tool under that environment in every round, right after the default one (e.g.
+AMP_MIGRATE_PREAMBLE=off,AMP_MIGRATE_LINT_VERIFY=always: the whole-parse, always-verifying path of
+before), and prints its table and the ratio default / baseline per case.
 """
 import os
 import statistics
@@ -76,13 +81,49 @@ def run(cmd, env=None):
     return ru.ru_utime + ru.ru_stime, wall
 
 
+def progress(label, c, t):
+    """Each measurement on stderr as it comes (a long run under load can be read before its end)."""
+    print("%s: clang %.2f s CPU / %.2f s wall, tool %.2f s CPU / %.2f s wall, load %.1f" % (
+        label, c[0], c[1], t[0], t[1], os.getloadavg()[0]), file=sys.stderr, flush=True)
+
+
+def table(title, cases):
+    print(title)
+    print()
+    print("| case | clang CPU s | tool CPU s | ratio CPU | clang wall s | tool wall s | ratio wall | rounds (CPU ratio) |")
+    print("|---|---|---|---|---|---|---|---|")
+    med = statistics.median
+    for label, rs in cases.items():
+        per = 20 if label.startswith("(c)") else 1
+        cpu = [t[0] / c[0] for c, t in rs]
+        wall = [t[1] / c[1] for c, t in rs]
+        print("| %s | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2f | %s |" % (
+            label + (" (per TU)" if per > 1 else ""), med([c[0] for c, _ in rs]) / per,
+            med([t[0] for _, t in rs]) / per, med(cpu), med([c[1] for c, _ in rs]) / per,
+            med([t[1] for _, t in rs]) / per, med(wall), ", ".join("%.2f" % x for x in cpu)))
+    print()
+
+
 def main():
     args = sys.argv[1:]
     env = dict(os.environ)
+    base_env = None
     while "--env" in args:
         i = args.index("--env")
         name, value = args[i + 1].split("=", 1)
         env[name] = value
+        del args[i:i + 2]
+    if "--baseline" in args:
+        i = args.index("--baseline")
+        base_env = dict(env)
+        for kv in args[i + 1].split(","):
+            name, value = kv.split("=", 1)
+            base_env[name] = value
+        del args[i:i + 2]
+    only = None  # --only a,b,c: the cases to run (a: both (a) rows)
+    if "--only" in args:
+        i = args.index("--only")
+        only = set(args[i + 1].split(","))
         del args[i:i + 2]
     tool = os.path.abspath(args[0])
     rounds = int(args[1]) if len(args) > 1 else 3
@@ -96,34 +137,47 @@ def main():
     def clang(path):
         return ["clang++-19", "-fsyntax-only", "-std=c++17", "-isystem", torch_workdir.TORCH_INC, "-I", work, path]
 
-    cases = {"(a) fixable step": [], "(b) no step": [], "(c) 20 TUs -j1": [], "(c) 20 TUs -j2": []}
+    labels = ["(a) fixable step", "(a, verified) fixable step, --verify-fixes", "(b) no step",
+              "(c) 20 TUs -j1", "(c) 20 TUs -j2"]
+    if only is not None:
+        labels = [l for l in labels if l[1] in only]
+    cases = {l: [] for l in labels}
+    base = {l: [] for l in labels}
+    envs = [(env, cases)] + ([(base_env, base)] if base_env else [])
     for _ in range(rounds):
-        for label, path in (("(a) fixable step", fix), ("(b) no step", nostep)):
+        for label, path, extra in (("(a) fixable step", fix, []),
+                                   ("(a, verified) fixable step, --verify-fixes", fix, ["--verify-fixes"]),
+                                   ("(b) no step", nostep, [])):
+            if label not in cases:
+                continue
             c = run(clang(path))
-            t = run([tool, "-p", work, path], env)
-            cases[label].append((c, t))
+            for e, out in envs:
+                out[label].append((c, run([tool, "-p", work] + extra + [path], e)))
+                progress(label, c, out[label][-1][1])
+        if "(c) 20 TUs -j1" not in cases:
+            continue
         cc = [run(clang(p)) for p in dbpaths]
         c = (sum(x[0] for x in cc), sum(x[1] for x in cc))
         for jobs in ("1", "2"):
-            t = run([tool, "-p", work, "-j", jobs] + dbpaths, env)
-            cases["(c) 20 TUs -j%s" % jobs].append((c, t))
+            for e, out in envs:
+                out["(c) 20 TUs -j%s" % jobs].append((c, run([tool, "-p", work, "-j", jobs] + dbpaths, e)))
+                progress("(c) -j" + jobs, c, out["(c) 20 TUs -j%s" % jobs][-1][1])
 
     extra = " ".join("%s=%s" % (k, v) for k, v in env.items() if os.environ.get(k) != v)
-    print("## amp-migrate lint vs clang++-19 -fsyntax-only (%s UTC, %s, %d cores, %d rounds%s)" % (
-        time.strftime("%Y-%m-%d %H:%M", time.gmtime()), os.uname().machine, os.cpu_count(), rounds,
-        ", " + extra if extra else ""))
+    load = os.getloadavg()
+    print("## amp-migrate lint vs clang++-19 -fsyntax-only (%s UTC, %s, %d cores, load %.1f/%.1f/%.1f at the end, %d rounds%s)" % (
+        time.strftime("%Y-%m-%d %H:%M", time.gmtime()), os.uname().machine, os.cpu_count(), load[0], load[1], load[2],
+        rounds, ", " + extra if extra else ""))
     print()
-    print("| case | clang CPU s | tool CPU s | ratio CPU | clang wall s | tool wall s | ratio wall | rounds (CPU ratio) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for label, rs in cases.items():
-        per = 20 if label.startswith("(c)") else 1
-        cpu = [t[0] / c[0] for c, t in rs]
-        wall = [t[1] / c[1] for c, t in rs]
-        med = lambda xs: statistics.median(xs)
-        print("| %s | %.2f | %.2f | **%.2f** | %.2f | %.2f | %.2f | %s |" % (
-            label + (" (per TU)" if per > 1 else ""), med([c[0] for c, _ in rs]) / per,
-            med([t[0] for _, t in rs]) / per, med(cpu), med([c[1] for c, _ in rs]) / per,
-            med([t[1] for _, t in rs]) / per, med(wall), ", ".join("%.2f" % x for x in cpu)))
+    table("### The tool as built (defaults)", cases)
+    if base_env:
+        bextra = " ".join("%s=%s" % (k, v) for k, v in base_env.items() if env.get(k) != v)
+        table("### Baseline (%s), the same rounds" % bextra, base)
+        print("| case | default / baseline, CPU (median of rounds) | rounds |")
+        print("|---|---|---|")
+        for label in labels:
+            r = [t[0] / b[0] for (_, t), (_, b) in zip(cases[label], base[label])]
+            print("| %s | **%.2f** | %s |" % (label, statistics.median(r), ", ".join("%.2f" % x for x in r)))
     subprocess.run(["rm", "-rf", work])
 
 

@@ -101,6 +101,7 @@ TUResult agreeOnFixes(std::vector<Analysis> Parts, const DriverOptions &Opts) {
       Out.Findings.push_back(std::move(F));
     mergeDigests(Out.Digests, A.Result.Digests);
     Out.SkippedBodies += A.Result.SkippedBodies;
+    Out.FixesDeferred |= A.Result.FixesDeferred;
   }
   for (const auto &[Id, Why] : Refused) {
     const Finding *Lead = nullptr;

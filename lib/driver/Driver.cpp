@@ -33,8 +33,11 @@ std::string cacheConfiguration(const DriverOptions &Opts) {
   S += "\nskip-bodies=" + std::to_string(Opts.SkipBodies);
   S += "\nlevel=" + std::to_string(static_cast<int>(Opts.Engine.Planner.Level));
   // The verification withdraws fixes (and reports why) by what the runtime's headers declare.
-  S += "\nverify-fixes=" + std::to_string(Opts.VerifyFixes);
-  if (Opts.VerifyFixes)
+  // A run that defers it shares the key of a verifying run: the entry says which it holds
+  // (CachedTU::FixesDeferred), and a verifying run never takes a deferred one.
+  bool Verifying = Opts.VerifyFixes || Opts.DeferVerification;
+  S += "\nverify-fixes=" + std::to_string(Verifying);
+  if (Verifying)
     for (const std::string &A : runtimeIncludeArgs())
       S += " " + A;
   S += "\nchecks=";
@@ -190,9 +193,10 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     } else if (Opts.Prefilter && !mayHoldFindings(Cmds.front(), File, Tokens, Opts.Overlays)) {
       O.Status = FileOutcome::State::Skipped;
     } else if (std::optional<CachedTU> Hit = Cache ? Cache->lookup(Key) : std::nullopt;
-               Hit && !(Opts.VerifyBeforeFix && Hit->BodiesUnchecked)) {
+               Hit && !(Opts.VerifyBeforeFix && Hit->BodiesUnchecked) && !(Opts.VerifyFixes && Hit->FixesDeferred)) {
       // (An entry of a run that did not fix, whose header bodies were never parsed, is a miss
-      // for a run that fixes: it parses them first.)
+      // for a run that fixes: it parses them first. An entry whose fixes a lint run left
+      // unverified is a miss for a run that verifies.)
       // What a miss leaves after verification: the same NOLINT and attachFixes below apply.
       std::lock_guard<std::mutex> L(M);
       if (Stats)
@@ -201,6 +205,7 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
       Res.Findings = std::move(Hit->Findings);
       Res.Fixes = std::move(Hit->Fixes);
       Res.Digests = std::move(Hit->Digests);
+      Res.FixesDeferred = Hit->FixesDeferred;
       Parts.push_back({"the translation unit " + File, std::move(Res)});
     } else {
       // With a cache, the parses (and the verification's) run on a file system that records what
@@ -218,8 +223,10 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
         O.Error = std::move(A.Error);
       } else {
         TUResult &Res = A.Result;
+        Res.FixesDeferred = Opts.DeferVerification && Res.hasFixes();
         if (Cache && !cancelled(Opts))
-          Cache->store(Key, Deps.take(), CachedTU{Res.Findings, Res.Fixes, Res.Digests, A.BodiesUnchecked});
+          Cache->store(Key, Deps.take(),
+                       CachedTU{Res.Findings, Res.Fixes, Res.Digests, A.BodiesUnchecked, Res.FixesDeferred});
         std::lock_guard<std::mutex> L(M);
         if (Stats && Cache)
           ++Stats->CacheMisses;
@@ -245,6 +252,11 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
 
   // A header's step seen from several translation units is fixed only if they all fix it alike.
   llvm::sort(Parts, [](const Analysis &A, const Analysis &B) { return A.Label < B.Label; });
+  // A step some TU left unverified is unverified (the TUs that verified it say nothing of it).
+  for (const Analysis &A : Parts)
+    if (A.Result.FixesDeferred)
+      for (const StepFix &F : A.Result.Fixes)
+        R.UnverifiedSteps.insert(F.StepId);
   TUResult All = agreeOnFixes(std::move(Parts), Opts);
   R.Findings = std::move(All.Findings);
   R.StepFixes = std::move(All.Fixes);

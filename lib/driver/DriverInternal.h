@@ -30,6 +30,8 @@ struct TUResult {
   std::vector<StepFix> Fixes;
   std::map<std::string, std::string> Digests; ///< Report::ParsedDigests of this TU
   unsigned SkippedBodies = 0;
+  /// The fixes were not verified (DriverOptions::DeferVerification, or a cache entry of such a run).
+  bool FixesDeferred = false;
   bool hasFixes() const { return !Fixes.empty(); }
 };
 

@@ -2,6 +2,7 @@
 #include "ampmigrate/Preamble.h"
 #include "ampmigrate/HeaderBodySkipper.h"
 
+#include "clang/Basic/Diagnostic.h"
 #include "clang/Basic/DiagnosticOptions.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/CompilerInvocation.h"
@@ -68,6 +69,24 @@ private:
   HeaderBodySkipper Skipper;
 };
 
+/// Counts the build's errors itself. PrecompiledPreamble writes its PCH with AllowASTWithErrors,
+/// and PCHGenerator then clears its diagnostic client's counts (DiagnosticConsumer::clear) so that
+/// the errors "do not fail the compilation": getNumErrors() reads 0 after a build whose headers
+/// had errors (an unguarded header included twice, a header not found), and the parses that reuse
+/// the preamble never see those errors again. A whole parse reports them.
+class PreambleErrorCount : public DiagnosticConsumer {
+public:
+  void HandleDiagnostic(DiagnosticsEngine::Level Level, const Diagnostic &Info) override {
+    DiagnosticConsumer::HandleDiagnostic(Level, Info);
+    if (Level >= DiagnosticsEngine::Error)
+      ++Errors;
+  }
+  unsigned errors() const { return Errors; }
+
+private:
+  unsigned Errors = 0; ///< not reset by clear()
+};
+
 } // namespace
 
 std::optional<PreparedParse> prepareParse(const tooling::CompileCommand &Cmd, const std::vector<std::string> &Args,
@@ -103,7 +122,7 @@ std::optional<PreparedParse> prepareParse(const tooling::CompileCommand &Cmd, co
 std::shared_ptr<const BuiltPreamble> buildPreamble(PreparedParse &P, const llvm::MemoryBuffer &Main,
                                                    const PreambleBounds &Bounds, const RuleSet &Rules,
                                                    bool SkipBodies, bool SkipAll) {
-  DiagnosticConsumer Errors; // counts them
+  PreambleErrorCount Errors;
   P.Inv->getFrontendOpts().SkipFunctionBodies = SkipBodies || SkipAll;
   IntrusiveRefCntPtr<DiagnosticsEngine> Diags =
       CompilerInstance::createDiagnostics(new DiagnosticOptions, &Errors, /*ShouldOwnClient=*/false);
@@ -114,7 +133,7 @@ std::shared_ptr<const BuiltPreamble> buildPreamble(PreparedParse &P, const llvm:
                                  /*StoreInMemory=*/true, /*StoragePath=*/"", Callbacks);
   // A preamble with errors would hide them from the parses that reuse it: none, then; the
   // whole-file parses report them.
-  if (!Result || Errors.getNumErrors() > 0)
+  if (!Result || Errors.errors() > 0)
     return nullptr;
   return std::shared_ptr<const BuiltPreamble>(
       new BuiltPreamble{std::move(*Result), std::move(Callbacks.Inactive), Callbacks.Skipped, {}});

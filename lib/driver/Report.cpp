@@ -2,6 +2,8 @@
 #include "DriverInternal.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include <set>
+#include <string>
 #include <tuple>
 
 namespace ampmigrate {
@@ -46,6 +48,7 @@ void mergeReport(Report &Into, Report &&Part) {
     Into.Files.push_back(std::move(F));
   for (StepFix &F : Part.StepFixes)
     Into.StepFixes.push_back(std::move(F));
+  Into.UnverifiedSteps.insert(Part.UnverifiedSteps.begin(), Part.UnverifiedSteps.end());
   mergeDigests(Into.ParsedDigests, Part.ParsedDigests);
   sortAndDeduplicate(Into);
 }
@@ -58,6 +61,12 @@ void finishReport(Report &R, const DriverOptions &Opts) {
     sortAndDeduplicate(R);
   applyNoLint(R.Findings, Texts);
   attachFixes(R.Findings, R.StepFixes);
+  // Only steps that still have a fix (NOLINT may have withdrawn some) are unverified ones.
+  std::set<std::string> Kept;
+  for (const StepFix &F : R.StepFixes)
+    if (R.UnverifiedSteps.count(F.StepId))
+      Kept.insert(F.StepId);
+  R.UnverifiedSteps = std::move(Kept);
 }
 
 } // namespace ampmigrate

@@ -20,7 +20,7 @@ namespace ampmigrate {
 namespace {
 
 /// Bumped whenever the entry format or what a key covers changes.
-constexpr int FormatVersion = 3;
+constexpr int FormatVersion = 4;
 
 std::string hashBytes(StringRef Bytes) {
   llvm::BLAKE3 H;
@@ -244,7 +244,8 @@ std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
   const json::Value *Findings = O->get("findings"), *Fixes = O->get("fixes");
   const json::Object *Digests = O->getObject("digests");
   std::optional<bool> BodiesUnchecked = O->getBoolean("bodies-unchecked");
-  if (!Deps || !Findings || !Fixes || !Digests || !BodiesUnchecked)
+  std::optional<bool> FixesDeferred = O->getBoolean("fixes-deferred");
+  if (!Deps || !Findings || !Fixes || !Digests || !BodiesUnchecked || !FixesDeferred)
     return std::nullopt;
   for (const json::Value &D : *Deps) {
     const json::Array *A = D.getAsArray();
@@ -273,7 +274,7 @@ std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
   std::optional<std::vector<StepFix>> StoredFixes = stepFixesFromJson(*Fixes);
   if (!StoredFindings || !StoredFixes)
     return std::nullopt;
-  CachedTU Result{std::move(*StoredFindings), std::move(*StoredFixes), {}, *BodiesUnchecked};
+  CachedTU Result{std::move(*StoredFindings), std::move(*StoredFixes), {}, *BodiesUnchecked, *FixesDeferred};
   for (const auto &[File, Hex] : *Digests) {
     std::optional<StringRef> H = Hex.getAsString();
     std::string Digest;
@@ -308,7 +309,8 @@ void ResultCache::store(StringRef Key, const std::map<std::string, DependencyLog
                      {"findings", findingsToJson(Result.Findings)},
                      {"fixes", stepFixesToJson(Result.Fixes)},
                      {"digests", std::move(Digests)},
-                     {"bodies-unchecked", Result.BodiesUnchecked}};
+                     {"bodies-unchecked", Result.BodiesUnchecked},
+                     {"fixes-deferred", Result.FixesDeferred}};
   std::string Path = entryPath(Key);
   llvm::SmallString<256> Model(llvm::sys::path::parent_path(Path));
   if (llvm::sys::fs::create_directories(Model))

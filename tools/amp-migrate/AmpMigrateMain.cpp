@@ -19,6 +19,7 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -108,17 +109,24 @@ static int printStats(const Report &R, const DriverStats &DS, bool Cached, llvm:
   for (const FileOutcome &F : R.Files)
     (F.Status == FileOutcome::State::Scanned ? Scanned : F.Status == FileOutcome::State::Skipped ? Skipped : Failed)++;
   std::map<std::string, unsigned> ByCheck;
-  unsigned Fixable = 0;
+  unsigned Fixable = 0, Unverified = 0;
   for (const Finding &F : R.Findings) {
     ++ByCheck[F.Check];
-    Fixable += F.Fixable;
+    // A finding is fixable when its step's fix is verified; a lint run that deferred the
+    // verification counts the others apart.
+    bool Deferred = F.Fixable && R.UnverifiedSteps.count(F.StepId);
+    Fixable += F.Fixable && !Deferred;
+    Unverified += Deferred;
   }
   OS << "files: " << R.Files.size() << " (scanned " << Scanned << ", skipped by prefilter " << Skipped
      << ", failed " << Failed << ")\n";
   if (Cached)
     OS << "cache: " << DS.CacheHits << " hit" << (DS.CacheHits == 1 ? "" : "s") << ", " << DS.CacheMisses
        << " miss" << (DS.CacheMisses == 1 ? "" : "es") << "\n";
-  OS << "findings: " << R.Findings.size() << " (fixable " << Fixable << ")\n";
+  OS << "findings: " << R.Findings.size() << " (fixable " << Fixable;
+  if (Unverified)
+    OS << ", a rewrite not verified in this lint run " << Unverified;
+  OS << ")\n";
   for (const auto &[C, N] : ByCheck)
     OS << "  " << C << ": " << N << "\n";
   return 0;
@@ -219,11 +227,10 @@ static llvm::Expected<std::string> cacheDirectory() {
 /// leaves the fixes unverified: it claims no fix, and the runs that offer one (--fix, --diff,
 /// --export-fixes, --show-fixes, the JSON, SARIF and fix-it formats) verify it. --verify-fixes
 /// given explicitly verifies in a lint run too (docs/performance.md: the cost of each mode).
+/// AMP_MIGRATE_LINT_VERIFY=always verifies in every run, as before the deferral.
 static bool verificationDeferred() {
-  // Opt-in for now (AMP_MIGRATE_LINT_VERIFY=deferred): the cache's hit/miss tests expect a lint
-  // run and a fixing run to share entries.
   const char *Env = std::getenv("AMP_MIGRATE_LINT_VERIFY");
-  if (!Env || llvm::StringRef(Env) != "deferred")
+  if (Env && llvm::StringRef(Env) == "always")
     return false;
   return VerifyFixes.getNumOccurrences() == 0 && !Fix && !Diff && ExportFixes.empty() && !ShowFixes &&
          (Format == OutputFormat::Text || Format == OutputFormat::Github);
@@ -274,7 +281,8 @@ static std::optional<int> analyse(const std::vector<std::string> &Inputs, const 
     Opts.SkipBodies = !FullParse;
     Opts.CacheDir = Cache;
     Opts.CacheMaxSize = CacheBound;
-    Opts.VerifyFixes = VerifyFixes && !verificationDeferred();
+    Opts.DeferVerification = VerifyFixes && verificationDeferred();
+    Opts.VerifyFixes = VerifyFixes && !Opts.DeferVerification;
     Opts.Progress = Inputs.size() > 1 && llvm::sys::Process::StandardErrIsDisplayed();
     Opts.VerifyBeforeFix = Fix || Diff || !ExportFixes.empty();
     Opts.Engine.Planner.Level = L;
@@ -444,9 +452,9 @@ static int runTool(const std::vector<std::string> &CompilerArgs) {
     return *Error;
   if (Fix || Diff)
     Exit = std::max(Exit, applyFixes(R, Texts, *Expanded));
-  if (verificationDeferred() && VerifyFixes && !R.StepFixes.empty()) {
+  if (!R.UnverifiedSteps.empty()) {
     OS->flush();
-    size_t N = R.StepFixes.size();
+    size_t N = R.UnverifiedSteps.size();
     llvm::errs() << "amp-migrate: note: " << N << (N == 1 ? " step has" : " steps have")
                  << " a rewrite available, not verified in a lint run; --diff, --fix or --export-fixes "
                     "verify it before offering it (--verify-fixes: here)\n";

@@ -47,6 +47,12 @@ struct DriverOptions {
   /// Re-parse each fixed translation unit in memory before offering its fixes; a step whose
   /// rewrite does not compile is withdrawn and reported (amp-manual-migration).
   bool VerifyFixes = true;
+  /// A plain lint run that shows no fix (the command line decides, docs/performance.md): the
+  /// fixes are not verified (VerifyFixes is off with it) and their steps are listed in
+  /// Report::UnverifiedSteps. The result cache keys such a run as a verifying one: it takes a
+  /// verifying run's entries, and the entries it stores are marked (CachedTU::FixesDeferred) so
+  /// that a verifying run never takes them.
+  bool DeferVerification = false;
   /// Before a TU's fixes are reported as applicable, parse it again with every body if the fast
   /// path skipped some (--fix, --diff, --export-fixes): errors there make the TU Failed.
   bool VerifyBeforeFix = false;

@@ -3,6 +3,7 @@
 
 #include "clang/Tooling/Core/Replacement.h"
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ struct Report {
   std::vector<Finding> Findings; ///< de-duplicated, sorted by file, offset, check
   /// The verified edits of every fixable step, before they are attached to findings.
   std::vector<StepFix> StepFixes;
+  /// The steps of StepFixes whose edits were not verified: a plain lint run deferred their
+  /// verification (DriverOptions::DeferVerification). Their findings have a rewrite available,
+  /// but are not reported as fixable (docs/performance.md: the modes).
+  std::set<std::string> UnverifiedSteps;
   std::vector<FileOutcome> Files;
   std::string BuildDirectory;
   /// For every file the fixes edit: a digest (digestOf) of the bytes the parser read, which the

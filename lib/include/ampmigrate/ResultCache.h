@@ -51,6 +51,11 @@ struct CachedTU {
   /// (a run that does not fix): a run that fixes (DriverOptions::VerifyBeforeFix) treats the
   /// entry as a miss, parses again and replaces it.
   bool BodiesUnchecked = false;
+  /// The fixes were not verified: a plain lint run deferred their verification
+  /// (DriverOptions::DeferVerification). Such a run and a verifying run share a key; a verifying
+  /// run treats this entry as a miss, verifies and replaces it, so no unverified fix is ever
+  /// offered as verified. A deferring run takes either kind.
+  bool FixesDeferred = false;
 };
 
 class ResultCache {
