@@ -252,6 +252,7 @@ void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
                      "    return loss;\n"
                      "  }, amp::parameters_of(opt));\n"
                      "  auto [loss_value, grads] = grad_fn();\n"
+                     "  amp::check_holds(opt, model->parameters());\n"
                      "  amp::clip_by_global_norm_(grads, 1.0);\n"
                      "  amp::step(opt, grads);\n"),
             std::string::npos)
@@ -336,6 +337,7 @@ TEST(StepMembership, MixedStepIsRewrittenOnBothPaths) {
                      "  auto [loss_value, grads] = grad_fn();\n"
                      "  if (scaler)\n"
                      "    scaler->unscale_(opt, grads);\n"
+                     "  amp::check_holds(opt, model->parameters());\n"
                      "  amp::clip_by_global_norm_(grads, 1.0);\n"
                      "  if (scaler) {\n"
                      "    scaler->step(opt, grads);\n"
