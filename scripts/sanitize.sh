@@ -54,24 +54,43 @@ fuzz() { # harness, seed dirs..., libFuzzer options...
     { tail -40 "$out/$harness.log"; echo "fuzz-$harness failed (log: $out/$harness.log)"; exit 1; }
   echo "fuzz-$harness: $(grep -a -o 'Done [0-9]* runs' "$out/$harness.log" || echo done)"
 }
-fuzz rules rewrite-rules test/cli/Inputs test/checks/Inputs -max_total_time="$seconds"
-fuzz config test/fuzz/seeds/config test/driver/Inputs/configured -max_total_time="$seconds"
-fuzz lsp_framing test/fuzz/seeds/lsp_framing -max_total_time="$seconds"
-fuzz fix_digests test/fuzz/seeds/fix_digests -max_total_time="$seconds"
-fuzz compile_db test/fuzz/seeds/compile_db -max_total_time="$seconds"
-fuzz merge_fixes test/fuzz/seeds/merge_fixes -max_total_time="$seconds"
+# The harnesses run side by side, AMP_JOBS (default 2) at a time: each is bounded by its time or
+# run count, so two cores finish them in about half the time.
+running=0 failed=0
+spawn() { # like fuzz, in the background
+  if ((running >= ${AMP_JOBS:-2})); then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  fuzz "$@" &
+  running=$((running + 1))
+}
+spawn rules rewrite-rules test/cli/Inputs test/checks/Inputs -max_total_time="$seconds"
+spawn config test/fuzz/seeds/config test/driver/Inputs/configured -max_total_time="$seconds"
+spawn lsp_framing test/fuzz/seeds/lsp_framing -max_total_time="$seconds"
+spawn fix_digests test/fuzz/seeds/fix_digests -max_total_time="$seconds"
+spawn compile_db test/fuzz/seeds/compile_db -max_total_time="$seconds"
+spawn merge_fixes test/fuzz/seeds/merge_fixes -max_total_time="$seconds"
 # The checkpoint loader allocates nothing near the limit for a file of at most 1 MiB: a large
 # allocation is a finding (libtorch's unpickler reserved 4 GiB for a damaged string length).
 if [[ $have_scaler_state == 1 ]]; then
-  # libtorch's zip reader leaks when it refuses an archive: test/fuzz/libtorch.lsan.supp.
-  export LSAN_OPTIONS=suppressions=$PWD/test/fuzz/libtorch.lsan.supp
-  fuzz scaler_state test/torch/data -max_total_time="$seconds" -malloc_limit_mb=256
-  unset LSAN_OPTIONS
+  # libtorch's zip reader leaks when it refuses an archive: test/fuzz/libtorch.lsan.supp (the
+  # background job takes the variable with it).
+  LSAN_OPTIONS=suppressions=$PWD/test/fuzz/libtorch.lsan.supp \
+    spawn scaler_state test/torch/data -max_total_time="$seconds" -malloc_limit_mb=256
 else
   echo "fuzz-scaler_state: skipped (no libtorch, or AMP_FUZZ_SCALER_STATE=0)"
 fi
 if [[ -x $tool ]]; then
-  AMP_MIGRATE=$tool fuzz mutate test/checks -runs="$mutate_runs" -max_len=16384
+  AMP_MIGRATE=$tool spawn mutate test/checks -runs="$mutate_runs" -max_len=16384
 else
   echo "fuzz-mutate: skipped (no $tool; build the tool first)"
+fi
+while ((running > 0)); do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+if ((failed)); then
+  echo "sanitize: a fuzz harness failed (above; crashes in $out)"
+  exit 1
 fi
