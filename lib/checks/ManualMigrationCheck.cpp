@@ -61,7 +61,8 @@ void checkManualMigration(const CheckInput &In, FindingSink &Out) {
     if (InStep)
       continue;
     std::string Why =
-        S.Shape == AutocastScope::Kind::Unclosed
+        !S.Holes.empty() ? scopeHoleReason(In.Function, S, In.Ctx.getSourceManager())
+        : S.Shape == AutocastScope::Kind::Unclosed
             ? "autocast is enabled with no training step in this function (a global or "
               "start-up switch?); convert the model where it is created with " +
                   In.Rules.Target.Convert

@@ -55,6 +55,14 @@ struct AutocastScope {
   std::string LeakReason;
   std::string LeakNote; ///< said at LeaksAt when a disable exists (the path that skips it)
   unsigned Begin = 0, End = 0; ///< file offsets of the scope (enable .. disable or block end)
+  /// A hole: a disable and the re-enable after it, both inside a loop that the scope's enable
+  /// precedes and its disable follows (`on; for (...) { fwd; off; loss; backward; on; } off;`).
+  /// Each iteration's forward runs with autocast on; what lies between the two runs with it off.
+  struct Hole {
+    const AutocastCall *Off = nullptr;
+    const AutocastCall *On = nullptr;
+  };
+  llvm::SmallVector<Hole, 1> Holes;
 };
 
 /// Which object a scaler (or optimizer, or model) expression refers to.
