@@ -123,6 +123,17 @@ public:
       FA.InferenceOnly =
           !Training.contains(TrainingReach::key(FA.Function)) && !(MD && MD->isVirtual());
     }
+    // What a scope computes may leave its function for training this rule does not see from
+    // here: handed to a function that trains, or returned to a caller outside this file.
+    auto Runners = Reach.backwardRunners();
+    auto Called = Reach.calledFunctions();
+    for (FunctionAnalysis &FA : Out.Functions) {
+      Reach.traceScopeValues(FA, Ctx, Runners, Called);
+      if (llvm::any_of(FA.Scopes, [](const AutocastScope &S) {
+            return !S.NoGradGuard && (S.HandedTo || S.ReturnedUncalled);
+          }))
+        FA.InferenceOnly = false;
+    }
   }
 
 private:

@@ -7,6 +7,12 @@
 using namespace clang;
 namespace ampmigrate {
 
+/// The first line of a call's text, for a message.
+static std::string firstLineOf(const CheckInput &In, const CallExpr *CE) {
+  std::string Text = StepFinder::textOf(In.Ctx, CE->getSourceRange());
+  return Text.substr(0, Text.find('\n'));
+}
+
 /// Why a closed scope has no training step, naming the backward() that follows it when there is
 /// one: run on something the tool does not recognise as a scaler's scale(), or with no step().
 static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
@@ -17,6 +23,22 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
       Next = B;
       break;
     }
+  if (!Next && S.HandedTo) {
+    const FunctionDecl *Callee = S.HandedTo->getDirectCallee();
+    return "what this scope computes is handed to '" + Callee->getNameAsString() + "' at " +
+           lineText(SM, S.HandedTo->getBeginLoc()) + ", which trains with it (`" +
+           firstLineOf(In, S.HandedToBackward) + "` at " +
+           lineText(SM, S.HandedToBackward->getBeginLoc()) +
+           "): a forward here and its backward in a function it calls is not a shape the rewrite "
+           "carries; move the backward and the step into this function, or migrate by hand";
+  }
+  if (!Next && S.ReturnedUncalled)
+    return "the value computed in this scope leaves the function (returned at " +
+           lineText(SM, S.ReturnedUncalled->getBeginLoc()) + ") and nothing in this file calls '" +
+           In.Function.Function->getNameAsString() +
+           "': its backward, if any, is not in this file, so the step cannot be rewritten from "
+           "here; migrate it by hand where the backward is (a step that calls a function of its "
+           "own file for its loss is rewritten)";
   if (!Next) {
     // Training without a visible backward: it runs in a function the analysis cannot see.
     for (const ScalerCall &St : In.Function.OptimizerSteps)

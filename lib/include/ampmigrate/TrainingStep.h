@@ -63,6 +63,13 @@ struct AutocastScope {
     const AutocastCall *On = nullptr;
   };
   llvm::SmallVector<Hole, 1> Holes;
+  /// Where what the scope computes leaves its function (found over the translation unit): handed
+  /// to a function of it that runs a backward or an optimizer step, directly or through its
+  /// callees (`optimize(loss)`), with that backward; or returned by a function that nothing in
+  /// the translation unit calls (its caller, and whatever it does with the value, is elsewhere).
+  const clang::CallExpr *HandedTo = nullptr;
+  const clang::CallExpr *HandedToBackward = nullptr;
+  const clang::ReturnStmt *ReturnedUncalled = nullptr;
 };
 
 /// Which object a scaler (or optimizer, or model) expression refers to.
