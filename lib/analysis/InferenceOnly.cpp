@@ -362,6 +362,29 @@ bool reads(const Expr *E, const llvm::SmallPtrSetImpl<const VarDecl *> &Vars) {
   R.walk(E);
   return R.Found;
 }
+
+bool namesLoss(llvm::StringRef Name) { return Name.lower().find("loss") != std::string::npos; }
+
+/// Whether `E` calls a loss function: a callee, or the class of a called object (a loss module's
+/// operator()), with "loss" in its name (`torch::mse_loss`, `lossFn`, `torch::nn::MSELoss`).
+bool callsLoss(const Expr *E) {
+  struct Calls : AstVisitor {
+    bool Found = false;
+    bool visitStmt(Stmt *St) override {
+      if (const auto *CE = dyn_cast<CallExpr>(St))
+        if (const auto *ND = dyn_cast_or_null<NamedDecl>(CE->getCalleeDecl())) {
+          Found |= ND->getIdentifier() && namesLoss(ND->getName());
+          if (const auto *MD = dyn_cast<CXXMethodDecl>(ND))
+            Found |= namesLoss(MD->getParent()->getName());
+        }
+      if (const auto *DRE = dyn_cast<DeclRefExpr>(St))
+        Found |= DRE->getDecl()->getIdentifier() && namesLoss(DRE->getDecl()->getName());
+      return !Found;
+    }
+  } C;
+  C.walk(E);
+  return C.Found;
+}
 } // namespace
 
 void TrainingReach::traceScopeValues(
@@ -406,9 +429,20 @@ void TrainingReach::traceScopeValues(
         break;
       }
     }
+    // A loss: the function's name says so, or a loss function computes what it returns.
+    auto IsLoss = [&](const Expr *Ret) {
+      if (FA.Function->getIdentifier() && namesLoss(FA.Function->getName()))
+        return true;
+      if (callsLoss(Ret))
+        return true;
+      return llvm::any_of(Flow.Values, [&](const auto &VE) {
+        llvm::SmallPtrSet<const VarDecl *, 1> One{VE.first};
+        return FromScope.contains(VE.first) && reads(Ret, One) && callsLoss(VE.second);
+      });
+    };
     if (Uncalled)
       for (const ReturnStmt *RS : Flow.Returns)
-        if (Off(RS->getBeginLoc()) > S.Begin && FromHere(RS->getRetValue())) {
+        if (Off(RS->getBeginLoc()) > S.Begin && FromHere(RS->getRetValue()) && IsLoss(RS->getRetValue())) {
           S.ReturnedUncalled = RS;
           break;
         }

@@ -77,7 +77,7 @@ public:
       // A step without a scaler whose scope is in the function it calls for its loss has
       // neither here.
       if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty() ||
-          !FA.Steps.empty() ||
+          !FA.Steps.empty() || !FA.UnknownScalerScales.empty() ||
           (!FA.ZeroGrads.empty() && isa<CXXMethodDecl>(Analysed)))
         Out.Functions.push_back(std::move(FA));
     }

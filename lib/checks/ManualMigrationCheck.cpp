@@ -33,12 +33,12 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
            "carries; move the backward and the step into this function, or migrate by hand";
   }
   if (!Next && S.ReturnedUncalled)
-    return "the value computed in this scope leaves the function (returned at " +
+    return "the loss computed in this scope leaves the function (returned at " +
            lineText(SM, S.ReturnedUncalled->getBeginLoc()) + ") and nothing in this file calls '" +
            In.Function.Function->getNameAsString() +
-           "': its backward, if any, is not in this file, so the step cannot be rewritten from "
-           "here; migrate it by hand where the backward is (a step that calls a function of its "
-           "own file for its loss is rewritten)";
+           "': its backward is not in this file, so the step cannot be rewritten from here; "
+           "migrate it by hand where the backward is (a step that calls a function of its own "
+           "file for its loss is rewritten)";
   if (!Next) {
     // Training without a visible backward: it runs in a function the analysis cannot see.
     for (const ScalerCall &St : In.Function.OptimizerSteps)
@@ -69,7 +69,30 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
          "it into this one or migrate by hand";
 }
 
+/// A loss-scaling step by a class the tool does not know: its scale() whose result is
+/// backpropagated in this function.
+static void reportUnknownScalers(const CheckInput &In, FindingSink &Out) {
+  llvm::SmallPtrSet<const CXXRecordDecl *, 2> Said;
+  for (const CXXMemberCallExpr *MC : In.Function.UnknownScalerScales) {
+    if (In.Function.BackwardCalls.empty())
+      continue;
+    const CXXRecordDecl *Class = MC->getMethodDecl()->getParent();
+    if (!Said.insert(Class->getCanonicalDecl()).second)
+      continue;
+    std::string Name = qualifiedName(Class);
+    Out.report("amp-manual-migration", MC->getBeginLoc(),
+               "not migrated automatically: a loss-scaling step by '" + Name +
+                   "', which the tool does not know as a loss scaler (it has " +
+                   MC->getMethodDecl()->getNameAsString() +
+                   "() and an unscale method, but no step method: scaler.methods.step); if it "
+                   "scales the loss, unscales the grads and skips the optimizer's step on "
+                   "overflow as GradScaler does, name it in a rules file (scaler: {classes: [" +
+                   Name + "]}, docs/rules.md) to have the step analysed, or migrate by hand");
+  }
+}
+
 void checkManualMigration(const CheckInput &In, FindingSink &Out) {
+  reportUnknownScalers(In, Out);
   for (const MigrationPlan *P : In.Plans)
     for (const Blocker &B : P->Blockers)
       Out.report("amp-manual-migration", B.Loc, "not migrated automatically: " + B.Reason);

@@ -65,8 +65,9 @@ struct AutocastScope {
   llvm::SmallVector<Hole, 1> Holes;
   /// Where what the scope computes leaves its function (found over the translation unit): handed
   /// to a function of it that runs a backward or an optimizer step, directly or through its
-  /// callees (`optimize(loss)`), with that backward; or returned by a function that nothing in
-  /// the translation unit calls (its caller, and whatever it does with the value, is elsewhere).
+  /// callees (`optimize(loss)`), with that backward; or, when it is a loss (a loss function
+  /// computes it, or the function's name says "loss"), returned by a function that nothing in the
+  /// translation unit calls (its caller, and the backward, are elsewhere).
   const clang::CallExpr *HandedTo = nullptr;
   const clang::CallExpr *HandedToBackward = nullptr;
   const clang::ReturnStmt *ReturnedUncalled = nullptr;
@@ -261,6 +262,9 @@ struct FunctionAnalysis {
   std::vector<ZeroGradCall> ZeroGrads;
   std::vector<ForwardCall> Forwards;
   std::vector<TrainingStep> Steps;
+  /// scale() calls on a class that looks like a loss scaler port the tool does not know
+  /// (isUnknownScalerPort): a loss-scaling step nothing else here names.
+  std::vector<const clang::CXXMemberCallExpr *> UnknownScalerScales;
   /// Inactive preprocessor regions inside the function that mention AMP names.
   std::vector<clang::SourceRange> InactiveAmpCode;
   /// No backward() (Tensor::backward, torch::autograd::backward/grad) in this function, nor in any
