@@ -80,11 +80,17 @@ static void reportUnknownScalers(const CheckInput &In, FindingSink &Out) {
     if (!Said.insert(Class->getCanonicalDecl()).second)
       continue;
     std::string Name = qualifiedName(Class);
+    std::string Unscale = "an unscale method";
+    for (const CXXMethodDecl *M : Class->getDefinition()->methods())
+      if (methodNamed(M, In.Rules.ScalerMethods.Unscale)) {
+        Unscale = M->getNameAsString() + "()";
+        break;
+      }
     Out.report("amp-manual-migration", MC->getBeginLoc(),
                "not migrated automatically: a loss-scaling step by '" + Name +
                    "', which the tool does not know as a loss scaler (it has " +
-                   MC->getMethodDecl()->getNameAsString() +
-                   "() and an unscale method, but no step method: scaler.methods.step); if it "
+                   MC->getMethodDecl()->getNameAsString() + "() and " + Unscale +
+                   ", but no step method: scaler.methods.step); if it "
                    "scales the loss, unscales the grads and skips the optimizer's step on "
                    "overflow as GradScaler does, name it in a rules file (scaler: {classes: [" +
                    Name + "]}, docs/rules.md) to have the step analysed, or migrate by hand");
