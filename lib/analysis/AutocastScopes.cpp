@@ -1,5 +1,7 @@
 // Autocast scopes from the calls and guards of a function (pairs, guards, macro pairs, unclosed enables).
 #include "FunctionAnalyser.h"
+#include "ampmigrate/SourceText.h"
+#include "ampmigrate/StepFinder.h"
 
 using namespace clang;
 
@@ -81,7 +83,19 @@ void ScopeBuilder::buildScopes() {
     Used[I] = true;
     if (!TurnsOn && !Close)
       continue; // a lone disable: nothing to report
+    // A disable inside a loop that the enable precedes, re-enabled later in that loop and closed
+    // for good after it: one scope with a hole around what lies between (`on; for (...) { fwd;
+    // off; loss; backward(); on; } off;`). Every iteration's forward runs with autocast on.
+    llvm::SmallVector<AutocastScope::Hole, 1> Holes;
+    while (TurnsOn && Close && ExtraCloses.empty()) {
+      std::optional<AutocastScope::Hole> H = holeAt(Enables, Used, *E, *Close);
+      if (!H)
+        break;
+      Holes.push_back(*H);
+      Close = closeAfterHole(Enables, Used, *E, *H->On);
+    }
     AutocastScope S;
+    S.Holes = Holes;
     S.Enable = E;
     S.Disable = Close;
     S.DisablesAutocast = !TurnsOn;
@@ -136,6 +150,57 @@ void ScopeBuilder::buildScopes() {
   if (!FA.Scopes.empty())
     findGuardEnds();
   llvm::sort(FA.Scopes, [](const AutocastScope &A, const AutocastScope &B) { return A.Begin < B.Begin; });
+}
+
+const Stmt *ScopeBuilder::loopBetween(const Stmt *Inner, const Stmt *Outside) const {
+  const Stmt *Found = nullptr;
+  for (const Stmt *P = PM.getParent(Inner); P; P = PM.getParent(P)) {
+    if (isa<LambdaExpr>(P))
+      return nullptr;
+    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P) && !encloses(P, Outside))
+      Found = P; // the outermost loop holding Inner but not Outside
+  }
+  return Found;
+}
+
+std::optional<AutocastScope::Hole>
+ScopeBuilder::holeAt(const std::vector<const AutocastCall *> &Enables, const std::vector<bool> &Used,
+                     const AutocastCall &Enable, const AutocastCall &Off) const {
+  if (Off.Turns != AutocastCall::State::Off || Off.MacroUse.isValid())
+    return std::nullopt;
+  const Stmt *Loop = loopBetween(Off.Call, Enable.Call);
+  if (!Loop)
+    return std::nullopt;
+  // The next switch of this device after the disable: an enable in the same loop.
+  unsigned OffAt = offsetOf(Off.Call->getBeginLoc());
+  for (size_t K = 0; K < Enables.size(); ++K) {
+    const AutocastCall *On = Enables[K];
+    if (Used[K] || !sameDevice(Enable, *On) || offsetOf(On->Call->getBeginLoc()) <= OffAt)
+      continue;
+    if (On->Turns != AutocastCall::State::On || On->MacroUse.isValid() || !encloses(Loop, On->Call) ||
+        enclosingLambda(On->Call) != enclosingLambda(Off.Call))
+      return std::nullopt;
+    return AutocastScope::Hole{&Off, On};
+  }
+  return std::nullopt;
+}
+
+const AutocastCall *ScopeBuilder::closeAfterHole(const std::vector<const AutocastCall *> &Enables,
+                                                 std::vector<bool> &Used, const AutocastCall &Enable,
+                                                 const AutocastCall &ReEnable) const {
+  unsigned At = offsetOf(ReEnable.Call->getBeginLoc());
+  for (size_t K = 0; K < Enables.size(); ++K) {
+    const AutocastCall *C = Enables[K];
+    if (C == &ReEnable)
+      Used[K] = true;
+    if (Used[K] || !sameDevice(Enable, *C) || offsetOf(C->Call->getBeginLoc()) <= At)
+      continue;
+    if (C->Turns != AutocastCall::State::Off && C->Turns != AutocastCall::State::Restore)
+      return nullptr; // enabled again: the re-enable is never closed on its own
+    Used[K] = true;
+    return C;
+  }
+  return nullptr; // on to the end of the function: an unclosed scope with a hole
 }
 
 const VarDecl *ScopeBuilder::noGradGuardOver(const Stmt *S) const {
@@ -290,6 +355,27 @@ void ScopeBuilder::collectInactive() {
     if (llvm::any_of(Tokens, [&](const std::string &T) { return Text.contains(T); }))
       FA.InactiveAmpCode.push_back(R);
   }
+}
+
+std::string scopeHoleReason(const FunctionAnalysis &FA, const AutocastScope &S,
+                            const SourceManager &SM) {
+  auto At = [&](SourceLocation L) { return SM.getFileOffset(SM.getExpansionLoc(L)); };
+  const AutocastScope::Hole &H = S.Holes.front();
+  std::string Until = S.Disable ? lineText(SM, S.Disable->Call->getBeginLoc())
+                                : std::string("the end of the function");
+  std::string Inside = "what lies in it";
+  for (const CXXMemberCallExpr *B : FA.BackwardCalls)
+    if (At(B->getBeginLoc()) > At(H.Off->Call->getBeginLoc()) &&
+        At(B->getBeginLoc()) < At(H.On->Call->getBeginLoc())) {
+      Inside = "the backward() at " + lineText(SM, B->getBeginLoc());
+      break;
+    }
+  return "autocast is on from " + lineText(SM, S.Enable->Call->getBeginLoc()) + " to " + Until +
+         " with a hole from " + lineText(SM, H.Off->Call->getBeginLoc()) + " to " +
+         lineText(SM, H.On->Call->getBeginLoc()) +
+         " (turned off and on again inside the loop): each iteration's forward runs under "
+         "autocast and " + Inside + " runs without it; a scope with a hole is not a shape the "
+         "rewrite carries: migrate this step by hand";
 }
 
 } // namespace ampmigrate

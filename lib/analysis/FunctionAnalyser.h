@@ -165,6 +165,18 @@ private:
 
   void buildScopes();
 
+  /// The outermost loop that holds `Inner` and not `Outside` (within one lambda), or null.
+  const clang::Stmt *loopBetween(const clang::Stmt *Inner, const clang::Stmt *Outside) const;
+  /// A hole in the scope `Enable` opens: `Off` is in a loop that `Enable` precedes, and the next
+  /// switch of the device, not yet used, turns autocast back on in that loop.
+  std::optional<AutocastScope::Hole> holeAt(const std::vector<const AutocastCall *> &Enables,
+                                            const std::vector<bool> &Used, const AutocastCall &Enable,
+                                            const AutocastCall &Off) const;
+  /// The disable that closes the scope after a hole's re-enable (marking both used), or null.
+  const AutocastCall *closeAfterHole(const std::vector<const AutocastCall *> &Enables,
+                                     std::vector<bool> &Used, const AutocastCall &Enable,
+                                     const AutocastCall &ReEnable) const;
+
   /// The block a call sits in: it runs before everything that follows it in that block.
   const clang::CompoundStmt *enclosingBlock(const clang::Stmt *S) const;
 

@@ -5,6 +5,7 @@
 #include "ampmigrate/GenericLambdas.h"
 #include "ampmigrate/ShapeRecognisers.h"
 
+#include "clang/Basic/SourceManager.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace clang;
@@ -93,6 +94,7 @@ class CallSummary : public AnalysedBodyVisitor {
 public:
   CallSummary(const RuleSet &Rules, CalleeMemo &Memo) : Rules(Rules), Memo(Memo) {}
   bool CallsBackward = false;
+  const CallExpr *FirstBackward = nullptr;
   llvm::SmallPtrSet<const FunctionDecl *, 8> Callees;
   using Callback = TrainingReach::Callback;
   std::vector<Callback> Callbacks;
@@ -131,15 +133,31 @@ private:
       else if (const auto *UM = dyn_cast<UnresolvedMemberExpr>(C))
         Name = UM->getMemberName();
       if (const IdentifierInfo *II = Name.getAsIdentifierInfo(); II && II->getName() == "backward")
-        CallsBackward = true;
+        markBackward(CE);
       return true;
     }
     Callees.insert(key(Callee));
     if (isBackward(CE, Callee))
-      CallsBackward = true;
+      markBackward(CE);
     addCallbacks(key(Callee), CE->arguments());
     return true;
   }
+
+  /// The first backward pass is what a message names; an optimizer's step, zero_grad() or a
+  /// clip only when there is none.
+  void markBackward(const CallExpr *CE) {
+    CallsBackward = true;
+    bool Pass = false;
+    if (const FunctionDecl *F = CE->getDirectCallee(); !F)
+      Pass = true; // a dependent `.backward()`
+    else if (const IdentifierInfo *II = F->getIdentifier())
+      Pass = II->getName() == "backward" || II->getName() == "grad";
+    if (!FirstBackward || (Pass && !FirstIsPass)) {
+      FirstBackward = CE;
+      FirstIsPass = Pass;
+    }
+  }
+  bool FirstIsPass = false;
 
   const RuleSet &Rules;
   CalleeMemo &Memo;
@@ -214,6 +232,8 @@ void TrainingReach::summariseCalls(const FunctionDecl *FD) {
       CS.walk(Init->getInit());
   FunctionCalls &Entry = Calls[key(FD)];
   Entry.CallsBackward |= CS.CallsBackward;
+  if (!Entry.FirstBackward)
+    Entry.FirstBackward = CS.FirstBackward;
   Entry.Callees.insert(CS.Callees.begin(), CS.Callees.end());
   for (Callback &CB : CS.Callbacks)
     Callbacks.push_back(std::move(CB));
@@ -247,6 +267,186 @@ llvm::SmallPtrSet<const FunctionDecl *, 32> TrainingReach::trainingFunctions() c
           }
   }
   return Training;
+}
+
+llvm::DenseMap<const FunctionDecl *, const CallExpr *> TrainingReach::backwardRunners() const {
+  llvm::DenseMap<const FunctionDecl *, const CallExpr *> Runners;
+  for (const auto &[F, C] : Calls)
+    if (C.CallsBackward && C.FirstBackward)
+      Runners[F] = C.FirstBackward;
+  // A caller of a runner runs it too (through the first callee found to): up to a fixed point.
+  for (bool Grew = true; Grew;) {
+    Grew = false;
+    for (const auto &[F, C] : Calls) {
+      if (Runners.count(F))
+        continue;
+      for (const FunctionDecl *Callee : C.Callees)
+        if (auto It = Runners.find(Callee); It != Runners.end()) {
+          const CallExpr *Via = It->second;
+          Runners[F] = Via;
+          Grew = true;
+          break;
+        }
+    }
+  }
+  return Runners;
+}
+
+llvm::SmallPtrSet<const FunctionDecl *, 32> TrainingReach::calledFunctions() const {
+  llvm::SmallPtrSet<const FunctionDecl *, 32> Called;
+  for (const auto &[F, C] : Calls)
+    for (const FunctionDecl *Callee : C.Callees)
+      if (Callee != F)
+        Called.insert(Callee);
+  for (const Callback &CB : Callbacks)
+    Called.insert(CB.Runs.begin(), CB.Runs.end());
+  return Called;
+}
+
+namespace {
+/// The values a function body gives its variables, its calls and its returns (not a lambda's).
+class ValueFlow : public AnalysedBodyVisitor {
+public:
+  ValueFlow() { WrapsStmts = true; }
+  std::vector<std::pair<const VarDecl *, const Expr *>> Values;
+  std::vector<const CallExpr *> Calls;
+  std::vector<const ReturnStmt *> Returns;
+
+  bool traverseStmt(Stmt *S) override {
+    bool Lambda = isa<LambdaExpr>(S);
+    LambdaDepth += Lambda;
+    bool R = descend(S);
+    LambdaDepth -= Lambda;
+    return R;
+  }
+  bool visitStmt(Stmt *S) override {
+    if (const auto *DS = dyn_cast<DeclStmt>(S)) {
+      for (const Decl *D : DS->decls())
+        if (const auto *V = dyn_cast<VarDecl>(D); V && V->getInit())
+          Values.push_back({V, V->getInit()});
+    } else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
+               OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2) {
+      add(OC->getArg(0), OC->getArg(1));
+    } else if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->getOpcode() == BO_Assign) {
+      add(BO->getLHS(), BO->getRHS());
+    } else if (const auto *RS = dyn_cast<ReturnStmt>(S); RS && !LambdaDepth && RS->getRetValue()) {
+      Returns.push_back(RS);
+    }
+    if (const auto *CE = dyn_cast<CallExpr>(S); CE && CE->getDirectCallee())
+      Calls.push_back(CE);
+    return true;
+  }
+
+private:
+  void add(const Expr *Target, const Expr *Value) {
+    if (const auto *L = dyn_cast<DeclRefExpr>(strip(Target)))
+      if (const auto *V = dyn_cast<VarDecl>(L->getDecl()))
+        Values.push_back({V, Value});
+  }
+  int LambdaDepth = 0;
+};
+
+/// Whether `E` names one of `Vars`.
+bool reads(const Expr *E, const llvm::SmallPtrSetImpl<const VarDecl *> &Vars) {
+  struct Refs : AstVisitor {
+    const llvm::SmallPtrSetImpl<const VarDecl *> &Vars;
+    bool Found = false;
+    explicit Refs(const llvm::SmallPtrSetImpl<const VarDecl *> &Vars) : Vars(Vars) {}
+    bool visitStmt(Stmt *St) override {
+      if (const auto *R = dyn_cast<DeclRefExpr>(St))
+        if (const auto *V = dyn_cast<VarDecl>(R->getDecl()); V && Vars.contains(V))
+          Found = true;
+      return !Found;
+    }
+  } R(Vars);
+  R.walk(E);
+  return R.Found;
+}
+
+bool namesLoss(llvm::StringRef Name) { return Name.lower().find("loss") != std::string::npos; }
+
+/// Whether `E` calls a loss function: a callee, or the class of a called object (a loss module's
+/// operator()), with "loss" in its name (`torch::mse_loss`, `lossFn`, `torch::nn::MSELoss`).
+bool callsLoss(const Expr *E) {
+  struct Calls : AstVisitor {
+    bool Found = false;
+    bool visitStmt(Stmt *St) override {
+      if (const auto *CE = dyn_cast<CallExpr>(St))
+        if (const auto *ND = dyn_cast_or_null<NamedDecl>(CE->getCalleeDecl())) {
+          Found |= ND->getIdentifier() && namesLoss(ND->getName());
+          if (const auto *MD = dyn_cast<CXXMethodDecl>(ND))
+            Found |= namesLoss(MD->getParent()->getName());
+        }
+      if (const auto *DRE = dyn_cast<DeclRefExpr>(St))
+        Found |= DRE->getDecl()->getIdentifier() && namesLoss(DRE->getDecl()->getName());
+      return !Found;
+    }
+  } C;
+  C.walk(E);
+  return C.Found;
+}
+} // namespace
+
+void TrainingReach::traceScopeValues(
+    FunctionAnalysis &FA, const ASTContext &Ctx,
+    const llvm::DenseMap<const FunctionDecl *, const CallExpr *> &Runners,
+    const llvm::SmallPtrSetImpl<const FunctionDecl *> &Called) const {
+  if (FA.Scopes.empty())
+    return;
+  const SourceManager &SM = Ctx.getSourceManager();
+  auto Off = [&](SourceLocation L) { return SM.getFileOffset(SM.getExpansionLoc(L)); };
+  ValueFlow Flow;
+  Flow.walk(FA.Function->getBody());
+  const FunctionDecl *Self = key(FA.Function);
+  bool Uncalled = !Called.contains(Self) && returnsTensors(FA.Function->getReturnType(), Rules);
+  for (AutocastScope &S : FA.Scopes) {
+    if (S.DisablesAutocast)
+      continue;
+    // The variables given a value in the scope, and after it from those.
+    llvm::SmallPtrSet<const VarDecl *, 8> FromScope;
+    for (const auto &[V, E] : Flow.Values)
+      if (Off(E->getBeginLoc()) >= S.Begin && Off(E->getBeginLoc()) <= S.End)
+        FromScope.insert(V);
+    for (bool Grew = !FromScope.empty(); Grew;) {
+      Grew = false;
+      for (const auto &[V, E] : Flow.Values)
+        if (Off(E->getBeginLoc()) > S.End && !FromScope.contains(V) && reads(E, FromScope))
+          Grew |= FromScope.insert(V).second;
+    }
+    auto FromHere = [&](const Expr *E) {
+      unsigned O = Off(E->getBeginLoc());
+      return (O >= S.Begin && O <= S.End) || reads(E, FromScope);
+    };
+    for (const CallExpr *CE : Flow.Calls) {
+      if (Off(CE->getBeginLoc()) <= S.Begin)
+        continue;
+      auto It = Runners.find(key(CE->getDirectCallee()));
+      if (It == Runners.end() || key(CE->getDirectCallee()) == Self)
+        continue;
+      if (llvm::any_of(CE->arguments(), [&](const Expr *A) { return FromHere(A); })) {
+        S.HandedTo = CE;
+        S.HandedToBackward = It->second;
+        break;
+      }
+    }
+    // A loss: the function's name says so, or a loss function computes what it returns.
+    auto IsLoss = [&](const Expr *Ret) {
+      if (FA.Function->getIdentifier() && namesLoss(FA.Function->getName()))
+        return true;
+      if (callsLoss(Ret))
+        return true;
+      return llvm::any_of(Flow.Values, [&](const auto &VE) {
+        llvm::SmallPtrSet<const VarDecl *, 1> One{VE.first};
+        return FromScope.contains(VE.first) && reads(Ret, One) && callsLoss(VE.second);
+      });
+    };
+    if (Uncalled)
+      for (const ReturnStmt *RS : Flow.Returns)
+        if (Off(RS->getBeginLoc()) > S.Begin && FromHere(RS->getRetValue()) && IsLoss(RS->getRetValue())) {
+          S.ReturnedUncalled = RS;
+          break;
+        }
+  }
 }
 
 } // namespace ampmigrate

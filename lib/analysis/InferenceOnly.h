@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ampmigrate/Rules.h"
+#include "ampmigrate/TrainingStep.h"
 
 #include "clang/AST/Decl.h"
 #include "llvm/ADT/DenseMap.h"
@@ -33,6 +34,18 @@ public:
   /// calls of the summarised code from each, and the code handed to one (a callback).
   llvm::SmallPtrSet<const clang::FunctionDecl *, 32> trainingFunctions() const;
 
+  /// For each function that runs a backward pass (or an optimizer's step(), zero_grad() or a
+  /// clip), directly or through the functions it calls: the first such call on the way.
+  llvm::DenseMap<const clang::FunctionDecl *, const clang::CallExpr *> backwardRunners() const;
+
+  /// The keys of the functions the summarised code calls or names.
+  llvm::SmallPtrSet<const clang::FunctionDecl *, 32> calledFunctions() const;
+
+  /// Sets each scope's HandedTo / ReturnedUncalled (TrainingStep.h) for a function with scopes.
+  void traceScopeValues(FunctionAnalysis &FA, const clang::ASTContext &Ctx,
+                        const llvm::DenseMap<const clang::FunctionDecl *, const clang::CallExpr *> &Runners,
+                        const llvm::SmallPtrSetImpl<const clang::FunctionDecl *> &Called) const;
+
   /// A call handing code or values to the callee (a lambda, a function, a variable holding a
   /// lambda; a call's result, directly or through the variable it initialised): the functions
   /// that code calls run when the callee runs it, e.g. under its backward(), and the functions
@@ -46,6 +59,7 @@ private:
   const RuleSet &Rules;
   struct FunctionCalls {
     bool CallsBackward = false;
+    const clang::CallExpr *FirstBackward = nullptr;
     llvm::SmallPtrSet<const clang::FunctionDecl *, 8> Callees;
   };
   llvm::DenseMap<const clang::FunctionDecl *, FunctionCalls> Calls;

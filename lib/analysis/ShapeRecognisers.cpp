@@ -231,6 +231,17 @@ bool isScalerClass(const CXXRecordDecl *RD, const RuleSet &Rules) {
   return HasScale && HasStep;
 }
 
+bool isUnknownScalerPort(const CXXRecordDecl *RD, const RuleSet &Rules) {
+  if (!RD || !(RD = RD->getDefinition()) || isScalerClass(RD, Rules))
+    return false;
+  bool HasScale = false, HasUnscale = false;
+  for (const CXXMethodDecl *M : RD->methods()) {
+    HasScale |= methodNamed(M, Rules.ScalerMethods.Scale) && scalesTensors(M, Rules);
+    HasUnscale |= methodNamed(M, Rules.ScalerMethods.Unscale) && M->getNumParams() >= 1;
+  }
+  return HasScale && HasUnscale;
+}
+
 
 std::optional<bool> boolConstant(const Expr *E, const ASTContext &Ctx) {
   if (!E || E->isValueDependent())

@@ -210,6 +210,10 @@ void ElementFinder::classifyMemberCall(const CXXMemberCallExpr *MC) {
     addScalerCall(MC, MD);
     return;
   }
+  if (methodNamed(MD, Rules.ScalerMethods.Scale) && isUnknownScalerPort(Class, Rules)) {
+    FA.UnknownScalerScales.push_back(MC);
+    return;
+  }
   if (Name == "step" && isDerivedFromAny(Class, Rules.OptimizerClasses)) {
     addOptimizerStep(MC);
     return;

@@ -77,7 +77,7 @@ public:
       // A step without a scaler whose scope is in the function it calls for its loss has
       // neither here.
       if (!FA.AutocastCalls.empty() || !FA.ScalerCalls.empty() || !FA.Scopes.empty() ||
-          !FA.Steps.empty() ||
+          !FA.Steps.empty() || !FA.UnknownScalerScales.empty() ||
           (!FA.ZeroGrads.empty() && isa<CXXMethodDecl>(Analysed)))
         Out.Functions.push_back(std::move(FA));
     }
@@ -122,6 +122,17 @@ public:
       const auto *MD = dyn_cast<CXXMethodDecl>(FA.Function);
       FA.InferenceOnly =
           !Training.contains(TrainingReach::key(FA.Function)) && !(MD && MD->isVirtual());
+    }
+    // What a scope computes may leave its function for training this rule does not see from
+    // here: handed to a function that trains, or returned to a caller outside this file.
+    auto Runners = Reach.backwardRunners();
+    auto Called = Reach.calledFunctions();
+    for (FunctionAnalysis &FA : Out.Functions) {
+      Reach.traceScopeValues(FA, Ctx, Runners, Called);
+      if (llvm::any_of(FA.Scopes, [](const AutocastScope &S) {
+            return !S.NoGradGuard && (S.HandedTo || S.ReturnedUncalled);
+          }))
+        FA.InferenceOnly = false;
     }
   }
 

@@ -1,5 +1,6 @@
 // amp-autocast-scope: every autocast scope (call pair, RAII guard, macro pair, lone enable).
 #include "ampmigrate/Engine.h"
+#include "ampmigrate/SourceText.h"
 #include "ampmigrate/StepFinder.h"
 
 using namespace clang;
@@ -88,6 +89,10 @@ void checkAutocastScope(const CheckInput &In, FindingSink &Out) {
         "this scope, and later scopes reuse them after the optimizer has changed the weights; "
         "the migrated model casts afresh in each forward, so its losses can differ slightly from "
         "this program's (they equal those of this program with clear_cache() after the scope)";
+    for (const AutocastScope::Hole &H : S.Holes)
+      Out.note(F, H.Off->Call->getBeginLoc(),
+               "a hole in this scope: autocast is turned off here, inside the loop, and on again at " +
+                   lineText(In.Ctx.getSourceManager(), H.On->Call->getBeginLoc()));
     if (F && S.Disable) {
       std::string Ends = "the scope ends here";
       if (!S.DisablesAutocast && !handlesCastCache(In.Function))

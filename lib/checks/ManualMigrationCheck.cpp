@@ -7,6 +7,12 @@
 using namespace clang;
 namespace ampmigrate {
 
+/// The first line of a call's text, for a message.
+static std::string firstLineOf(const CheckInput &In, const CallExpr *CE) {
+  std::string Text = StepFinder::textOf(In.Ctx, CE->getSourceRange());
+  return Text.substr(0, Text.find('\n'));
+}
+
 /// Why a closed scope has no training step, naming the backward() that follows it when there is
 /// one: run on something the tool does not recognise as a scaler's scale(), or with no step().
 static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
@@ -17,6 +23,22 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
       Next = B;
       break;
     }
+  if (!Next && S.HandedTo) {
+    const FunctionDecl *Callee = S.HandedTo->getDirectCallee();
+    return "what this scope computes is handed to '" + Callee->getNameAsString() + "' at " +
+           lineText(SM, S.HandedTo->getBeginLoc()) + ", which trains with it (`" +
+           firstLineOf(In, S.HandedToBackward) + "` at " +
+           lineText(SM, S.HandedToBackward->getBeginLoc()) +
+           "): a forward here and its backward in a function it calls is not a shape the rewrite "
+           "carries; move the backward and the step into this function, or migrate by hand";
+  }
+  if (!Next && S.ReturnedUncalled)
+    return "the loss computed in this scope leaves the function (returned at " +
+           lineText(SM, S.ReturnedUncalled->getBeginLoc()) + ") and nothing in this file calls '" +
+           In.Function.Function->getNameAsString() +
+           "': its backward is not in this file, so the step cannot be rewritten from here; "
+           "migrate it by hand where the backward is (a step that calls a function of its own "
+           "file for its loss is rewritten)";
   if (!Next) {
     // Training without a visible backward: it runs in a function the analysis cannot see.
     for (const ScalerCall &St : In.Function.OptimizerSteps)
@@ -47,7 +69,36 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
          "it into this one or migrate by hand";
 }
 
+/// A loss-scaling step by a class the tool does not know: its scale() whose result is
+/// backpropagated in this function.
+static void reportUnknownScalers(const CheckInput &In, FindingSink &Out) {
+  llvm::SmallPtrSet<const CXXRecordDecl *, 2> Said;
+  for (const CXXMemberCallExpr *MC : In.Function.UnknownScalerScales) {
+    if (In.Function.BackwardCalls.empty())
+      continue;
+    const CXXRecordDecl *Class = MC->getMethodDecl()->getParent();
+    if (!Said.insert(Class->getCanonicalDecl()).second)
+      continue;
+    std::string Name = qualifiedName(Class);
+    std::string Unscale = "an unscale method";
+    for (const CXXMethodDecl *M : Class->getDefinition()->methods())
+      if (methodNamed(M, In.Rules.ScalerMethods.Unscale)) {
+        Unscale = M->getNameAsString() + "()";
+        break;
+      }
+    Out.report("amp-manual-migration", MC->getBeginLoc(),
+               "not migrated automatically: a loss-scaling step by '" + Name +
+                   "', which the tool does not know as a loss scaler (it has " +
+                   MC->getMethodDecl()->getNameAsString() + "() and " + Unscale +
+                   ", but no step method: scaler.methods.step); if it "
+                   "scales the loss, unscales the grads and skips the optimizer's step on "
+                   "overflow as GradScaler does, name it in a rules file (scaler: {classes: [" +
+                   Name + "]}, docs/rules.md) to have the step analysed, or migrate by hand");
+  }
+}
+
 void checkManualMigration(const CheckInput &In, FindingSink &Out) {
+  reportUnknownScalers(In, Out);
   for (const MigrationPlan *P : In.Plans)
     for (const Blocker &B : P->Blockers)
       Out.report("amp-manual-migration", B.Loc, "not migrated automatically: " + B.Reason);
@@ -61,7 +112,8 @@ void checkManualMigration(const CheckInput &In, FindingSink &Out) {
     if (InStep)
       continue;
     std::string Why =
-        S.Shape == AutocastScope::Kind::Unclosed
+        !S.Holes.empty() ? scopeHoleReason(In.Function, S, In.Ctx.getSourceManager())
+        : S.Shape == AutocastScope::Kind::Unclosed
             ? "autocast is enabled with no training step in this function (a global or "
               "start-up switch?); convert the model where it is created with " +
                   In.Rules.Target.Convert

@@ -183,6 +183,10 @@ std::optional<ForwardRegion> RegionPlanner::forwardRegion(const ImplicitBackward
   }
   if (!T.mixed() && !F.Split && !checkAccumulation(B, Block))
     return std::nullopt;
+  if (!F.CalleeScope && T.Scope && !T.Scope->Holes.empty()) {
+    block(T.Scope->ReportLoc, scopeHoleReason(FA, *T.Scope, C.SM));
+    return std::nullopt;
+  }
   ForwardRegion R;
   R.Block = Block;
   R.End = EndStmt;

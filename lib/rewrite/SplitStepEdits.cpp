@@ -22,6 +22,10 @@ public:
   bool plan();
 
 private:
+  /// Why the scaling half has no forward region: where its loss comes from; set ByHand when
+  /// moving the halves together would not help (the forward is in another function).
+  std::string forwardElsewhere(bool &ByHand, const TrainingStep &Scaling, const FunctionAnalysis &In) const;
+
   /// A statement of another method of the class that calls zero_grad() or reads or writes .grad
   /// (described), or "".
   std::string otherGradUse(const clang::CXXRecordDecl *Class, const SplitStep &S,
@@ -45,12 +49,28 @@ bool SplitPlanner::plan() {
     block(Here, splitStepReason(S, Scaling, SM, WhyNot));
     return false;
   };
+  auto RefuseByHand = [&](const std::string &WhyNot) {
+    block(Here, splitStepReason(S, Scaling, SM, WhyNot, "migrate this step by hand"));
+    return false;
+  };
   const auto *Method = cast<CXXMethodDecl>(FA.Function);
   const CXXRecordDecl *Class = Method->getParent()->getDefinition();
   const TrainingStep &Stepping = *S.SteppingHalf;
   const TrainingStep &ScalingT = *S.ScalingHalf;
-  if (!Class || !S.Caller)
-    return Refuse("no method of the class in this file calls both");
+  // Where the scaling half's forward is, when not in its method: said first, as it decides.
+  if (!ScalingT.Scope) {
+    bool ByHand = false;
+    std::string Why = forwardElsewhere(ByHand, ScalingT, *S.Scaling);
+    return ByHand ? RefuseByHand(Why) : Refuse(Why);
+  }
+  if (!Class || !S.Caller) {
+    if (!S.Chained)
+      return Refuse("no method of the class in this file calls both");
+    return Refuse("'" + S.ChainedFrom->Function->getNameAsString() + "' calls '" +
+                  S.Chained->getDirectCallee()->getNameAsString() + "' itself (" +
+                  lineText(SM, S.Chained->getBeginLoc()) +
+                  "), and the rewrite carries a split step only when a third method calls both");
+  }
   if (Stepping.Steps.size() != 1 || !ScalingT.Unscales.empty() || !ScalingT.Updates.empty() ||
       ScalingT.mixed() || Stepping.mixed() || ScalingT.Backwards.size() != 1)
     return Refuse("a split step with several optimizers, several backwards or a plain path beside the scaled one is not rewritten yet");
@@ -87,11 +107,36 @@ bool SplitPlanner::plan() {
   if (Scaling) {
     Out.GradFnName = freshName(Names, "grad_fn");
     Out.OptParams = C.optimizerParams(Step);
-    if (!T.Scope)
-      return Refuse("no autocast scope precedes the scaled backward in its method");
     Out.AllBackwards.assign(T.Backwards.begin(), T.Backwards.end());
   }
   return true;
+}
+
+std::string SplitPlanner::forwardElsewhere(bool &ByHand, const TrainingStep &Scaling, const FunctionAnalysis &In) const {
+  std::string Default = "no autocast scope precedes the scaled backward in its method";
+  const ImplicitBackward &B = *Scaling.Backwards.front();
+  const VarDecl *V = B.ScaleStmt ? nullptr : B.LossVar;
+  if (!V || !V->isLocalVarDecl() || !V->getInit())
+    return Default;
+  const auto *Call = dyn_cast<CallExpr>(strip(V->getInit()));
+  const FunctionDecl *Callee = Call ? Call->getDirectCallee() : nullptr;
+  if (!Callee)
+    return Default;
+  std::string Name = "'" + Callee->getNameAsString() + "' (" + lineText(SM, Call->getBeginLoc()) + ")";
+  ByHand = true;
+  const FunctionDecl *Def = nullptr;
+  if (!Callee->hasBody(Def) || !Def->getBody())
+    return "its loss comes from " + Name + ", whose body is not in this file: the forward to "
+           "hand to " + Tgt.ValueAndGrad + " is in another file";
+  bool HoldsScope = llvm::any_of(TU.Functions, [&](const FunctionAnalysis &Other) {
+    return Other.Function->getCanonicalDecl() == Callee->getCanonicalDecl() &&
+           llvm::any_of(Other.Scopes, [](const AutocastScope &S) { return !S.DisablesAutocast; });
+  });
+  ByHand = HoldsScope;
+  if (HoldsScope)
+    return "its loss comes from " + Name + ", which holds the autocast scope, and the rewrite "
+           "of a split step needs the scope in '" + In.Function->getNameAsString() + "'";
+  return Default;
 }
 
 ConcernPlan<PlannedEdits> planSplitMember(const StepContext &C, const StepFacts &F) {

@@ -24,10 +24,13 @@ namespace {
 class DirectCalls : public AstVisitor {
 public:
   llvm::SmallPtrSet<const FunctionDecl *, 8> Callees;
+  llvm::DenseMap<const FunctionDecl *, const CallExpr *> FirstCall;
   bool visitStmt(Stmt *S) override {
     if (const auto *CE = dyn_cast<CallExpr>(S))
-      if (const FunctionDecl *F = CE->getDirectCallee())
+      if (const FunctionDecl *F = CE->getDirectCallee()) {
         Callees.insert(F->getCanonicalDecl());
+        FirstCall.try_emplace(F->getCanonicalDecl(), CE);
+      }
     return true;
   }
 };
@@ -74,13 +77,25 @@ std::optional<SplitStep> findSplitStep(const TranslationUnitAnalysis &TU, const 
       break;
     }
   }
+  // No third method: one half may call the other.
+  for (const FunctionAnalysis *Half : {Found->Scaling, Found->Stepping}) {
+    if (Found->Caller || Found->Chained)
+      break;
+    DirectCalls C;
+    C.walk(Half->Function->getBody());
+    const FunctionDecl *Other = Half == Found->Scaling ? B : A;
+    if (auto It = C.FirstCall.find(Other); It != C.FirstCall.end()) {
+      Found->Chained = It->second;
+      Found->ChainedFrom = Half;
+    }
+  }
   return Found;
 }
 
 static std::string at(const SourceManager &SM, SourceLocation L) { return lineText(SM, L); }
 
 std::string splitStepReason(const SplitStep &S, bool AtScaling, const SourceManager &SM,
-                            llvm::StringRef WhyNot) {
+                            llvm::StringRef WhyNot, llvm::StringRef Advice) {
   auto Name = [](const FunctionAnalysis *F) { return "'" + F->Function->getNameAsString() + "'"; };
   const auto *Class = cast<CXXMethodDecl>(S.Scaling->Function)->getParent();
   std::string Where =
@@ -92,8 +107,7 @@ std::string splitStepReason(const SplitStep &S, bool AtScaling, const SourceMana
       S.Caller ? ", both called from '" + S.Caller->getNameAsString() + "'" : std::string();
   return "the step is split over two methods of '" + Class->getNameAsString() + "': " + Where +
          Caller + "; its grads would travel from " + Name(S.Scaling) + " to " + Name(S.Stepping) +
-         " in a new member of the class, but " + WhyNot.str() +
-         ": move both halves into one method or migrate by hand";
+         " in a new member of the class, but " + WhyNot.str() + ": " + Advice.str();
 }
 
 } // namespace ampmigrate

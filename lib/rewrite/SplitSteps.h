@@ -19,6 +19,9 @@ struct SplitStep {
   const TrainingStep *SteppingHalf = nullptr;
   /// A method of the class whose body calls both (null when none in this TU does).
   const clang::FunctionDecl *Caller = nullptr;
+  /// With no such method: one half's call of the other (`forward_backward() { ...; optimizer_step(); }`).
+  const clang::CallExpr *Chained = nullptr;
+  const FunctionAnalysis *ChainedFrom = nullptr; ///< the half that holds that call
 };
 
 /// The other half of `Half` (a step with a scaled backward and no step(), or the reverse), in a
@@ -30,6 +33,7 @@ std::optional<SplitStep> findSplitStep(const TranslationUnitAnalysis &TU, const 
 /// Why the split step is not rewritten (`WhyNot`), said at the half `AtScaling` (or the other),
 /// naming both methods with their locations.
 std::string splitStepReason(const SplitStep &S, bool AtScaling, const clang::SourceManager &SM,
-                            llvm::StringRef WhyNot);
+                            llvm::StringRef WhyNot,
+                            llvm::StringRef Advice = "move both halves into one method or migrate by hand");
 
 } // namespace ampmigrate

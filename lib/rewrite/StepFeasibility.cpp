@@ -3,6 +3,7 @@
 #include "MixedSteps.h"
 #include "Naming.h"
 #include "StepLambda.h"
+#include "ampmigrate/SourceText.h"
 
 using namespace clang;
 
@@ -24,6 +25,8 @@ private:
   /// (`(use_amp ? scaler.scale(loss) : loss).backward()`): there is a scaled backward, just not
   /// one of the shapes the rewrite knows. Reported at the backward with what to write instead.
   bool blockScaleInsideBackwardReceiver();
+  /// Why a step with a scaled backward has no scaler step(): elsewhere, or none in the class.
+  std::string noScalerStepReason() const;
   /// Finds the scope in a called function (Out.CalleeFA and the rest); false when there is none.
   bool findCalleeScope();
   /// Several losses, each `scaler.scale(loss_i).backward()`, as consecutive statements of one
@@ -171,6 +174,28 @@ bool ShapePlanner::findCalleeScope() {
   return true;
 }
 
+std::string ShapePlanner::noScalerStepReason() const {
+  const CXXRecordDecl *Class = T.ScalerClass ? T.ScalerClass->getDefinition() : nullptr;
+  bool HasStep = Class && llvm::any_of(Class->methods(), [&](const CXXMethodDecl *M) {
+                   return methodNamed(M, Rules.ScalerMethods.Step);
+                 });
+  if (!Class || HasStep)
+    return "the scaler's step() is not in this function; scaling and stepping in different "
+           "functions cannot be rewritten together";
+  // A port with no step(): its caller steps the optimizer (`if (!sc.has_overflow()) opt.step();`).
+  unsigned After = C.off(T.Backwards.front()->Backward->getBeginLoc());
+  std::string Stepped;
+  for (const ScalerCall &S : FA.OptimizerSteps)
+    if (C.off(S.Call->getBeginLoc()) > After) {
+      Stepped = " (here the optimizer steps itself: `" + C.text(S.Call->getSourceRange()) + "` at " +
+                lineText(SM, S.Call->getBeginLoc()) + ")";
+      break;
+    }
+  return "the scaler class '" + Class->getNameAsString() + "' has no step method (scaler.methods.step)" +
+         Stepped + ", and the rewrite needs the scaler's step(optimizer), which becomes step(optimizer, "
+         "grads) and skips the step on overflow itself; migrate this step by hand";
+}
+
 bool ShapePlanner::plan() {
   SourceLocation FnLoc = FA.Function->getLocation();
   if (T.Backwards.empty() && blockScaleInsideBackwardReceiver())
@@ -182,9 +207,7 @@ bool ShapePlanner::plan() {
     return false;
   }
   if (T.Steps.empty()) {
-    block(T.Backwards.front()->Backward->getBeginLoc(),
-          "the scaler's step() is not in this function; scaling and stepping in different "
-          "functions cannot be rewritten together");
+    block(T.Backwards.front()->Backward->getBeginLoc(), noScalerStepReason());
     return false;
   }
   if (auto Why = lambdaBoundaryBlocker(T, FA.Function, PM, Ctx)) {

@@ -24,6 +24,10 @@ bool returnsTensors(clang::QualType T, const RuleSet &Rules);
 /// A class result with tensor fields that the cast cannot reach (not such an aggregate).
 bool holdsUncastTensors(clang::QualType T, const RuleSet &Rules);
 bool isScalerClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
+/// A class that looks like a loss scaler port the tool does not know: a scale(Tensor) -> Tensor
+/// method and an unscale method taking an argument (names from the rules), but no step method,
+/// so it is no scaler by shape (isScalerClass false). Its calls are reported, never rewritten.
+bool isUnknownScalerPort(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
 /// A class whose constructor switches autocast (an RAII guard); sets `Disables` for guards that
 /// turn it off.
 bool isAutocastGuardClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables);

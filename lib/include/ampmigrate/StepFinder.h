@@ -30,4 +30,9 @@ private:
   std::vector<clang::SourceRange> Inactive;
 };
 
+/// Why a scope with a hole (AutocastScope::Holes) of the function `FA` is not rewritten, naming
+/// the scope's and the hole's lines and a backward() in the hole.
+std::string scopeHoleReason(const FunctionAnalysis &FA, const AutocastScope &S,
+                            const clang::SourceManager &SM);
+
 } // namespace ampmigrate

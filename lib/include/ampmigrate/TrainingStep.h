@@ -55,6 +55,22 @@ struct AutocastScope {
   std::string LeakReason;
   std::string LeakNote; ///< said at LeaksAt when a disable exists (the path that skips it)
   unsigned Begin = 0, End = 0; ///< file offsets of the scope (enable .. disable or block end)
+  /// A hole: a disable and the re-enable after it, both inside a loop that the scope's enable
+  /// precedes and its disable follows (`on; for (...) { fwd; off; loss; backward; on; } off;`).
+  /// Each iteration's forward runs with autocast on; what lies between the two runs with it off.
+  struct Hole {
+    const AutocastCall *Off = nullptr;
+    const AutocastCall *On = nullptr;
+  };
+  llvm::SmallVector<Hole, 1> Holes;
+  /// Where what the scope computes leaves its function (found over the translation unit): handed
+  /// to a function of it that runs a backward or an optimizer step, directly or through its
+  /// callees (`optimize(loss)`), with that backward; or, when it is a loss (a loss function
+  /// computes it, or the function's name says "loss"), returned by a function that nothing in the
+  /// translation unit calls (its caller, and the backward, are elsewhere).
+  const clang::CallExpr *HandedTo = nullptr;
+  const clang::CallExpr *HandedToBackward = nullptr;
+  const clang::ReturnStmt *ReturnedUncalled = nullptr;
 };
 
 /// Which object a scaler (or optimizer, or model) expression refers to.
@@ -246,6 +262,9 @@ struct FunctionAnalysis {
   std::vector<ZeroGradCall> ZeroGrads;
   std::vector<ForwardCall> Forwards;
   std::vector<TrainingStep> Steps;
+  /// scale() calls on a class that looks like a loss scaler port the tool does not know
+  /// (isUnknownScalerPort): a loss-scaling step nothing else here names.
+  std::vector<const clang::CXXMemberCallExpr *> UnknownScalerScales;
   /// Inactive preprocessor regions inside the function that mention AMP names.
   std::vector<clang::SourceRange> InactiveAmpCode;
   /// No backward() (Tensor::backward, torch::autograd::backward/grad) in this function, nor in any
