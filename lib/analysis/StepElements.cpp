@@ -144,14 +144,26 @@ bool ElementFinder::forwardsCallersValue(const Expr *Arg) const {
     const FunctionDecl *Callee = CE ? CE->getDirectCallee() : nullptr;
     return Callee && Rules.autocastRule(qualifiedName(Callee));
   };
-  // Every call is an autocast call or part of one's arguments (a device converted from a
+  // A setter: what runs before the call (logging, recording the value) runs without it; every
+  // call after it is an autocast call or part of one's arguments (a device converted from a
   // string), or records an error in a handler (FFI entry points wrap the setter in try/catch).
+  // Nothing of this function runs under the value, so the scope, if any, is the caller's.
+  unsigned At = offsetOf(Arg->getBeginLoc());
   return llvm::all_of(BC.Calls, [&](const CallExpr *CE) {
+    if (offsetOf(CE->getEndLoc()) < At && !inLoop(CE))
+      return true;
     for (const Stmt *P = CE; P; P = PM.getParent(P))
       if (IsAutocastCall(P) || isa<CXXCatchStmt>(P))
         return true;
     return false;
   });
+}
+
+bool ElementFinder::inLoop(const Stmt *S) const {
+  for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
+    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+      return true;
+  return false;
 }
 
 bool ElementFinder::isRestoreArgument(const Expr *Arg) const {

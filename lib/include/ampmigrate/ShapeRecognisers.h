@@ -27,8 +27,10 @@ bool isScalerClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
 /// A class whose constructor switches autocast (an RAII guard); sets `Disables` for guards that
 /// turn it off.
 bool isAutocastGuardClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables);
-/// A guard whose constructor passes one of its parameters to the enable call (`Guard(bool on)`):
-/// whether this use turns autocast on, when its argument is a constant; nullopt otherwise.
+/// A guard whose constructor passes one of its parameters to the enable call (`Guard(bool on)`,
+/// directly or through a member it initialises), or a guard the rules name whose constructor is
+/// out of sight and takes one bool: whether this use turns autocast on, when its argument is a
+/// constant; nullopt otherwise.
 std::optional<bool> guardUseTurnsOn(const clang::CXXConstructExpr *Use, const RuleSet &Rules);
 /// Whether a guard class's destructor clears autocast's cast cache (calls a `cache` rule's
 /// function, in its body or in a function of its class that the body calls); nullopt when the
