@@ -256,6 +256,44 @@ static const Expr *enableArgument(const CXXConstructorDecl *Ctor, const RuleSet 
   return nullptr;
 }
 
+std::optional<AutocastFunctionRule> forwardingSetterRule(const FunctionDecl *F,
+                                                         const RuleSet &Rules) {
+  const FunctionDecl *Def = nullptr;
+  if (!F || F->getParentFunctionOrMethod() || !F->hasBody(Def) || !Def->getBody())
+    return std::nullopt;
+  const auto *Body = dyn_cast<CompoundStmt>(Def->getBody());
+  if (!Body || Body->size() != 1)
+    return std::nullopt;
+  const auto *Only = dyn_cast<Expr>(Body->body_front());
+  const auto *CE = Only ? dyn_cast<CallExpr>(strip(Only)) : nullptr;
+  const FunctionDecl *Callee = CE ? CE->getDirectCallee() : nullptr;
+  const AutocastFunctionRule *R = Callee ? Rules.autocastRule(qualifiedName(Callee)) : nullptr;
+  if (!R || R->Role != AutocastRole::Enable || R->EnabledArg < 0 ||
+      (unsigned)R->EnabledArg >= CE->getNumArgs())
+    return std::nullopt;
+  const auto *DRE = dyn_cast<DeclRefExpr>(CE->getArg(R->EnabledArg)->IgnoreParenImpCasts());
+  const auto *PVD = DRE ? dyn_cast<ParmVarDecl>(DRE->getDecl()) : nullptr;
+  if (!PVD || PVD->getDeclContext() != Def)
+    return std::nullopt;
+  AutocastFunctionRule Setter = *R;
+  Setter.Function = qualifiedName(F);
+  Setter.EnabledArg = PVD->getFunctionScopeIndex();
+  if (R->DeviceArg >= 0) {
+    // The device must be the setter's own constant (`set_autocast_enabled(at::kCUDA, e)`).
+    if ((unsigned)R->DeviceArg >= CE->getNumArgs())
+      return std::nullopt;
+    const Expr *Dev = CE->getArg(R->DeviceArg);
+    Expr::EvalResult Res;
+    if (Dev->isValueDependent() || !Dev->EvaluateAsRValue(Res, F->getASTContext()) ||
+        !Res.Val.isInt())
+      return std::nullopt;
+    int64_t V = Res.Val.getInt().getExtValue();
+    Setter.Device = V == 0 ? "cpu" : V == 1 ? "cuda" : "device-type-" + std::to_string(V);
+    Setter.DeviceArg = -1;
+  }
+  return Setter;
+}
+
 bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables) {
   if (!RD)
     return false;

@@ -33,6 +33,14 @@ void ElementFinder::classifyCall(const CallExpr *CE) {
     addAutocastCall(CE, R);
     return;
   }
+  // A call of a thin setter (`mp.set_enabled(true)`, its body `at::autocast::set_enabled(e)`)
+  // switches autocast as the call it wraps does, with the caller's constant.
+  if (!isa<CXXOperatorCallExpr>(CE) && Callee != FD)
+    if (std::optional<AutocastFunctionRule> R = forwardingSetterRule(Callee, Rules)) {
+      FA.SetterRules.push_back(std::make_shared<const AutocastFunctionRule>(std::move(*R)));
+      addAutocastCall(CE, FA.SetterRules.back().get());
+      return;
+    }
   if (const ClipFunctionRule *R = Rules.clipRule(QN)) {
     addClip(CE, R);
     return;
@@ -334,6 +342,15 @@ void ElementFinder::classifyDecl(const DeclStmt *DS) {
     const CXXRecordDecl *RD = VD->getType()->getAsCXXRecordDecl();
     if (!RD || nameIn(RD, Rules.Ignore))
       continue;
+    if (const auto *Holder = dyn_cast<ClassTemplateSpecializationDecl>(RD);
+        Holder && Holder->getTemplateArgs().size() >= 1 &&
+        llvm::is_contained({"optional", "unique_ptr", "shared_ptr"}, Holder->getName()) &&
+        Holder->getTemplateArgs()[0].getKind() == TemplateArgument::Type &&
+        isAutocastGuardClass(Holder->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl(), Rules,
+                             nullptr)) {
+      FA.HeldGuards.push_back(VD);
+      continue;
+    }
     bool Disables = false;
     if (!isAutocastGuardClass(RD, Rules, &Disables))
       continue;

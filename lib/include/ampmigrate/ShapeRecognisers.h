@@ -24,6 +24,13 @@ bool returnsTensors(clang::QualType T, const RuleSet &Rules);
 /// A class result with tensor fields that the cast cannot reach (not such an aggregate).
 bool holdsUncastTensors(clang::QualType T, const RuleSet &Rules);
 bool isScalerClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
+/// A thin setter: a function (a wrapper class's method) whose body is one enable call of the
+/// rules that passes one of its parameters as the switch, for a fixed device
+/// (`void MixedPrecision::set_enabled(bool e) { at::autocast::set_enabled(e); }`). Its callers'
+/// calls with a constant (`mp.set_enabled(true)`) are enable calls: the rule for them, with the
+/// setter's name and its parameter as the switch; nullopt for any other function.
+std::optional<AutocastFunctionRule> forwardingSetterRule(const clang::FunctionDecl *F,
+                                                         const RuleSet &Rules);
 /// A class whose constructor switches autocast (an RAII guard); sets `Disables` for guards that
 /// turn it off.
 bool isAutocastGuardClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables);
