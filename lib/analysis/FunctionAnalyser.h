@@ -104,11 +104,13 @@ private:
   /// `{ set_enabled(true); }` from a macro: every call in the statement is an autocast call.
   bool macroStatementIsOnlyAutocast(const clang::Stmt *S) const;
 
-  /// `void set_autocast(bool enabled) { at::autocast::set_enabled(enabled); }`: a binding layer
-  /// passes its caller's value on and does nothing else, so it opens no scope; the caller's
+  /// `void set_autocast(bool enabled) { log(); at::autocast::set_enabled(enabled); }`: a setter
+  /// passes its caller's value on and runs nothing after it, so it opens no scope; the caller's
   /// calls of it are where autocast changes. A function that also does other work with a flag
-  /// parameter (`set_enabled(use_amp); forward...`) is a scope.
+  /// parameter after the call (`set_enabled(use_amp); forward...`) is a scope.
   bool forwardsCallersValue(const clang::Expr *Arg) const;
+  /// Whether `S` is inside a loop of the function (a call before the setter may run after it).
+  bool inLoop(const clang::Stmt *S) const;
 
   /// `set_enabled(prev)` where `prev` was read from the autocast state: a restore.
   bool isRestoreArgument(const clang::Expr *Arg) const;

@@ -267,6 +267,44 @@ static const Expr *enableArgument(const CXXConstructorDecl *Ctor, const RuleSet 
   return nullptr;
 }
 
+std::optional<AutocastFunctionRule> forwardingSetterRule(const FunctionDecl *F,
+                                                         const RuleSet &Rules) {
+  const FunctionDecl *Def = nullptr;
+  if (!F || F->getParentFunctionOrMethod() || !F->hasBody(Def) || !Def->getBody())
+    return std::nullopt;
+  const auto *Body = dyn_cast<CompoundStmt>(Def->getBody());
+  if (!Body || Body->size() != 1)
+    return std::nullopt;
+  const auto *Only = dyn_cast<Expr>(Body->body_front());
+  const auto *CE = Only ? dyn_cast<CallExpr>(strip(Only)) : nullptr;
+  const FunctionDecl *Callee = CE ? CE->getDirectCallee() : nullptr;
+  const AutocastFunctionRule *R = Callee ? Rules.autocastRule(qualifiedName(Callee)) : nullptr;
+  if (!R || R->Role != AutocastRole::Enable || R->EnabledArg < 0 ||
+      (unsigned)R->EnabledArg >= CE->getNumArgs())
+    return std::nullopt;
+  const auto *DRE = dyn_cast<DeclRefExpr>(CE->getArg(R->EnabledArg)->IgnoreParenImpCasts());
+  const auto *PVD = DRE ? dyn_cast<ParmVarDecl>(DRE->getDecl()) : nullptr;
+  if (!PVD || PVD->getDeclContext() != Def)
+    return std::nullopt;
+  AutocastFunctionRule Setter = *R;
+  Setter.Function = qualifiedName(F);
+  Setter.EnabledArg = PVD->getFunctionScopeIndex();
+  if (R->DeviceArg >= 0) {
+    // The device must be the setter's own constant (`set_autocast_enabled(at::kCUDA, e)`).
+    if ((unsigned)R->DeviceArg >= CE->getNumArgs())
+      return std::nullopt;
+    const Expr *Dev = CE->getArg(R->DeviceArg);
+    Expr::EvalResult Res;
+    if (Dev->isValueDependent() || !Dev->EvaluateAsRValue(Res, F->getASTContext()) ||
+        !Res.Val.isInt())
+      return std::nullopt;
+    int64_t V = Res.Val.getInt().getExtValue();
+    Setter.Device = V == 0 ? "cpu" : V == 1 ? "cuda" : "device-type-" + std::to_string(V);
+    Setter.DeviceArg = -1;
+  }
+  return Setter;
+}
+
 bool isAutocastGuardClass(const CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables) {
   if (!RD)
     return false;
@@ -311,23 +349,67 @@ std::optional<bool> guardClearsCache(const CXXRecordDecl *RD, const RuleSet &Rul
   return llvm::any_of(C.Found, [](const auto &F) { return F.second->Role == AutocastRole::Cache; });
 }
 
-std::optional<bool> guardUseTurnsOn(const CXXConstructExpr *Use, const RuleSet &Rules) {
-  const CXXConstructorDecl *Ctor = Use ? Use->getConstructor() : nullptr;
-  const FunctionDecl *Def = nullptr;
-  const Expr *On = Ctor ? enableArgument(Ctor, Rules, Def) : nullptr;
-  if (!On)
-    return std::nullopt;
-  const auto *DRE = dyn_cast<DeclRefExpr>(On->IgnoreParenImpCasts());
-  const auto *PVD = DRE ? dyn_cast<ParmVarDecl>(DRE->getDecl()) : nullptr;
-  if (!PVD || PVD->getDeclContext() != Def)
-    return std::nullopt; // a constant (the class's own) or a computed value
-  unsigned I = PVD->getFunctionScopeIndex();
+/// The parameter of a guard's constructor (defined as `Def`) that a guard's switch `On` passes on: the parameter
+/// itself (`set_enabled(enabled)`), or a data member the constructor initialises from it
+/// (`Guard(bool e) : enabled_(e) { set_enabled(enabled_); }`); null for anything else.
+static const ParmVarDecl *switchParameter(const Expr *On, const FunctionDecl *Def) {
+  On = On->IgnoreParenImpCasts();
+  if (const auto *DRE = dyn_cast<DeclRefExpr>(On)) {
+    const auto *PVD = dyn_cast<ParmVarDecl>(DRE->getDecl());
+    return PVD && PVD->getDeclContext() == Def ? PVD : nullptr;
+  }
+  const auto *ME = dyn_cast<MemberExpr>(On);
+  const auto *Field = ME ? dyn_cast<FieldDecl>(ME->getMemberDecl()) : nullptr;
+  const auto *DefCtor = dyn_cast<CXXConstructorDecl>(Def);
+  if (!Field || !DefCtor || !isa<CXXThisExpr>(ME->getBase()->IgnoreParenImpCasts()))
+    return nullptr;
+  for (const CXXCtorInitializer *Init : DefCtor->inits()) {
+    if (Init->getMember() != Field || !Init->getInit())
+      continue;
+    const auto *DRE = dyn_cast<DeclRefExpr>(Init->getInit()->IgnoreParenImpCasts());
+    const auto *PVD = DRE ? dyn_cast<ParmVarDecl>(DRE->getDecl()) : nullptr;
+    return PVD && PVD->getDeclContext() == Def ? PVD : nullptr;
+  }
+  return nullptr;
+}
+
+/// The constant a use passes for parameter `I` (its default argument when not written).
+static std::optional<bool> argumentConstant(const CXXConstructExpr *Use, unsigned I) {
   if (I >= Use->getNumArgs())
     return std::nullopt;
   const Expr *A = Use->getArg(I);
   if (const auto *D = dyn_cast<CXXDefaultArgExpr>(A))
     A = D->getExpr();
-  return boolConstant(A, Ctor->getASTContext());
+  return boolConstant(A, Use->getConstructor()->getASTContext());
+}
+
+std::optional<bool> guardUseTurnsOn(const CXXConstructExpr *Use, const RuleSet &Rules) {
+  const CXXConstructorDecl *Ctor = Use ? Use->getConstructor() : nullptr;
+  if (!Ctor)
+    return std::nullopt;
+  const FunctionDecl *Def = nullptr;
+  if (const Expr *On = enableArgument(Ctor, Rules, Def)) {
+    const ParmVarDecl *PVD = switchParameter(On, Def);
+    if (!PVD)
+      return std::nullopt; // a constant (the class's own) or a computed value
+    return argumentConstant(Use, PVD->getFunctionScopeIndex());
+  }
+  // A guard the rules name, its constructor out of sight (`Guard g(false)`): its one bool
+  // parameter is the switch, as in at::autocast's own `enabled` (a parameter named for the other
+  // direction, `disable`, is not).
+  if (Ctor->hasBody() || !nameIn(Ctor->getParent(), Rules.Guards))
+    return std::nullopt;
+  std::optional<unsigned> Switch;
+  for (const ParmVarDecl *P : Ctor->parameters()) {
+    if (!P->getType()->isBooleanType())
+      continue;
+    if (Switch || P->getName().contains_insensitive("disable"))
+      return std::nullopt;
+    Switch = P->getFunctionScopeIndex();
+  }
+  if (!Switch)
+    return std::nullopt;
+  return argumentConstant(Use, *Switch);
 }
 
 const Expr *strip(const Expr *E) {

@@ -33,6 +33,14 @@ void ElementFinder::classifyCall(const CallExpr *CE) {
     addAutocastCall(CE, R);
     return;
   }
+  // A call of a thin setter (`mp.set_enabled(true)`, its body `at::autocast::set_enabled(e)`)
+  // switches autocast as the call it wraps does, with the caller's constant.
+  if (!isa<CXXOperatorCallExpr>(CE) && Callee != FD)
+    if (std::optional<AutocastFunctionRule> R = forwardingSetterRule(Callee, Rules)) {
+      FA.SetterRules.push_back(std::make_shared<const AutocastFunctionRule>(std::move(*R)));
+      addAutocastCall(CE, FA.SetterRules.back().get());
+      return;
+    }
   if (const ClipFunctionRule *R = Rules.clipRule(QN)) {
     addClip(CE, R);
     return;
@@ -144,14 +152,26 @@ bool ElementFinder::forwardsCallersValue(const Expr *Arg) const {
     const FunctionDecl *Callee = CE ? CE->getDirectCallee() : nullptr;
     return Callee && Rules.autocastRule(qualifiedName(Callee));
   };
-  // Every call is an autocast call or part of one's arguments (a device converted from a
+  // A setter: what runs before the call (logging, recording the value) runs without it; every
+  // call after it is an autocast call or part of one's arguments (a device converted from a
   // string), or records an error in a handler (FFI entry points wrap the setter in try/catch).
+  // Nothing of this function runs under the value, so the scope, if any, is the caller's.
+  unsigned At = offsetOf(Arg->getBeginLoc());
   return llvm::all_of(BC.Calls, [&](const CallExpr *CE) {
+    if (offsetOf(CE->getEndLoc()) < At && !inLoop(CE))
+      return true;
     for (const Stmt *P = CE; P; P = PM.getParent(P))
       if (IsAutocastCall(P) || isa<CXXCatchStmt>(P))
         return true;
     return false;
   });
+}
+
+bool ElementFinder::inLoop(const Stmt *S) const {
+  for (const Stmt *P = PM.getParent(S); P; P = PM.getParent(P))
+    if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+      return true;
+  return false;
 }
 
 bool ElementFinder::isRestoreArgument(const Expr *Arg) const {
@@ -326,6 +346,15 @@ void ElementFinder::classifyDecl(const DeclStmt *DS) {
     const CXXRecordDecl *RD = VD->getType()->getAsCXXRecordDecl();
     if (!RD || nameIn(RD, Rules.Ignore))
       continue;
+    if (const auto *Holder = dyn_cast<ClassTemplateSpecializationDecl>(RD);
+        Holder && Holder->getTemplateArgs().size() >= 1 &&
+        llvm::is_contained({"optional", "unique_ptr", "shared_ptr"}, Holder->getName()) &&
+        Holder->getTemplateArgs()[0].getKind() == TemplateArgument::Type &&
+        isAutocastGuardClass(Holder->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl(), Rules,
+                             nullptr)) {
+      FA.HeldGuards.push_back(VD);
+      continue;
+    }
     bool Disables = false;
     if (!isAutocastGuardClass(RD, Rules, &Disables))
       continue;

@@ -1,5 +1,6 @@
 // Training steps from the elements (groupSteps, mixed and unscaled steps) and their members (the one rule).
 #include "FunctionAnalyser.h"
+#include "ampmigrate/ExpressionFacts.h"
 
 using namespace clang;
 
@@ -294,23 +295,44 @@ void StepGrouper::findPlainBranch(TrainingStep &T) {
   }
   if (!P.Condition)
     return;
-  // The later ifs of the same block that hold a scaler call of the step.
+  // The later ifs that hold a scaler call of the step: those of the same block, and an if on the
+  // same condition further out or deeper in (`for (...) { ...; if (amp) scaled.backward(); else
+  // loss.backward(); } if (amp) scaler.step(opt); else opt.step();`, a gradient accumulation).
   std::vector<const ScalerCall *> Calls;
   for (const auto *List : {&T.Unscales, &T.Steps, &T.Updates, &T.Others})
     Calls.insert(Calls.end(), List->begin(), List->end());
-  std::vector<const Stmt *> Later;
-  if (const auto *Block = dyn_cast_or_null<CompoundStmt>(PM.getParent(P.Ifs.front())))
-    Later.assign(Block->body_begin(), Block->body_end());
-  for (const Stmt *Child : Later) {
-    const auto *If = dyn_cast<IfStmt>(Child);
-    if (!If || If == P.Ifs.front() || offsetOf(If->getBeginLoc()) < offsetOf(P.Ifs.front()->getBeginLoc()))
-      continue;
-    const Stmt *Scaled = nullptr;
-    for (const ScalerCall *C : Calls)
-      if (!Scaled)
-        Scaled = branchOf(If, C->Call);
-    if (!Scaled)
-      continue;
+  const IfStmt *FirstIf = P.Ifs.front();
+  const auto *FirstBlock = dyn_cast_or_null<CompoundStmt>(PM.getParent(FirstIf));
+  unsigned FirstEnd = offsetOf(FirstIf->getEndLoc());
+  std::vector<std::pair<const IfStmt *, const Stmt *>> Later; // an if and its scaled branch
+  for (const ScalerCall *C : Calls) {
+    const IfStmt *Same = nullptr, *InBlock = nullptr;
+    const Stmt *SameSide = nullptr, *InBlockSide = nullptr;
+    for (const Stmt *Cur = C->Call, *Par = PM.getParent(Cur); Par; Cur = Par, Par = PM.getParent(Par)) {
+      if (isa<LambdaExpr>(Par))
+        break;
+      const auto *If = dyn_cast<IfStmt>(Par);
+      if (!If || (Cur != If->getThen() && Cur != If->getElse()) ||
+          offsetOf(If->getBeginLoc()) <= FirstEnd)
+        continue;
+      if (sameCondition(If->getCond(), P.Condition, Ctx)) {
+        Same = If;
+        SameSide = Cur;
+      }
+      if (FirstBlock && PM.getParent(If) == FirstBlock) {
+        InBlock = If;
+        InBlockSide = Cur;
+      }
+    }
+    const IfStmt *If = Same ? Same : InBlock;
+    const Stmt *Side = Same ? SameSide : InBlockSide;
+    if (If && !llvm::any_of(Later, [&](const auto &L) { return L.first == If; }))
+      Later.push_back({If, Side});
+  }
+  llvm::sort(Later, [&](const auto &A, const auto &B) {
+    return offsetOf(A.first->getBeginLoc()) < offsetOf(B.first->getBeginLoc());
+  });
+  for (const auto &[If, Scaled] : Later) {
     P.Ifs.push_back(If);
     P.PlainSides.push_back(Scaled == If->getThen() ? If->getElse() : If->getThen());
   }

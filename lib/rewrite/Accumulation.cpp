@@ -45,15 +45,16 @@ bool RegionPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundS
       CA = PM.getParent(CA);
   }
   if (!CA) {
-    block(B.Backward->getBeginLoc(), "the scaled backward and the scaler's step() are not in "
-                                     "one block of this function");
+    block(B.Backward->getBeginLoc(), C.backwardWords() + " and the " +
+                                         (T.Unscaled ? "optimizer's" : "scaler's") +
+                                         " step() are not in one block of this function");
     return false;
   }
   unsigned BackOff = C.off(B.Backward->getBeginLoc());
   for (const ScalerCall *SC : Calls)
     if (C.off(SC->Call->getBeginLoc()) < BackOff && C.within(SC->Call, CA) && CA != Block) {
-      block(SC->Call->getBeginLoc(), canonicalMethod(SC->Kind) + "() comes before the scaled "
-                                     "backward of its step");
+      block(SC->Call->getBeginLoc(), canonicalMethod(SC->Kind) + "() comes before " +
+                                         C.backwardWords() + " of its step");
       return false;
     }
   bool Nested = CA != Block;
@@ -62,7 +63,7 @@ bool RegionPlanner::checkAccumulation(const ImplicitBackward &B, const CompoundS
   for (const Stmt *P = Block; Nested && P && P != CA; P = PM.getParent(P))
     if (!isa<CompoundStmt, ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P)) {
       block(B.Backward->getBeginLoc(),
-            "the scaled backward is in a nested block under a condition and " +
+            C.backwardWords() + " is in a nested block under a condition and " +
                 canonicalMethod(T.Steps.front()->Kind) +
                 "() is outside it; the grads of a varying number of micro-steps would be "
                 "summed, not rewritten automatically");

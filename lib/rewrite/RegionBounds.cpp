@@ -303,7 +303,7 @@ const Stmt *RegionPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<cons
       Why = (H.StepCalls.count(H.Found) ? "it holds `" : "`") +
             firstLine(C.text(H.Found->getSourceRange())) +
             (H.StepCalls.count(H.Found) ? "`, a call of the step's own"
-                                        : "` changes what the scaled backward reads");
+                                        : "` changes what " + C.backwardWords() + " reads");
       return H.Found;
     }
   }
@@ -314,7 +314,7 @@ const Stmt *RegionPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<cons
 bool RegionPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *ScopeStart, const CompoundStmt *Block,
                                        const Stmt *EndStmt, const Stmt *&R0) {
   auto Different = [&] {
-    block(S.ReportLoc, "the autocast scope and the scaled backward are in different blocks");
+    block(S.ReportLoc, "the autocast scope and " + C.backwardWords() + " are in different blocks");
     return false;
   };
   const CompoundStmt *Outer = C.parentCompound(ScopeStart);
@@ -359,7 +359,7 @@ bool RegionPlanner::enclosingScopeRegion(const AutocastScope &S, const Stmt *Sco
     }
   }
   block(S.ReportLoc, "the autocast scope encloses the loop of the step, but no forward of the "
-                     "model precedes the scaled backward in the step's block");
+                     "model precedes " + C.backwardWords() + " in the step's block");
   return false;
 }
 

@@ -263,7 +263,7 @@ std::optional<RegionOffsets> RegionPlanner::regionOffsets(const ImplicitBackward
   O.EndLine = C.lineStart(C.off(EndStmt->getBeginLoc()));
   O.BodyEnd = O.EndLine;
   if (!C.onlySpace(O.EndLine, C.off(EndStmt->getBeginLoc()))) {
-    block(EndStmt->getBeginLoc(), "the scaled backward does not start its line");
+    block(EndStmt->getBeginLoc(), C.backwardWords() + " does not start its line");
     return std::nullopt;
   }
   O.TailBegin = O.EndLine;

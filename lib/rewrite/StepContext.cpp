@@ -217,6 +217,13 @@ bool StepContext::resultUsed(const Expr *Call) const {
 std::string StepContext::modelText(const ObjectRef &M) const {
   if (M.IsThis)
     return "*this";
+  // A submodule of another object (`model->encoder->forward(x)`): the path as the step's
+  // forward spells it, not the member's name alone.
+  if (M.Base)
+    for (const ForwardCall *F : T.Forwards)
+      if (F->Model == M && F->Receiver && !F->Receiver->getBeginLoc().isMacroID() &&
+          !F->Receiver->getEndLoc().isMacroID())
+        return text(F->Receiver->getSourceRange());
   return M.Decl->getName().str();
 }
 

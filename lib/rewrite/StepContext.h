@@ -107,6 +107,9 @@ public:
   /// Whether a call's value is used (it is not a statement of its own).
   bool resultUsed(const clang::Expr *Call) const;
 
+  /// The step's backward as a reason names it: "the scaled backward", or for a step without a
+  /// loss scaler "the backward" (it is a plain `loss.backward()`).
+  std::string backwardWords() const { return T.Unscaled ? "the backward" : "the scaled backward"; }
   /// "file.h:12" for a reason text.
   std::string where(clang::SourceLocation L) const;
   /// Why a declaration at `L` cannot be edited by this run; "" when it can.

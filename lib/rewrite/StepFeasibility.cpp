@@ -215,6 +215,20 @@ bool ShapePlanner::plan() {
     return false;
   }
   if (!T.Scope && !findCalleeScope()) {
+    unsigned BackwardAt = C.off(T.Backwards.front()->Backward->getBeginLoc());
+    for (const VarDecl *G : FA.HeldGuards)
+      if (Blockers.empty() && !F.Refused && C.off(G->getBeginLoc()) < BackwardAt) {
+        const auto *Holder = cast<ClassTemplateSpecializationDecl>(G->getType()->getAsCXXRecordDecl());
+        std::string Guard = Holder->getTemplateArgs()[0].getAsType().getUnqualifiedType().getAsString(
+            Ctx.getPrintingPolicy());
+        block(G->getLocation(),
+              "the autocast scope is guard '" + Guard + "' held in the std::" +
+                  Holder->getName().str() + " '" + G->getName().str() +
+                  "', opened and ended by calls on the holder (emplace, make_unique, reset) "
+                  "rather than by a block; a held guard is not rewritten yet: declare the guard "
+                  "in a block around the forward, or migrate this step by hand");
+        return false;
+      }
     if (Blockers.empty() && !F.Refused)
       block(T.Backwards.front()->Backward->getBeginLoc(),
             std::string("no autocast scope precedes this ") + (T.Unscaled ? "" : "scaled ") +
@@ -232,6 +246,21 @@ bool ShapePlanner::plan() {
   for (size_t I = 0; I < T.Steps.size(); ++I)
     for (size_t J = 0; J < I; ++J)
       if (T.Steps[I]->Optimizer == T.Steps[J]->Optimizer) {
+        // A remainder flush: the loop of the backward steps every k-th micro-batch, and the
+        // last partial accumulation is stepped after the loop.
+        const Stmt *Loop = nullptr;
+        for (const Stmt *P = PM.getParent(T.Backwards.front()->Backward); P && !Loop; P = PM.getParent(P))
+          if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+            Loop = P;
+        if (Loop && C.within(T.Steps[J]->Call, Loop) && !C.within(T.Steps[I]->Call, Loop)) {
+          block(T.Steps[I]->Call->getBeginLoc(),
+                "this step() after the accumulation loop (" + lineText(SM, Loop->getBeginLoc()) +
+                    ") flushes the last partial accumulation, which the loop's step() (" +
+                    lineText(SM, T.Steps[J]->Call->getBeginLoc()) +
+                    ") did not take; a remainder flush is not rewritten yet: migrate this step "
+                    "by hand");
+          return false;
+        }
         block(T.Steps[I]->Call->getBeginLoc(), "step() called more than once for one backward");
         return false;
       }

@@ -28,11 +28,20 @@ bool isScalerClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
 /// method and an unscale method taking an argument (names from the rules), but no step method,
 /// so it is no scaler by shape (isScalerClass false). Its calls are reported, never rewritten.
 bool isUnknownScalerPort(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
+/// A thin setter: a function (a wrapper class's method) whose body is one enable call of the
+/// rules that passes one of its parameters as the switch, for a fixed device
+/// (`void MixedPrecision::set_enabled(bool e) { at::autocast::set_enabled(e); }`). Its callers'
+/// calls with a constant (`mp.set_enabled(true)`) are enable calls: the rule for them, with the
+/// setter's name and its parameter as the switch; nullopt for any other function.
+std::optional<AutocastFunctionRule> forwardingSetterRule(const clang::FunctionDecl *F,
+                                                         const RuleSet &Rules);
 /// A class whose constructor switches autocast (an RAII guard); sets `Disables` for guards that
 /// turn it off.
 bool isAutocastGuardClass(const clang::CXXRecordDecl *RD, const RuleSet &Rules, bool *Disables);
-/// A guard whose constructor passes one of its parameters to the enable call (`Guard(bool on)`):
-/// whether this use turns autocast on, when its argument is a constant; nullopt otherwise.
+/// A guard whose constructor passes one of its parameters to the enable call (`Guard(bool on)`,
+/// directly or through a member it initialises), or a guard the rules name whose constructor is
+/// out of sight and takes one bool: whether this use turns autocast on, when its argument is a
+/// constant; nullopt otherwise.
 std::optional<bool> guardUseTurnsOn(const clang::CXXConstructExpr *Use, const RuleSet &Rules);
 /// Whether a guard class's destructor clears autocast's cast cache (calls a `cache` rule's
 /// function, in its body or in a function of its class that the body calls); nullopt when the

@@ -12,6 +12,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -248,6 +249,13 @@ struct TrainingStep {
 struct FunctionAnalysis {
   const clang::FunctionDecl *Function = nullptr;
   std::vector<AutocastCall> AutocastCalls;
+  /// The rules of the thin setters this function calls (forwardingSetterRule), which its
+  /// AutocastCalls point to (shared, so that a copy of the analysis keeps them valid).
+  std::vector<std::shared_ptr<const AutocastFunctionRule>> SetterRules;
+  /// Local variables that hold an autocast guard through a std::optional or a smart pointer
+  /// (`std::optional<Guard> g; g.emplace();`, `auto g = std::make_unique<Guard>(); g.reset();`):
+  /// scopes whose extent is the holder's calls, not a block, which are not rewritten yet.
+  std::vector<const clang::VarDecl *> HeldGuards;
   std::vector<AutocastScope> Scopes;
   std::vector<ScalerCall> ScalerCalls;
   std::vector<ImplicitBackward> Backwards;
