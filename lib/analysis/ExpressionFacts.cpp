@@ -86,6 +86,22 @@ std::vector<const ValueDecl *> declsRead(const Expr *E) {
   return R.Found;
 }
 
+bool refersToAny(const Expr *E, const llvm::SmallPtrSetImpl<const VarDecl *> &Vars) {
+  struct Refs : AstVisitor {
+    const llvm::SmallPtrSetImpl<const VarDecl *> &Vars;
+    bool Found = false;
+    explicit Refs(const llvm::SmallPtrSetImpl<const VarDecl *> &Vars) : Vars(Vars) {}
+    bool visitStmt(Stmt *St) override {
+      if (const auto *R = dyn_cast<DeclRefExpr>(St))
+        if (const auto *V = dyn_cast<VarDecl>(R->getDecl()); V && Vars.contains(V))
+          Found = true;
+      return !Found;
+    }
+  } R(Vars);
+  R.walk(E);
+  return R.Found;
+}
+
 bool names(const Expr *E, const ValueDecl *D) {
   for (int I = 0; I < 16 && E; ++I) {
     E = ignoreWrappers(E);

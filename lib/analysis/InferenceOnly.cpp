@@ -2,6 +2,7 @@
 // training code reaches.
 #include "InferenceOnly.h"
 #include "ampmigrate/AstVisitor.h"
+#include "ampmigrate/ExpressionFacts.h"
 #include "ampmigrate/GenericLambdas.h"
 #include "ampmigrate/ShapeRecognisers.h"
 
@@ -346,23 +347,6 @@ private:
   int LambdaDepth = 0;
 };
 
-/// Whether `E` names one of `Vars`.
-bool reads(const Expr *E, const llvm::SmallPtrSetImpl<const VarDecl *> &Vars) {
-  struct Refs : AstVisitor {
-    const llvm::SmallPtrSetImpl<const VarDecl *> &Vars;
-    bool Found = false;
-    explicit Refs(const llvm::SmallPtrSetImpl<const VarDecl *> &Vars) : Vars(Vars) {}
-    bool visitStmt(Stmt *St) override {
-      if (const auto *R = dyn_cast<DeclRefExpr>(St))
-        if (const auto *V = dyn_cast<VarDecl>(R->getDecl()); V && Vars.contains(V))
-          Found = true;
-      return !Found;
-    }
-  } R(Vars);
-  R.walk(E);
-  return R.Found;
-}
-
 bool namesLoss(llvm::StringRef Name) { return Name.lower().find("loss") != std::string::npos; }
 
 /// Whether `E` calls a loss function: a callee, or the class of a called object (a loss module's
@@ -410,12 +394,12 @@ void TrainingReach::traceScopeValues(
     for (bool Grew = !FromScope.empty(); Grew;) {
       Grew = false;
       for (const auto &[V, E] : Flow.Values)
-        if (Off(E->getBeginLoc()) > S.End && !FromScope.contains(V) && reads(E, FromScope))
+        if (Off(E->getBeginLoc()) > S.End && !FromScope.contains(V) && refersToAny(E, FromScope))
           Grew |= FromScope.insert(V).second;
     }
     auto FromHere = [&](const Expr *E) {
       unsigned O = Off(E->getBeginLoc());
-      return (O >= S.Begin && O <= S.End) || reads(E, FromScope);
+      return (O >= S.Begin && O <= S.End) || refersToAny(E, FromScope);
     };
     for (const CallExpr *CE : Flow.Calls) {
       if (Off(CE->getBeginLoc()) <= S.Begin)
@@ -437,7 +421,7 @@ void TrainingReach::traceScopeValues(
         return true;
       return llvm::any_of(Flow.Values, [&](const auto &VE) {
         llvm::SmallPtrSet<const VarDecl *, 1> One{VE.first};
-        return FromScope.contains(VE.first) && reads(Ret, One) && callsLoss(VE.second);
+        return FromScope.contains(VE.first) && refersToAny(Ret, One) && callsLoss(VE.second);
       });
     };
     if (Uncalled)

@@ -156,21 +156,7 @@ bool StepGrouper::computedIn(const AutocastScope &S, const ImplicitBackward &B) 
     if (O >= S.Begin && O <= S.End)
       FromScope.insert(V);
   }
-  auto UsesScopeValue = [&](const Expr *E) {
-    struct Refs : AstVisitor {
-      const llvm::SmallPtrSetImpl<const VarDecl *> &Set;
-      bool Found = false;
-      explicit Refs(const llvm::SmallPtrSetImpl<const VarDecl *> &Set) : Set(Set) {}
-      bool visitStmt(Stmt *St) override {
-        if (const auto *R = dyn_cast<DeclRefExpr>(St))
-          if (const auto *V = dyn_cast<VarDecl>(R->getDecl()); V && Set.contains(V))
-            Found = true;
-        return !Found;
-      }
-    } R(FromScope);
-    R.walk(E);
-    return R.Found;
-  };
+  auto UsesScopeValue = [&](const Expr *E) { return refersToAny(E, FromScope); };
   for (bool Grew = true; Grew && !FromScope.contains(VD);) {
     Grew = false;
     for (const auto &[V, E] : Vals.All) {

@@ -5,6 +5,7 @@
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Expr.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include <vector>
 
 namespace ampmigrate {
@@ -25,6 +26,9 @@ bool onlyReads(const clang::Expr *E, clang::ASTContext &Ctx);
 
 /// The declarations a condition reads (variables and members).
 std::vector<const clang::ValueDecl *> declsRead(const clang::Expr *E);
+
+/// Whether a variable of `Vars` is referred to anywhere under `E` (lambda bodies included).
+bool refersToAny(const clang::Expr *E, const llvm::SmallPtrSetImpl<const clang::VarDecl *> &Vars);
 
 /// The expression names `D` (through parentheses, casts, `*`, members of it and `->`).
 bool names(const clang::Expr *E, const clang::ValueDecl *D);
