@@ -321,29 +321,16 @@ public:
     return R;
   }
   bool visitStmt(Stmt *S) override {
-    if (const auto *DS = dyn_cast<DeclStmt>(S)) {
-      for (const Decl *D : DS->decls())
-        if (const auto *V = dyn_cast<VarDecl>(D); V && V->getInit())
-          Values.push_back({V, V->getInit()});
-    } else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
-               OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2) {
-      add(OC->getArg(0), OC->getArg(1));
-    } else if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->getOpcode() == BO_Assign) {
-      add(BO->getLHS(), BO->getRHS());
-    } else if (const auto *RS = dyn_cast<ReturnStmt>(S); RS && !LambdaDepth && RS->getRetValue()) {
+    if (const auto *RS = dyn_cast<ReturnStmt>(S); RS && !LambdaDepth && RS->getRetValue())
       Returns.push_back(RS);
-    }
+    else
+      addValuesGiven(S, Values);
     if (const auto *CE = dyn_cast<CallExpr>(S); CE && CE->getDirectCallee())
       Calls.push_back(CE);
     return true;
   }
 
 private:
-  void add(const Expr *Target, const Expr *Value) {
-    if (const auto *L = dyn_cast<DeclRefExpr>(strip(Target)))
-      if (const auto *V = dyn_cast<VarDecl>(L->getDecl()))
-        Values.push_back({V, Value});
-  }
   int LambdaDepth = 0;
 };
 

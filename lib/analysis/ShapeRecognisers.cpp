@@ -412,6 +412,27 @@ std::optional<bool> guardUseTurnsOn(const CXXConstructExpr *Use, const RuleSet &
   return argumentConstant(Use, *Switch);
 }
 
+bool addValuesGiven(const Stmt *S, std::vector<std::pair<const VarDecl *, const Expr *>> &Out) {
+  auto Add = [&](const Expr *Target, const Expr *Value) {
+    if (const auto *L = dyn_cast<DeclRefExpr>(strip(Target)))
+      if (const auto *V = dyn_cast<VarDecl>(L->getDecl()))
+        Out.push_back({V, Value});
+  };
+  if (const auto *DS = dyn_cast<DeclStmt>(S)) {
+    for (const Decl *D : DS->decls())
+      if (const auto *V = dyn_cast<VarDecl>(D); V && V->getInit())
+        Out.push_back({V, V->getInit()});
+  } else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(S);
+             OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2) {
+    Add(OC->getArg(0), OC->getArg(1));
+  } else if (const auto *BO = dyn_cast<BinaryOperator>(S); BO && BO->getOpcode() == BO_Assign) {
+    Add(BO->getLHS(), BO->getRHS());
+  } else {
+    return false;
+  }
+  return true;
+}
+
 const Expr *strip(const Expr *E) {
   // Also through a copy or move of the object and a functional cast (`Tensor(x)`).
   return ignoreWrappers(E, [](const Expr *X) -> const Expr * {

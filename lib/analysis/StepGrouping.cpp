@@ -130,22 +130,8 @@ bool StepGrouper::computedIn(const AutocastScope &S, const ImplicitBackward &B) 
   unsigned At = offsetOf(B.Backward->getBeginLoc());
   struct Values : AstVisitor {
     std::vector<std::pair<const VarDecl *, const Expr *>> All; // a variable and a value given it
-    void add(const Expr *Target, const Expr *Value) {
-      if (const auto *L = dyn_cast<DeclRefExpr>(strip(Target)))
-        if (const auto *V = dyn_cast<VarDecl>(L->getDecl()))
-          All.push_back({V, Value});
-    }
     bool visitStmt(Stmt *St) override {
-      if (const auto *DS = dyn_cast<DeclStmt>(St)) {
-        for (const Decl *D : DS->decls())
-          if (const auto *V = dyn_cast<VarDecl>(D); V && V->getInit())
-            All.push_back({V, V->getInit()});
-      } else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(St);
-                 OC && OC->getOperator() == OO_Equal && OC->getNumArgs() == 2) {
-        add(OC->getArg(0), OC->getArg(1));
-      } else if (const auto *BO = dyn_cast<BinaryOperator>(St); BO && BO->getOpcode() == BO_Assign) {
-        add(BO->getLHS(), BO->getRHS());
-      }
+      addValuesGiven(St, All);
       return true;
     }
   } Vals;

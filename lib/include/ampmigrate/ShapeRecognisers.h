@@ -73,5 +73,10 @@ bool methodNamed(const clang::CXXMethodDecl *M, const std::vector<std::string> &
 std::optional<bool> boolConstant(const clang::Expr *E, const clang::ASTContext &Ctx);
 /// An expression without parentheses, implicit casts, temporaries and copies.
 const clang::Expr *strip(const clang::Expr *E);
+/// A variable and a value `S` gives it: a declaration with an initialiser (each of its variables),
+/// or an assignment (`=`, built-in or a class's operator) to a variable; appended to `Out`. Whether
+/// `S` is one of those.
+bool addValuesGiven(const clang::Stmt *S,
+                    std::vector<std::pair<const clang::VarDecl *, const clang::Expr *>> &Out);
 
 } // namespace ampmigrate
