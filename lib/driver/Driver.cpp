@@ -59,11 +59,12 @@ struct FileAnalysis {
 FileAnalysis analyseCommand(const tooling::CompilationDatabase &DB, const std::vector<tooling::CompileCommand> &Cmds,
                             const std::string &File, const RuleSet &Rules, const DriverOptions &Opts,
                             const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS, DependencyLog *Deps,
-                            bool Try) {
+                            bool Try, unsigned SharedPrefix) {
   FileAnalysis Out;
   TUResult &Res = Out.Result;
   std::unique_ptr<PreambleTU> Fast =
-      Try && preamblePathEnabled(Opts) ? PreambleTU::open(Cmds.front(), File, Rules, Opts, FS, Deps) : nullptr;
+      Try && preamblePathEnabled(Opts) ? PreambleTU::open(Cmds.front(), File, Rules, Opts, FS, Deps, SharedPrefix)
+                                       : nullptr;
   if (Fast) {
     AmpActionFactory Factory(Rules, Opts, Res);
     ErrorCollector Errors;
@@ -75,7 +76,7 @@ FileAnalysis analyseCommand(const tooling::CompilationDatabase &DB, const std::v
       return llvm::any_of(F.Edits, [&](const tooling::Replacement &R) { return absolutePath(R.getFilePath()) != File; });
     });
     if (!Parsed || Headers)
-      return analyseCommand(DB, Cmds, File, Rules, Opts, FS, Deps, /*Try=*/false);
+      return analyseCommand(DB, Cmds, File, Rules, Opts, FS, Deps, /*Try=*/false, 0);
   } else {
     AmpActionFactory Factory(Rules, Opts, Res);
     ErrorCollector Errors;
@@ -95,13 +96,22 @@ FileAnalysis analyseCommand(const tooling::CompilationDatabase &DB, const std::v
   Out.BodiesUnchecked = Res.SkippedBodies > 0 && Res.hasFixes() && !Opts.VerifyBeforeFix;
   // Errors in header bodies the fast path skipped are invisible to it; a TU that is going to
   // be rewritten is parsed again in full first (a file that does not compile is never fixed).
+  // Where other files of the run share the preamble's lines, against a preamble of them that
+  // holds every body and the headers' instantiations (built once for all of them); else whole.
   if (Parsed && Opts.VerifyBeforeFix && Res.SkippedBodies > 0 && Res.hasFixes()) {
-    std::unique_ptr<tooling::FrontendActionFactory> SyntaxOnly =
-        tooling::newFrontendActionFactory<SyntaxOnlyAction>();
     Errors.Text.clear();
-    ErrorCollector Full;
-    Parsed = parseTU(DB, File, Opts.Overlays, {}, *SyntaxOnly, Full, FS);
-    Errors.Text = Full.Text;
+    ErrorCollector Full; // its text is not reported
+    std::optional<bool> Checked =
+        Fast && SharedPrefix > 0 && sharedPrefixesEnabled() ? Fast->checkInFull(Full) : std::nullopt;
+    // (A file that fails is parsed whole too, for the errors to read as a whole parse reports them.)
+    if (!Checked || !*Checked) {
+      std::unique_ptr<tooling::FrontendActionFactory> SyntaxOnly =
+          tooling::newFrontendActionFactory<SyntaxOnlyAction>();
+      ErrorCollector Whole;
+      Checked = parseTU(DB, File, Opts.Overlays, {}, *SyntaxOnly, Whole, FS);
+      Errors.Text = Whole.Text;
+    }
+    Parsed = *Checked;
   }
   if (!Parsed) {
     Out.Error = Errors.Text.empty() ? File + ": error: the file could not be parsed" : Errors.Text;
@@ -120,19 +130,19 @@ FileAnalysis analyseCommand(const tooling::CompilationDatabase &DB, const std::v
 FileAnalysis analyseFile(const tooling::CompilationDatabase &DB, const std::vector<tooling::CompileCommand> &Cmds,
                          const std::string &File, const RuleSet &Rules, const DriverOptions &Opts,
                          const llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> &FS, DependencyLog *Deps,
-                         bool SharesIncludes) {
+                         unsigned SharedPrefix) {
   // A preamble costs more than the whole parse it replaces (the includes are parsed, then
   // written as a PCH); it pays where the fixes are verified (the includes are not parsed a second
   // time) or where other TUs of the run reuse it.
-  bool Try = (Opts.VerifyFixes && !Opts.Unfinished) || SharesIncludes;
+  bool Try = (Opts.VerifyFixes && !Opts.Unfinished) || SharedPrefix > 0;
   if (Opts.Parser || Cmds.size() == 1)
-    return analyseCommand(DB, Cmds, File, Rules, Opts, FS, Deps, Try);
+    return analyseCommand(DB, Cmds, File, Rules, Opts, FS, Deps, Try, SharedPrefix);
   FileAnalysis Out;
   std::vector<std::string> Labels = configurationLabels(Cmds);
   std::vector<Analysis> Parts;
   for (size_t I = 0; I < Cmds.size(); ++I) {
     std::unique_ptr<tooling::CompilationDatabase> One = databaseOf(Cmds[I]);
-    FileAnalysis A = analyseCommand(*One, {Cmds[I]}, File, Rules, Opts, FS, Deps, Try);
+    FileAnalysis A = analyseCommand(*One, {Cmds[I]}, File, Rules, Opts, FS, Deps, Try, 0);
     if (!A.Error.empty()) {
       Out.Error = A.Error + "\n" + File + ": note: under " + Labels[I];
       return Out;
@@ -174,10 +184,11 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
     CacheConfig = cacheConfiguration(Opts);
   }
 
-  // The files whose leading includes (under the same flags) another file of the run starts with.
-  std::set<std::string> SharedIncludes;
+  // The files whose first include lines (under the same flags) another file of the run starts
+  // with, and how many bytes they share.
+  std::map<std::string, unsigned> SharedIncludes;
   if (Opts.Files.size() > 1 && preamblePathEnabled(Opts))
-    SharedIncludes = filesSharingIncludes(DB, Opts);
+    SharedIncludes = sharedIncludePrefixes(DB, Opts);
 
   auto RunOne = [&](const std::string &RawFile) {
     FileCommands Resolved = resolveFileCommands(DB, RawFile, Opts.Overlays);
@@ -217,7 +228,9 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
           Cache ? makeRecordingFileSystem(Deps)
                 : llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem>(
                       llvm::vfs::createPhysicalFileSystem().release());
-      FileAnalysis A = analyseFile(DB, Cmds, File, Rules, Opts, FS, Cache ? &Deps : nullptr, SharedIncludes.count(File));
+      auto Shared = SharedIncludes.find(File);
+      FileAnalysis A = analyseFile(DB, Cmds, File, Rules, Opts, FS, Cache ? &Deps : nullptr,
+                                   Shared == SharedIncludes.end() ? 0 : Shared->second);
       if (!A.Error.empty()) {
         O.Status = FileOutcome::State::Failed;
         O.Error = std::move(A.Error);

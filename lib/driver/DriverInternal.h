@@ -85,12 +85,16 @@ public:
   /// The inactive `#if` regions of the main file's include block, as a preamble's build saw them
   /// (offsets): a parse that reuses the preamble does not see them itself.
   void setPreambleInactive(const std::vector<std::pair<unsigned, unsigned>> *Offsets) { PreambleInactive = Offsets; }
+  /// The guard and scaler classes a preamble's build learned (BuiltPreamble::LearnedClasses): the
+  /// headers after a preamble that ends inside the include block are skipped knowing them.
+  void setPreambleLearned(const std::vector<std::string> *Names) { PreambleLearned = Names; }
 
 private:
   const RuleSet &Rules;
   const DriverOptions &Opts;
   TUResult &Out;
   const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive = nullptr;
+  const std::vector<std::string> *PreambleLearned = nullptr;
 };
 
 // -- Parses against a precompiled preamble (PreambleTU.cpp, Preamble.cpp)
@@ -100,9 +104,16 @@ private:
 /// declarations are visited only in a whole parse), nor for the language server.
 bool preamblePathEnabled(const DriverOptions &Opts);
 
-/// The files of the run (absolute) whose leading include block another file of the run starts
-/// with, under the same compile command but for the file's name: a preamble of theirs is shared.
-std::set<std::string> filesSharingIncludes(const clang::tooling::CompilationDatabase &DB, const DriverOptions &Opts);
+/// The files of the run (absolute) that share the first lines of their include block with another
+/// file of the run, under the same compile command but for the file's name, and how many bytes
+/// they share: whole `#include` lines, outside any `#if`. A preamble of those lines is shared
+/// (PreambleStore), and the rest of each file's includes is parsed with the file.
+/// AMP_MIGRATE_SHARED_PREFIX=off (the baseline of bench/fix_codebase.sh): a preamble is shared
+/// only by files whose whole include blocks are the same, and the check before a fix is a whole
+/// parse.
+bool sharedPrefixesEnabled();
+std::map<std::string, unsigned> sharedIncludePrefixes(const clang::tooling::CompilationDatabase &DB,
+                                                      const DriverOptions &Opts);
 
 /// One translation unit's analysis and fix verification against one precompiled preamble of its
 /// leading includes (shared with the TUs of the run that start with the same includes under the
@@ -112,9 +123,11 @@ class PreambleTU {
 public:
   /// None when there is no include block, or its preamble cannot be built without errors: the
   /// whole-parse path then.
+  /// `SharedPrefix` (sharedIncludePrefixes): the preamble covers only that many bytes.
   static std::unique_ptr<PreambleTU> open(const clang::tooling::CompileCommand &Cmd, const std::string &File,
                                           const RuleSet &Rules, const DriverOptions &Opts,
-                                          llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS, DependencyLog *Deps);
+                                          llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS, DependencyLog *Deps,
+                                          unsigned SharedPrefix = 0);
   /// The analysis parse (its header bodies skipped while precompiling: skippedBodies()).
   bool analyse(AmpActionFactory &Action, ErrorCollector &Errors);
   unsigned skippedBodies() const;
@@ -124,6 +137,11 @@ public:
   std::optional<std::string> verificationText(const clang::tooling::Replacements &MainEdits) const;
   /// Parses `MainText` (verificationText) as the verification does, against the preamble.
   bool verify(const std::string &MainText, clang::tooling::FrontendActionFactory &Action, ErrorCollector &Errors);
+  /// The check before a fix that the whole translation unit compiles (header bodies and template
+  /// instantiations included), against a second preamble of the same lines built with every body
+  /// and the headers' instantiations (shared like the first): whether it compiles; none when that
+  /// preamble cannot be built (the whole parse then, which reports the headers' errors).
+  std::optional<bool> checkInFull(ErrorCollector &Errors);
   const std::string &file() const { return File; }
 
 private:
@@ -137,6 +155,8 @@ private:
   llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS;
   clang::LangOptions LangOpts;
   clang::PreambleBounds Bounds{0, false};
+  const RuleSet *Rules = nullptr;
+  std::vector<std::string> Key; ///< the preamble's key in the store
   std::shared_ptr<const BuiltPreamble> Pre;
 };
 

@@ -77,9 +77,13 @@ class AmpConsumer : public ASTConsumer {
 public:
   AmpConsumer(CompilerInstance &CI, const RuleSet &Rules, const DriverOptions &Opts,
               std::vector<SourceRange> &Inactive, TUResult &Out,
-              const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive)
+              const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive,
+              const std::vector<std::string> *PreambleLearned)
       : CI(CI), Rules(Rules), Opts(Opts), Inactive(Inactive), Out(Out), PreambleInactive(PreambleInactive),
-        Filter(CI.getSourceManager(), Opts.HeaderFilter), Skipper(Rules) {}
+        Filter(CI.getSourceManager(), Opts.HeaderFilter), Skipper(Rules) {
+    if (PreambleLearned)
+      Skipper.learnNames(*PreambleLearned);
+  }
 
   /// A function body in a header that names no AMP token (the rules' or a learned class's name)
   /// cannot hold a finding (HeaderBodySkipper).
@@ -145,12 +149,13 @@ private:
 class AmpAction : public ASTFrontendAction {
 public:
   AmpAction(const RuleSet &Rules, const DriverOptions &Opts, TUResult &Out,
-            const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive)
-      : Rules(Rules), Opts(Opts), Out(Out), PreambleInactive(PreambleInactive) {}
+            const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive,
+            const std::vector<std::string> *PreambleLearned)
+      : Rules(Rules), Opts(Opts), Out(Out), PreambleInactive(PreambleInactive), PreambleLearned(PreambleLearned) {}
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &CI, StringRef) override {
     CI.getFrontendOpts().SkipFunctionBodies = Opts.SkipBodies;
     CI.getPreprocessor().addPPCallbacks(std::make_unique<InactiveRegions>(Inactive));
-    return std::make_unique<AmpConsumer>(CI, Rules, Opts, Inactive, Out, PreambleInactive);
+    return std::make_unique<AmpConsumer>(CI, Rules, Opts, Inactive, Out, PreambleInactive, PreambleLearned);
   }
 
 private:
@@ -158,13 +163,14 @@ private:
   const DriverOptions &Opts;
   TUResult &Out;
   const std::vector<std::pair<unsigned, unsigned>> *PreambleInactive;
+  const std::vector<std::string> *PreambleLearned;
   std::vector<SourceRange> Inactive;
 };
 
 } // namespace
 
 std::unique_ptr<FrontendAction> AmpActionFactory::create() {
-  return std::make_unique<AmpAction>(Rules, Opts, Out, PreambleInactive);
+  return std::make_unique<AmpAction>(Rules, Opts, Out, PreambleInactive, PreambleLearned);
 }
 
 } // namespace driver

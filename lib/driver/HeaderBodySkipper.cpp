@@ -74,6 +74,12 @@ void HeaderBodySkipper::learn(const SourceManager &SM, DeclGroupRef DG) {
     learnIn(SM, D);
 }
 
+void HeaderBodySkipper::learnNames(const std::vector<std::string> &Names) {
+  for (const std::string &Name : Names)
+    if (!llvm::is_contained(Tokens, Name) && !llvm::is_contained(LearnedTokens, Name))
+      LearnedTokens.push_back(Name);
+}
+
 void HeaderBodySkipper::learnIn(const SourceManager &SM, const Decl *D) {
   if (const auto *Ctor = dyn_cast<CXXConstructorDecl>(D); Ctor && Ctor->isOutOfLine()) {
     // `Guard::Guard(bool on) { set_enabled(on); }` completes a guard.

@@ -60,6 +60,7 @@ public:
 
   std::vector<std::pair<unsigned, unsigned>> Inactive;
   unsigned Skipped = 0;
+  const std::vector<std::string> &learned() const { return Skipper.learned(); }
 
 private:
   bool SkipBodies;
@@ -121,9 +122,12 @@ std::optional<PreparedParse> prepareParse(const tooling::CompileCommand &Cmd, co
 
 std::shared_ptr<const BuiltPreamble> buildPreamble(PreparedParse &P, const llvm::MemoryBuffer &Main,
                                                    const PreambleBounds &Bounds, const RuleSet &Rules,
-                                                   bool SkipBodies, bool SkipAll) {
+                                                   bool SkipBodies, bool SkipAll, bool Instantiate) {
   PreambleErrorCount Errors;
+  if (Instantiate)
+    SkipBodies = SkipAll = false;
   P.Inv->getFrontendOpts().SkipFunctionBodies = SkipBodies || SkipAll;
+  P.Inv->getLangOpts().PCHInstantiateTemplates = Instantiate;
   IntrusiveRefCntPtr<DiagnosticsEngine> Diags =
       CompilerInstance::createDiagnostics(new DiagnosticOptions, &Errors, /*ShouldOwnClient=*/false);
   SkippingCallbacks Callbacks(Rules, SkipBodies, SkipAll);
@@ -136,7 +140,7 @@ std::shared_ptr<const BuiltPreamble> buildPreamble(PreparedParse &P, const llvm:
   if (!Result || Errors.errors() > 0)
     return nullptr;
   return std::shared_ptr<const BuiltPreamble>(
-      new BuiltPreamble{std::move(*Result), std::move(Callbacks.Inactive), Callbacks.Skipped, {}});
+      new BuiltPreamble{std::move(*Result), std::move(Callbacks.Inactive), Callbacks.Skipped, Callbacks.learned(), {}});
 }
 
 bool runPreparedParse(std::shared_ptr<CompilerInvocation> Inv, IntrusiveRefCntPtr<llvm::vfs::FileSystem> VFS,

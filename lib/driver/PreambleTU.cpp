@@ -6,6 +6,7 @@
 
 #include "clang/Basic/SourceManager.h"
 #include "clang/Frontend/CompilerInvocation.h"
+#include "clang/Frontend/FrontendActions.h"
 #include "clang/Lex/Lexer.h"
 #include "clang/Lex/PreprocessorOptions.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -51,13 +52,46 @@ bool onlyCommentsAndSpace(StringRef Slice, const LangOptions &LO) {
   return Tok.is(tok::eof);
 }
 
+/// The offsets in an include block (`Block`, the bytes Lexer::ComputePreamble takes) where a
+/// preamble may end early: just after each `#include` (`#include_next`, `#import`) line that is
+/// outside every `#if`. A preamble cut there is the first lines of the block, whole.
+std::vector<unsigned> includeCutPoints(StringRef Block, const LangOptions &LO) {
+  std::string Text = Block.str(); // the lexer reads up to a NUL past the end
+  Lexer Lex(SourceLocation(), LO, Text.data(), Text.data(), Text.data() + Text.size());
+  std::vector<unsigned> Out;
+  int Depth = 0;
+  Token Tok;
+  for (Lex.LexFromRawLexer(Tok); Tok.isNot(tok::eof); Lex.LexFromRawLexer(Tok)) {
+    if (Tok.isNot(tok::hash) || !Tok.isAtStartOfLine())
+      continue;
+    Lex.setParsingPreprocessorDirective(true);
+    Lex.LexFromRawLexer(Tok);
+    StringRef Name = Tok.is(tok::raw_identifier) ? Tok.getRawIdentifier() : StringRef();
+    while (Tok.isNot(tok::eod) && Tok.isNot(tok::eof))
+      Lex.LexFromRawLexer(Tok);
+    Lex.setParsingPreprocessorDirective(false);
+    if (Name == "if" || Name == "ifdef" || Name == "ifndef")
+      ++Depth;
+    else if (Name == "endif")
+      --Depth;
+    else if (Depth == 0 && Tok.is(tok::eod) && (Name == "include" || Name == "include_next" || Name == "import")) {
+      size_t End = Text.find('\n', Lex.getBufferLocation() - Text.data() - 1);
+      if (End != std::string::npos)
+        Out.push_back(unsigned(End + 1));
+    }
+  }
+  return Out;
+}
+
 } // namespace
 
 std::unique_ptr<PreambleTU> PreambleTU::open(const tooling::CompileCommand &Cmd, const std::string &File,
                                              const RuleSet &Rules, const DriverOptions &Opts,
-                                             llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS, DependencyLog *Deps) {
+                                             llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS, DependencyLog *Deps,
+                                             unsigned SharedPrefix) {
   std::unique_ptr<PreambleTU> T(new PreambleTU());
   T->Cmd = Cmd;
+  T->Rules = &Rules;
   T->File = File;
   T->Overlays = Opts.Overlays;
   T->FS = FS;
@@ -80,10 +114,15 @@ std::unique_ptr<PreambleTU> PreambleTU::open(const tooling::CompileCommand &Cmd,
   T->Bounds = ComputePreambleBounds(T->LangOpts, *Main, /*MaxLines=*/0);
   if (T->Bounds.Size == 0)
     return nullptr; // no include block to share or to keep between the two parses
+  // The first lines of the block that other files of the run start with: the preamble ends there
+  // (where the command's own language options agree that a whole include line ends there).
+  if (SharedPrefix > 0 && SharedPrefix < T->Bounds.Size &&
+      llvm::is_contained(includeCutPoints(StringRef(T->Text).take_front(T->Bounds.Size), T->LangOpts), SharedPrefix))
+    T->Bounds = PreambleBounds(SharedPrefix, /*PreambleEndsAtStartOfLine=*/true);
 
   // The key: what decides the preamble's contents. The file's own name is not part of it (TUs of
   // one database share their include block); its directory and every other argument are.
-  std::vector<std::string> Key;
+  std::vector<std::string> &Key = T->Key;
   for (const std::string &A : T->Args)
     Key.push_back(namesMainFile(A, Cmd, File) ? "<main file>" : A);
   Key.push_back("directory=" + Cmd.Directory);
@@ -142,7 +181,34 @@ unsigned PreambleTU::skippedBodies() const { return Pre->SkippedBodies; }
 
 bool PreambleTU::analyse(AmpActionFactory &Action, ErrorCollector &Errors) {
   Action.setPreambleInactive(&Pre->InactiveOffsets);
+  Action.setPreambleLearned(&Pre->LearnedClasses);
   return parse(Text, {}, Action, Errors);
+}
+
+std::optional<bool> PreambleTU::checkInFull(ErrorCollector &Errors) {
+  std::vector<std::string> FullKey = Key;
+  FullKey.push_back("instantiated");
+  const PreambleBounds B = Bounds;
+  std::shared_ptr<const BuiltPreamble> Full =
+      PreambleStore::process().get(FullKey, [&]() -> std::shared_ptr<const BuiltPreamble> {
+        DiagnosticConsumer Ignored;
+        std::optional<PreparedParse> P = prepareParse(Cmd, Args, Overlays, FS, Ignored);
+        if (!P || Ignored.getNumErrors() > 0)
+          return nullptr;
+        std::unique_ptr<llvm::MemoryBuffer> Buf = llvm::MemoryBuffer::getMemBuffer(Text, File);
+        return buildPreamble(*P, *Buf, B, *Rules, /*SkipBodies=*/false, /*SkipAll=*/false, /*Instantiate=*/true);
+      });
+  if (!Full)
+    return std::nullopt;
+  std::optional<PreparedParse> P = prepareParse(Cmd, Args, Overlays, FS, Errors);
+  if (!P)
+    return std::nullopt;
+  llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> VFS = P->FS;
+  Full->PCH.AddImplicitPreamble(*P->Inv, VFS, llvm::MemoryBuffer::getMemBufferCopy(Text, File).release());
+  std::unique_ptr<tooling::FrontendActionFactory> SyntaxOnly = tooling::newFrontendActionFactory<SyntaxOnlyAction>();
+  bool Ok = runPreparedParse(P->Inv, VFS, *SyntaxOnly, Errors);
+  Errors.OS.flush();
+  return Ok && Errors.getNumErrors() == 0;
 }
 
 std::optional<std::string> PreambleTU::verificationText(const tooling::Replacements &MainEdits) const {
@@ -182,12 +248,16 @@ bool PreambleTU::verify(const std::string &MainText, tooling::FrontendActionFact
   return parse(MainText, Extra, Action, Errors);
 }
 
-std::set<std::string> filesSharingIncludes(const tooling::CompilationDatabase &DB, const DriverOptions &Opts) {
-  // A lexer's estimate (C++ with default options) of each file's include block: the real key is
-  // computed by PreambleTU::open under the command's own language options.
+std::map<std::string, unsigned> sharedIncludePrefixes(const tooling::CompilationDatabase &DB,
+                                                      const DriverOptions &Opts) {
+  // A lexer's estimate (C++ with default options) of each file's include block: PreambleTU::open
+  // checks the cut under the command's own language options.
   LangOptions LO;
   LO.CPlusPlus = LO.CPlusPlus11 = LO.CPlusPlus14 = LO.CPlusPlus17 = true;
-  std::map<std::vector<std::string>, std::vector<std::string>> ByKey;
+  struct Block {
+    std::string File, Text; ///< the include block's text
+  };
+  std::map<std::vector<std::string>, std::vector<Block>> ByCommand;
   for (const std::string &Raw : Opts.Files) {
     std::string File = absolutePath(Raw);
     std::vector<tooling::CompileCommand> Cmds = DB.getCompileCommands(File);
@@ -213,14 +283,53 @@ std::set<std::string> filesSharingIncludes(const tooling::CompilationDatabase &D
     for (const std::string &A : Cmds.front().CommandLine)
       Key.push_back(namesMainFile(A, Cmds.front(), File) ? "<main file>" : A);
     Key.push_back(Cmds.front().Directory);
-    Key.push_back(Text.substr(0, B.Size));
-    ByKey[Key].push_back(File);
+    ByCommand[Key].push_back({File, Text.substr(0, B.Size)});
   }
-  std::set<std::string> Out;
-  for (const auto &[Key, Files] : ByKey)
-    if (Files.size() > 1)
-      Out.insert(Files.begin(), Files.end());
+  // Each file's preamble: the longest run of its first include lines that every file starting
+  // with its first include line also starts with. One preamble then serves all the files that
+  // start alike (those of a codebase usually start with the same few headers), rather than one
+  // per set of files whose blocks happen to agree further.
+  std::map<std::string, unsigned> Out;
+  if (!sharedPrefixesEnabled()) {
+    // The whole blocks only, each shared by the files whose block is the same text.
+    for (auto &[Key, Blocks] : ByCommand) {
+      std::map<StringRef, unsigned> Same;
+      for (const Block &B : Blocks)
+        ++Same[B.Text];
+      for (const Block &B : Blocks)
+        if (Same[B.Text] > 1)
+          Out[B.File] = unsigned(B.Text.size());
+    }
+    return Out;
+  }
+  for (auto &[Key, Blocks] : ByCommand) {
+    std::vector<std::vector<unsigned>> Cuts;
+    std::map<StringRef, unsigned> Starting; ///< prefix -> files of the group that start with it
+    for (const Block &B : Blocks) {
+      Cuts.push_back(includeCutPoints(B.Text, LO));
+      for (unsigned C : Cuts.back())
+        ++Starting[StringRef(B.Text).take_front(C)];
+    }
+    for (size_t I = 0; I < Blocks.size(); ++I) {
+      if (Cuts[I].empty())
+        continue;
+      StringRef Text = Blocks[I].Text;
+      unsigned First = Starting[Text.take_front(Cuts[I].front())];
+      if (First < 2)
+        continue;
+      unsigned Cut = 0;
+      for (unsigned C : Cuts[I])
+        if (Starting[Text.take_front(C)] == First)
+          Cut = C;
+      Out[Blocks[I].File] = Cut;
+    }
+  }
   return Out;
+}
+
+bool sharedPrefixesEnabled() {
+  const char *Env = std::getenv("AMP_MIGRATE_SHARED_PREFIX");
+  return !(Env && StringRef(Env) == "off");
 }
 
 bool preamblePathEnabled(const DriverOptions &Opts) {

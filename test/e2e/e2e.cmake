@@ -63,23 +63,14 @@ function(amp_e2e_programs before_dir migrated_dir programs)
     foreach(level IN LISTS AMP_E2E_LEVELS_${program})
       set(after_src ${CMAKE_CURRENT_BINARY_DIR}/migrated/${program}_${level}.cpp)
       if(AMP_E2E_WITH_TOOL AND NOT AMP_E2E_HAND_ONLY_${program})
-        set(include_flags -I${before_dir})
-        if(NOT before_dir STREQUAL "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/programs")
-          list(APPEND include_flags -I${CMAKE_CURRENT_FUNCTION_LIST_DIR}/programs)
+        # Migrated below, in one run of the tool per level and set of extra flags.
+        string(MAKE_C_IDENTIFIER "${level}_${AMP_E2E_TOOL_FLAGS_${program}}" batch)
+        if(NOT batch IN_LIST batches)
+          list(APPEND batches ${batch})
+          set(batch_level_${batch} ${level})
+          set(batch_flags_${batch} ${AMP_E2E_TOOL_FLAGS_${program}})
         endif()
-        foreach(dir IN LISTS torch_include_dirs)
-          # Generator expressions are the binding's own dirs; the system dirs must stay last in
-          # the search order (an explicit -isystem /usr/include breaks #include_next).
-          if(NOT dir MATCHES "^\\$<" AND NOT dir MATCHES "^/usr(/local)?/include/?$")
-            list(APPEND include_flags -isystem ${dir})
-          endif()
-        endforeach()
-        add_custom_command(OUTPUT ${after_src}
-          COMMAND ${CMAKE_COMMAND} -E copy ${before_dir}/${program}.cpp ${after_src}
-          COMMAND ${AMP_E2E_TOOL_ENV} ${AMP_E2E_TOOL} --fix --level=${level} ${after_src} --
-                  -std=c++17 ${include_flags} ${AMP_E2E_TOOL_FLAGS_${program}}
-          DEPENDS ${AMP_E2E_TOOL_DEPENDS} ${before_dir}/${program}.cpp
-          COMMENT "amp-migrate --level=${level} ${program}.cpp" VERBATIM)
+        list(APPEND batch_programs_${batch} ${program})
       else()
         # The hand-migrated copy is the O1 form; other levels differ only in the level argument.
         file(READ ${migrated_dir}/${program}.cpp content)
@@ -125,5 +116,41 @@ function(amp_e2e_programs before_dir migrated_dir programs)
         set_tests_properties(e2e.${program}.fp32 PROPERTIES LABELS e2e)
       endif()
     endforeach()
+  endforeach()
+
+  # The tool migrates the programs of one level (and one set of extra flags) in one run, as a
+  # codebase is migrated: they start with the same includes, whose preamble it then builds once
+  # for all of them (docs/performance.md).
+  if(batches)
+    set(include_flags -I${before_dir})
+    if(NOT before_dir STREQUAL "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/programs")
+      list(APPEND include_flags -I${CMAKE_CURRENT_FUNCTION_LIST_DIR}/programs)
+    endif()
+    foreach(dir IN LISTS torch_include_dirs)
+      # Generator expressions are the binding's own dirs; the system dirs must stay last in the
+      # search order (an explicit -isystem /usr/include breaks #include_next).
+      if(NOT dir MATCHES "^\\$<" AND NOT dir MATCHES "^/usr(/local)?/include/?$")
+        list(APPEND include_flags -isystem ${dir})
+      endif()
+    endforeach()
+  endif()
+  foreach(batch IN LISTS batches)
+    set(level ${batch_level_${batch}})
+    set(outputs "")
+    set(sources "")
+    set(copies "")
+    foreach(program IN LISTS batch_programs_${batch})
+      set(after_src ${CMAKE_CURRENT_BINARY_DIR}/migrated/${program}_${level}.cpp)
+      list(APPEND outputs ${after_src})
+      list(APPEND sources ${before_dir}/${program}.cpp)
+      list(APPEND copies COMMAND ${CMAKE_COMMAND} -E copy ${before_dir}/${program}.cpp ${after_src})
+    endforeach()
+    list(LENGTH outputs count)
+    add_custom_command(OUTPUT ${outputs}
+      ${copies}
+      COMMAND ${AMP_E2E_TOOL_ENV} ${AMP_E2E_TOOL} --fix --level=${level} ${outputs} --
+              -std=c++17 ${include_flags} ${batch_flags_${batch}}
+      DEPENDS ${AMP_E2E_TOOL_DEPENDS} ${sources}
+      COMMENT "amp-migrate --level=${level}: ${count} programs" VERBATIM)
   endforeach()
 endfunction()

@@ -37,6 +37,11 @@ public:
   /// top level the inline bodies of a class are parsed by then; the preamble's builder sees only
   /// top-level declarations, so this is the one place classes are learned.
   void learn(const clang::SourceManager &SM, clang::DeclGroupRef DG);
+  /// The classes learned so far (their names), and learning them from another parse: the build of
+  /// a preamble that covers only the first lines of the include block hands what it learned to the
+  /// parse of the rest, which then skips as a whole parse would.
+  const std::vector<std::string> &learned() const { return LearnedTokens; }
+  void learnNames(const std::vector<std::string> &Names);
 
 private:
   bool mentionsAmp(const clang::SourceManager &SM, clang::FileID F);

@@ -46,6 +46,10 @@ struct BuiltPreamble {
   clang::PrecompiledPreamble PCH;
   std::vector<std::pair<unsigned, unsigned>> InactiveOffsets;
   unsigned SkippedBodies = 0;
+  /// The guard and scaler classes the build's body-skipping rule learned (HeaderBodySkipper):
+  /// where the preamble covers only the first lines of the include block, the parse of the rest
+  /// starts from them.
+  std::vector<std::string> LearnedClasses;
   /// What the build read (a driver run with --cache-dir): each TU that reuses the preamble
   /// depends on it as if it had read it itself.
   std::map<std::string, DependencyLog::Entry> Deps;
@@ -54,10 +58,13 @@ struct BuiltPreamble {
 /// Builds the preamble of `Main` (its first `Bounds.Size` bytes) under `P`: with `SkipBodies`,
 /// header bodies are skipped by the driver's rule (HeaderBodySkipper, learning the same classes
 /// from the same top-level declarations as a whole parse); `SkipAll` skips every body (the
-/// language server's verification). None when the build fails or its headers have errors.
+/// language server's verification); `Instantiate` (no body skipped then) also instantiates the
+/// templates the headers use, as `-fpch-instantiate-templates` does, so that a parse reusing the
+/// preamble checks the whole translation unit for errors at little more than the main file's
+/// cost. None when the build fails or its headers have errors.
 std::shared_ptr<const BuiltPreamble> buildPreamble(PreparedParse &P, const llvm::MemoryBuffer &Main,
                                                    const clang::PreambleBounds &Bounds, const RuleSet &Rules,
-                                                   bool SkipBodies, bool SkipAll);
+                                                   bool SkipBodies, bool SkipAll, bool Instantiate = false);
 
 /// Runs `Action` on `Inv` over `VFS` (already configured: a preamble added, or the main file
 /// remapped); reports to `Diags`. Returns false when the action did not run to its end.

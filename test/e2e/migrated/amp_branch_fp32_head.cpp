@@ -1,9 +1,3 @@
-// e2e before-program: the autocast scope in one branch of a run-time flag, the same forward
-// without it in the other (`if (use_amp) { enable; f = body(x); disable; } else { f = body(x); }`),
-// then a head run deliberately in fp32 after the scope (`head(f.to(kFloat))`). The migrated
-// program converts the body by the flag (`use_amp ? <level> : O0`) and leaves the head as it was:
-// converted, it would run in low precision (issue #37 items 8 and 14). E2E_FP32=1 runs the fp32
-// branch, which must compute what the original's did.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -12,6 +6,13 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: the autocast scope in one branch of a run-time flag, the same forward
+// without it in the other (`if (use_amp) { enable; f = body(x); disable; } else { f = body(x); }`),
+// then a head run deliberately in fp32 after the scope (`head(f.to(kFloat))`). The migrated
+// program converts the body by the flag (`use_amp ? <level> : O0`) and leaves the head as it was:
+// converted, it would run in low precision (issue #37 items 8 and 14). E2E_FP32=1 runs the fp32
+// branch, which must compute what the original's did.
 
 int main() {
   e2e::SyntheticData data;

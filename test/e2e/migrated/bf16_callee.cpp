@@ -1,11 +1,12 @@
-// e2e before-program: bf16 CPU autocast with no loss scaler, the scope in a loss function of the
-// same file (dtype, enable, forward, loss, disable); the loop calls it for its loss, then a plain
-// loss.backward(), clip_grad_norm_ and the optimizer's own step(), and logs the loss after the step.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include <amp/torch.h>
+
+// e2e before-program: bf16 CPU autocast with no loss scaler, the scope in a loss function of the
+// same file (dtype, enable, forward, loss, disable); the loop calls it for its loss, then a plain
+// loss.backward(), clip_grad_norm_ and the optimizer's own step(), and logs the loss after the step.
 
 torch::Tensor compute_loss(e2e::Mlp &model, const torch::Tensor &input, const torch::Tensor &target) {
   auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1, at::kBFloat16);

@@ -1,11 +1,12 @@
-// e2e before-program: bf16 CPU autocast with no loss scaler (bf16 keeps fp32's exponent range), as
-// modern code trains: an enable/disable pair around forward and loss, a plain loss.backward(),
-// clip_grad_norm_ on the grads, then the optimizer's own step().
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include <amp/torch.h>
+
+// e2e before-program: bf16 CPU autocast with no loss scaler (bf16 keeps fp32's exponent range), as
+// modern code trains: an enable/disable pair around forward and loss, a plain loss.backward(),
+// clip_grad_norm_ on the grads, then the optimizer's own step().
 
 int main() {
   e2e::SyntheticData data;

@@ -1,12 +1,13 @@
-// e2e before-program: one loss, two optimizers sharing one scaler, both unscaled first; the second
-// optimizer's parameters are clipped between the two step() calls (the shape that was once
-// half-migrated: the clip left on .grad, where it did nothing).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: one loss, two optimizers sharing one scaler, both unscaled first; the second
+// optimizer's parameters are clipped between the two step() calls (the shape that was once
+// half-migrated: the clip left on .grad, where it did nothing).
 
 int main() {
   e2e::SyntheticData data;

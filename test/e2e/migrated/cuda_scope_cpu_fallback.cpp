@@ -1,7 +1,3 @@
-// e2e before-program: the common public shape of a CUDA training loop with a CPU fallback: the
-// device chosen at run time, CUDA's autocast (`at::autocast::set_enabled`) around the forward and
-// the loss, a loss scaler, a clip. On a machine without CUDA the scope casts nothing and the
-// program trains in fp32; the migrated program must too (its conversion is CUDA's only).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -10,6 +6,11 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: the common public shape of a CUDA training loop with a CPU fallback: the
+// device chosen at run time, CUDA's autocast (`at::autocast::set_enabled`) around the forward and
+// the loss, a loss scaler, a clip. On a machine without CUDA the scope casts nothing and the
+// program trains in fp32; the migrated program must too (its conversion is CUDA's only).
 
 int main() {
   torch::Device device = torch::cuda::is_available() ? torch::kCUDA : torch::kCPU;

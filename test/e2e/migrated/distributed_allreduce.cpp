@@ -1,6 +1,3 @@
-// e2e before-program: data-parallel training over a Gloo process group (one process per rank,
-// each on its own batches); after the scaled backward a loop all-reduces every p.grad() and
-// averages it, then unscale_, step and update with a hand-written scaler.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -8,6 +5,10 @@
 #include "gloo_group.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: data-parallel training over a Gloo process group (one process per rank,
+// each on its own batches); after the scaled backward a loop all-reduces every p.grad() and
+// averages it, then unscale_, step and update with a hand-written scaler.
 
 int main() {
   auto pg = e2e::gloo_group_from_env("train");

@@ -1,8 +1,3 @@
-// e2e before-program: a GAN's two steps in one loop sharing ONE scaler, each step with its own
-// optimizer, step() and update() (PyTorch's AMP examples do this; gan_two_steps has a scaler each).
-// The scale that the discriminator's update() leaves is the one the generator's loss is scaled by,
-// so the two steps must stay two steps of the one scaler, in this order. The generator's loss goes
-// through the output computed in the discriminator's scope, as in gan_two_steps.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -11,6 +6,12 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: a GAN's two steps in one loop sharing ONE scaler, each step with its own
+// optimizer, step() and update() (PyTorch's AMP examples do this; gan_two_steps has a scaler each).
+// The scale that the discriminator's update() leaves is the one the generator's loss is scaled by,
+// so the two steps must stay two steps of the one scaler, in this order. The generator's loss goes
+// through the output computed in the discriminator's scope, as in gan_two_steps.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,13 +1,14 @@
-// e2e before-program: a GAN's two steps in one loop, each with its optimizer and its own scaler.
-// The discriminator's scope runs both networks (the generator's output detached for its loss);
-// the generator's loss goes through that output, computed in the other step's scope. At O1 both
-// steps are migrated; at O2/O3 the tool reports both as manual (lit amp-scaler-implicit-grad-gan.cpp).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: a GAN's two steps in one loop, each with its optimizer and its own scaler.
+// The discriminator's scope runs both networks (the generator's output detached for its loss);
+// the generator's loss goes through that output, computed in the other step's scope. At O1 both
+// steps are migrated; at O2/O3 the tool reports both as manual (lit amp-scaler-implicit-grad-gan.cpp).
 
 int main() {
   e2e::SyntheticData data;

@@ -1,11 +1,12 @@
-// e2e before-program: bf16 CPU autocast around the forward only, the loss computed in fp32 after
-// the scope from the scope's output (PyTorch's advice for numerically sensitive losses), a plain
-// backward and the optimizer's own step; no loss scaler.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include <amp/torch.h>
+
+// e2e before-program: bf16 CPU autocast around the forward only, the loss computed in fp32 after
+// the scope from the scope's output (PyTorch's advice for numerically sensitive losses), a plain
+// backward and the optimizer's own step; no loss scaler.
 
 int main() {
   e2e::SyntheticData data;

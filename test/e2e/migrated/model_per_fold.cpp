@@ -1,13 +1,14 @@
-// e2e before-program: k-fold training, a fresh model and optimizer at the top of each fold (the
-// holder assigned anew), one scaler across folds. The model's conversion must follow each
-// assignment: converted before the fold loop, the later folds would train the first fold's model
-// (issue #37 item 3: their losses stayed constant).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: k-fold training, a fresh model and optimizer at the top of each fold (the
+// holder assigned anew), one scaler across folds. The model's conversion must follow each
+// assignment: converted before the fold loop, the later folds would train the first fold's model
+// (issue #37 item 3: their losses stayed constant).
 
 int main() {
   e2e::SyntheticData data;

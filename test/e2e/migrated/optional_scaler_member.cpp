@@ -1,7 +1,3 @@
-// e2e before-program: a trainer class as public projects write it. The scaler is a std::optional
-// member emplaced in the constructor with constructor arguments, an RAII guard opens the autocast
-// scope behind a run-time flag (E2E_FP32=1 turns AMP off), every grad is clamped between unscale_
-// and the clip, and the clip's total norm is logged.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -12,6 +8,11 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: a trainer class as public projects write it. The scaler is a std::optional
+// member emplaced in the constructor with constructor arguments, an RAII guard opens the autocast
+// scope behind a run-time flag (E2E_FP32=1 turns AMP off), every grad is clamped between unscale_
+// and the clip, and the clip's total norm is logged.
 
 /// Enables CPU autocast for its lifetime when `on`.
 class AutocastGuard {

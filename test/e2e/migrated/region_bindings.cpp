@@ -1,8 +1,3 @@
-// e2e before-program: declarations of the forward region used after the step (issue #12 items 5
-// and 3). The model returns (logits, loss) taken apart with a structured binding, a const and a
-// static local live in the scope, and both the loss and the logits are read after the step; between
-// the scaled backward and unscale_ a loop halves every parameter's .grad (what a 2-way gradient
-// average does).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -12,6 +7,12 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: declarations of the forward region used after the step (issue #12 items 5
+// and 3). The model returns (logits, loss) taken apart with a structured binding, a const and a
+// static local live in the scope, and both the loss and the logits are read after the step; between
+// the scaled backward and unscale_ a loop halves every parameter's .grad (what a 2-way gradient
+// average does).
 
 struct ClassifierImpl : torch::nn::Module {
   ClassifierImpl() { mlp = register_module("mlp", e2e::Mlp()); }

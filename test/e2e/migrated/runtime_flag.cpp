@@ -1,7 +1,3 @@
-// e2e before-program: AMP behind a run-time flag, as every real project has it (`use_amp` from the
-// command line or a config; here the environment): `if (use_amp)` around the enable (in a block with
-// the dtype call) and the disable. The migrated program converts the model at `use_amp ? <level> :
-// O0`, so its fp32 mode (E2E_FP32=1) computes what the original's did.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -10,6 +6,11 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: AMP behind a run-time flag, as every real project has it (`use_amp` from the
+// command line or a config; here the environment): `if (use_amp)` around the enable (in a block with
+// the dtype call) and the disable. The migrated program converts the model at `use_amp ? <level> :
+// O0`, so its fp32 mode (E2E_FP32=1) computes what the original's did.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,9 +1,3 @@
-// e2e before-program: checkpoint and resume, as trainers that save {model, optimizer, scaler}
-// every N steps do. Phase 1 trains half the steps and keeps the scaler's state_dict() (the scale
-// has moved: growth every 4 steps, a poisoned batch backs it off); phase 2 builds a fresh scaler,
-// loads that state and trains on with the same model and optimizer. One step function serves both
-// phases, with the scaler passed by reference: the migrated program keeps the checkpoint code as
-// written (amp::GradScaler has the same state_dict()/load_state_dict() with PyTorch's keys).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -15,6 +9,13 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: checkpoint and resume, as trainers that save {model, optimizer, scaler}
+// every N steps do. Phase 1 trains half the steps and keeps the scaler's state_dict() (the scale
+// has moved: growth every 4 steps, a poisoned batch backs it off); phase 2 builds a fresh scaler,
+// loads that state and trains on with the same model and optimizer. One step function serves both
+// phases, with the scaler passed by reference: the migrated program keeps the checkpoint code as
+// written (amp::GradScaler has the same state_dict()/load_state_dict() with PyTorch's keys).
 
 void train_range(e2e::Mlp &model, torch::optim::Optimizer &optimizer, amp::GradScaler &scaler,
                  e2e::SyntheticData &data, int begin, int end) {

@@ -1,7 +1,3 @@
-// e2e before-program: the scaler made in main with make_shared through a type alias and handed to
-// a trainer's constructor, which keeps it in a member (`scaler_(std::move(scaler))`); the step is
-// split into forward_backward() and optimizer_step(), a guard opens the scope, and the scale is
-// read after training.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -10,6 +6,11 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: the scaler made in main with make_shared through a type alias and handed to
+// a trainer's constructor, which keeps it in a member (`scaler_(std::move(scaler))`); the step is
+// split into forward_backward() and optimizer_step(), a guard opens the scope, and the scale is
+// read after training.
 
 using Scaler = train::GradScaler;
 

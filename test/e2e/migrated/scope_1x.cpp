@@ -1,7 +1,3 @@
-// e2e before-program: the 1.x autocast API as an enable/disable pair around forward and loss,
-// a hand-written scaler, clip_grad_norm_ after unscale_, then step and update. Each scope call is
-// spelled per libtorch version (`#if TORCH_VERSION_MAJOR >= 2` the 2.4 API, else the 1.x one), as
-// code built against several libtorch releases does: the conditionals go with the scope.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -9,6 +5,11 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: the 1.x autocast API as an enable/disable pair around forward and loss,
+// a hand-written scaler, clip_grad_norm_ after unscale_, then step and update. Each scope call is
+// spelled per libtorch version (`#if TORCH_VERSION_MAJOR >= 2` the 2.4 API, else the 1.x one), as
+// code built against several libtorch releases does: the conditionals go with the scope.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,9 +1,3 @@
-// e2e before-program: autocast switched on once before the training loop and off after it, each
-// under the run-time flag (`if (use_amp)`), with the cache cleared after each step and after the
-// loop: every iteration's forward runs under the scope. (Without the per-step clear_cache() the
-// original would keep using casts of the weights made before they were stepped.) The migrated program converts the model once, before
-// the loop, at `use_amp ? <level> : O0`; the step's forward region is the loop body from the
-// forward to the scaled backward. E2E_FP32=1 runs the fp32 mode.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -12,6 +6,13 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: autocast switched on once before the training loop and off after it, each
+// under the run-time flag (`if (use_amp)`), with the cache cleared after each step and after the
+// loop: every iteration's forward runs under the scope. (Without the per-step clear_cache() the
+// original would keep using casts of the weights made before they were stepped.) The migrated program converts the model once, before
+// the loop, at `use_amp ? <level> : O0`; the step's forward region is the loop body from the
+// forward to the scaled backward. E2E_FP32=1 runs the fp32 mode.
 
 int main() {
   e2e::SyntheticData data;

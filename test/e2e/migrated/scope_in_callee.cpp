@@ -1,12 +1,13 @@
-// e2e before-program: scope and scaling in different functions. A loss function holds the 1.x
-// autocast pair around forward and loss; the training loop scales, unscales, clips the model's
-// parameters, steps and updates.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: scope and scaling in different functions. A loss function holds the 1.x
+// autocast pair around forward and loss; the training loop scales, unscales, clips the model's
+// parameters, steps and updates.
 
 torch::Tensor forward_loss(e2e::Mlp &model, const torch::Tensor &input, const torch::Tensor &target) {
   auto amp_model = amp::auto_mixed_precision(model, amp::Level::O1);

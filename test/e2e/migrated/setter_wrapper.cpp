@@ -1,12 +1,13 @@
-// e2e before-program: autocast switched through a project's thin wrapper class whose method
-// forwards its argument to the 1.x API (`mp.set_enabled(true)` ... `mp.set_enabled(false)`, the
-// callers passing constants), a hand-written scaler, unscale_, clip, step and update.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: autocast switched through a project's thin wrapper class whose method
+// forwards its argument to the 1.x API (`mp.set_enabled(true)` ... `mp.set_enabled(false)`, the
+// callers passing constants), a hand-written scaler, unscale_, clip, step and update.
 
 class MixedPrecision {
 public:

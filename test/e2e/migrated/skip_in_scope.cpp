@@ -1,9 +1,3 @@
-// e2e before-program: the robust loop of LLM/RL trainers. A batch whose loss is not finite is
-// skipped inside the autocast scope (`if (!finite) { close the scope; continue; }`: every 7th batch
-// is poisoned with a NaN); after unscale_ the clip's total norm is checked, and a non-finite norm
-// (two batches carry a zero-valued term whose gradient overflows) skips the optimizer's step while
-// update() still backs the scale off. The migrated program runs the loss check after
-// value_and_grad, with the scope's calls gone from it.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -13,6 +7,13 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: the robust loop of LLM/RL trainers. A batch whose loss is not finite is
+// skipped inside the autocast scope (`if (!finite) { close the scope; continue; }`: every 7th batch
+// is poisoned with a NaN); after unscale_ the clip's total norm is checked, and a non-finite norm
+// (two batches carry a zero-valued term whose gradient overflows) skips the optimizer's step while
+// update() still backs the scale off. The migrated program runs the loss check after
+// value_and_grad, with the scope's calls gone from it.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,12 +1,13 @@
-// e2e before-program: the scope calls the model's submodules one by one
-// (`model->fc1->forward(x)` ... `model->fc3->forward(h)`, the model's own forward never called),
-// a hand-written scaler, step and update. Each submodule is converted, as the model would be.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: the scope calls the model's submodules one by one
+// (`model->fc1->forward(x)` ... `model->fc3->forward(h)`, the model's own forward never called),
+// a hand-written scaler, step and update. Each submodule is converted, as the model would be.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,12 +1,13 @@
-// e2e before-program: one loss, two optimizers sharing one scaler (the first layer with SGD and
-// momentum, the other layers with Adam), the first one's parameters clipped after its unscale_,
-// one step each, one update.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: one loss, two optimizers sharing one scaler (the first layer with SGD and
+// momentum, the other layers with Adam), the first one's parameters clipped after its unscale_,
+// one step each, one update.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,8 +1,3 @@
-// e2e before-program: a training loop that validates under autocast inside a torch::NoGradGuard
-// block (every 10th step, and once after the loop) in the same function as its training step;
-// the optimizer is an AdamW held as a std::unique_ptr<torch::optim::Optimizer>, with a StepLR
-// scheduler and an NLLLoss module as the criterion. The validation losses are logged as steps
-// 1000+ so that compare.py checks them with the training losses.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -11,6 +6,12 @@
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program: a training loop that validates under autocast inside a torch::NoGradGuard
+// block (every 10th step, and once after the loop) in the same function as its training step;
+// the optimizer is an AdamW held as a std::unique_ptr<torch::optim::Optimizer>, with a StepLR
+// scheduler and an NLLLoss module as the criterion. The validation losses are logged as steps
+// 1000+ so that compare.py checks them with the training losses.
 
 double validate(e2e::Mlp &model, torch::nn::NLLLoss &criterion, const e2e::SyntheticData &data,
                 int batch) {

@@ -1,11 +1,12 @@
-// e2e before-program (libtorch >= 2.4 API): set_autocast_dtype / set_autocast_enabled with a
-// device argument, gradient accumulation over two micro-batches, clip, step, update.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
 #include <amp/torch.h>
+
+// e2e before-program (libtorch >= 2.4 API): set_autocast_dtype / set_autocast_enabled with a
+// device argument, gradient accumulation over two micro-batches, clip, step, update.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,6 +1,3 @@
-// e2e before-program: gradient accumulation over 4 micro-batches (the loss divided by 4, one
-// optimizer step every 4th batch) with clip_grad_value_ between unscale_ and step(), and the loss
-// scale logged after each update.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -8,6 +5,10 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: gradient accumulation over 4 micro-batches (the loss divided by 4, one
+// optimizer step every 4th batch) with clip_grad_value_ between unscale_ and step(), and the loss
+// scale logged after each update.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,10 +1,11 @@
-// e2e before-program: gradient accumulation over two micro-batches, then two optimizers sharing
-// one scaler (the first layer with SGD, the others with Adam), one update.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: gradient accumulation over two micro-batches, then two optimizers sharing
+// one scaler (the first layer with SGD, the others with Adam), one update.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,10 +1,11 @@
-// e2e before-program: bf16 CPU autocast with no loss scaler and gradient accumulation as modern
-// code writes it: the loss divided in the backward call, `(loss / kAccum).backward()`, and the
-// optimizer stepping every kAccum micro-batches (`(step + 1) % kAccum == 0`), zero_grad() after.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
+
+// e2e before-program: bf16 CPU autocast with no loss scaler and gradient accumulation as modern
+// code writes it: the loss divided in the backward call, `(loss / kAccum).backward()`, and the
+// optimizer stepping every kAccum micro-batches (`(step + 1) % kAccum == 0`), zero_grad() after.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,10 +1,11 @@
-// e2e before-program: a bf16 step with no loss scaler wholly inside a per-batch lambda (dtype,
-// enable, forward, loss, disable, zero_grad, plain backward, the optimizer's step), called from
-// the loop; the lambda returns the loss.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
+
+// e2e before-program: a bf16 step with no loss scaler wholly inside a per-batch lambda (dtype,
+// enable, forward, loss, disable, zero_grad, plain backward, the optimizer's step), called from
+// the loop; the lambda returns the loss.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,9 +1,3 @@
-// e2e before-program: a checked unscale whose answer is used (`bool finite =
-// scaler.unscale_and_check(optimizer);`), logged per step, with a clip after it. The
-// migrated program's checked unscale (`scaler.unscale_and_check(optimizer, grads)`) must answer
-// the same on the same steps (compare.py checks the "step <i> skipped|applied" lines). On two steps a
-// term whose value is 0 but whose gradient is huge makes the scaled grads overflow: those steps
-// are skipped on both sides.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -11,6 +5,13 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: a checked unscale whose answer is used (`bool finite =
+// scaler.unscale_and_check(optimizer);`), logged per step, with a clip after it. The
+// migrated program's checked unscale (`scaler.unscale_and_check(optimizer, grads)`) must answer
+// the same on the same steps (compare.py checks the "step <i> skipped|applied" lines). On two steps a
+// term whose value is 0 but whose gradient is huge makes the scaled grads overflow: those steps
+// are skipped on both sides.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,6 +1,3 @@
-// e2e before-program: the gradient norm logged without clipping, the usual way:
-// clip_grad_norm_(params, INFINITY) after unscale_, its result printed each step (issue #37).
-// The migrated program clips nothing either and prints the same norms.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -9,6 +6,10 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: the gradient norm logged without clipping, the usual way:
+// clip_grad_norm_(params, INFINITY) after unscale_, its result printed each step (issue #37).
+// The migrated program clips nothing either and prints the same norms.
 
 int main() {
   e2e::SyntheticData data;

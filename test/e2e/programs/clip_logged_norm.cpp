@@ -1,5 +1,3 @@
-// e2e before-program: clip_grad_norm_ whose returned norm is logged, autocast enabled once per
-// step with the dtype set explicitly, zero_grad between loss and backward.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -7,6 +5,9 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: clip_grad_norm_ whose returned norm is logged, autocast enabled once per
+// step with the dtype set explicitly, zero_grad between loss and backward.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,11 +1,12 @@
-// e2e before-program: AMP chosen at compile time. `#ifdef USE_AMP` around the autocast calls only
-// (dtype and enable before the forward, disable and clear_cache after the loss); bf16 on the CPU
-// with no scaler, a plain backward and the optimizer's step. Built with USE_AMP defined (below),
-// as the tool parses it.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
+
+// e2e before-program: AMP chosen at compile time. `#ifdef USE_AMP` around the autocast calls only
+// (dtype and enable before the forward, disable and clear_cache after the loss); bf16 on the CPU
+// with no scaler, a plain backward and the optimizer's step. Built with USE_AMP defined (below),
+// as the tool parses it.
 
 #ifndef USE_AMP
 #define USE_AMP 1

@@ -1,5 +1,3 @@
-// e2e before-program: the losses come back as a struct and the scaled backward runs on one of its
-// fields (`losses.total`), as trainers with several logged loss terms write it (issues #37, #38).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -7,6 +5,9 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: the losses come back as a struct and the scaled backward runs on one of its
+// fields (`losses.total`), as trainers with several logged loss terms write it (issues #37, #38).
 
 struct Losses {
   torch::Tensor nll;

@@ -1,10 +1,3 @@
-// e2e before-program: the shape real training loops have, a scaled AMP path beside the fp32 one
-// under a run-time switch (here the environment: E2E_FP32=1 is the fp32 mode) with one
-// zero_grad() for both. The first half of the steps chooses in one if/else on the flag; the second
-// half splits the choice over several ifs on a std::optional scaler that is engaged only in AMP
-// mode. The migrated program returns `COND ? scaler.scale(loss) : loss` from value_and_grad, steps
-// each path on the grads and converts the model at `COND ? O1 : O0`, so that both modes compute
-// what they computed before.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -13,6 +6,14 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: the shape real training loops have, a scaled AMP path beside the fp32 one
+// under a run-time switch (here the environment: E2E_FP32=1 is the fp32 mode) with one
+// zero_grad() for both. The first half of the steps chooses in one if/else on the flag; the second
+// half splits the choice over several ifs on a std::optional scaler that is engaged only in AMP
+// mode. The migrated program returns `COND ? scaler.scale(loss) : loss` from value_and_grad, steps
+// each path on the grads and converts the model at `COND ? O1 : O0`, so that both modes compute
+// what they computed before.
 
 void train_block(e2e::Mlp &model, torch::optim::SGD &optimizer, train::GradScaler &scaler,
                  const e2e::SyntheticData &data, bool use_amp, int first, int last) {

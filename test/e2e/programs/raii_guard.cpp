@@ -1,7 +1,3 @@
-// e2e before-program: a project's own RAII autocast guard (saves the state, nests, clears the
-// cache), a scaler held by std::shared_ptr, no clipping, Adam, a model with BatchNorm1d. The same
-// guard class turns autocast off again for a penalty term computed in fp32 inside the scope. Its
-// constructor sets the dtype from a parameter with a default (bf16), which the conversion takes.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -9,6 +5,11 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: a project's own RAII autocast guard (saves the state, nests, clears the
+// cache), a scaler held by std::shared_ptr, no clipping, Adam, a model with BatchNorm1d. The same
+// guard class turns autocast off again for a penalty term computed in fp32 inside the scope. Its
+// constructor sets the dtype from a parameter with a default (bf16), which the conversion takes.
 
 class AutocastGuard {
 public:

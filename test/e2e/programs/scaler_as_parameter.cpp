@@ -1,7 +1,3 @@
-// e2e before-program: the scaler crosses function boundaries. A trainer class holds it as a
-// std::shared_ptr member made with make_shared and constructor arguments, and passes it by
-// reference to a free step function that holds the autocast scope and the whole scaled step: a
-// function template over the model whose scaler parameter has a type of its own.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -9,6 +5,11 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: the scaler crosses function boundaries. A trainer class holds it as a
+// std::shared_ptr member made with make_shared and constructor arguments, and passes it by
+// reference to a free step function that holds the autocast scope and the whole scaled step: a
+// function template over the model whose scaler parameter has a type of its own.
 
 template <class Model>
 torch::Tensor train_step(Model &model, torch::optim::SGD &optimizer, train::GradScaler &scaler,

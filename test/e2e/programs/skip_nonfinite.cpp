@@ -1,6 +1,3 @@
-// e2e before-program: a step skipped when its loss is not finite (every 7th batch is poisoned with
-// a NaN), checked between the autocast scope and the scaled backward; a scheduler steps after the
-// scaler, and the scale is printed between step() and update().
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -9,6 +6,10 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: a step skipped when its loss is not finite (every 7th batch is poisoned with
+// a NaN), checked between the autocast scope and the scaled backward; a scheduler steps after the
+// scaler, and the scale is printed between step() and update().
 
 int main() {
   e2e::SyntheticData data;

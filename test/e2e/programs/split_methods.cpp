@@ -1,8 +1,3 @@
-// e2e before-program: a training step split over two methods of a trainer class (issue #12
-// item 6): the 1.x scope, forward, loss and scaled backward in forward_backward(); unscale_,
-// clip_grad_norm_, step and update in optimizer_step(); both called from train_batch(), which
-// calls zero_grad() first (the migrated member of grads must be cleared there, or the grads of
-// every step would add up).
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -10,6 +5,12 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: a training step split over two methods of a trainer class (issue #12
+// item 6): the 1.x scope, forward, loss and scaled backward in forward_backward(); unscale_,
+// clip_grad_norm_, step and update in optimizer_step(); both called from train_batch(), which
+// calls zero_grad() first (the migrated member of grads must be cleared there, or the grads of
+// every step would add up).
 
 class Trainer {
 public:

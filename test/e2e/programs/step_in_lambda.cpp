@@ -1,6 +1,3 @@
-// e2e before-program: the training step inside a generic per-batch lambda (issue #12 item 7),
-// run on a worker thread (std::async) for each batch: the 1.x scope around forward and loss, the
-// scaled backward, unscale_, clip_grad_norm_, step and update, all in the lambda's body.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -9,6 +6,10 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: the training step inside a generic per-batch lambda (issue #12 item 7),
+// run on a worker thread (std::async) for each batch: the 1.x scope around forward and loss, the
+// scaled backward, unscale_, clip_grad_norm_, step and update, all in the lambda's body.
 
 int main() {
   e2e::SyntheticData data;

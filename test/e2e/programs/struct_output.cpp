@@ -1,8 +1,3 @@
-// e2e before-program: the model's forward returns a struct (logits, an auxiliary load-balancing
-// loss and a count), and the loss is computed from its fields inside the autocast scope: the
-// migrated forward's result must reach the loss cast back to fp32 field by field, as autocast's
-// fp32 loss ops did (cross_entropy on bf16 logits differs by up to 1 % per step). A learning-rate
-// schedule steps after the scaler, and the struct's fields are logged after the step.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -10,6 +5,12 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: the model's forward returns a struct (logits, an auxiliary load-balancing
+// loss and a count), and the loss is computed from its fields inside the autocast scope: the
+// migrated forward's result must reach the loss cast back to fp32 field by field, as autocast's
+// fp32 loss ops did (cross_entropy on bf16 logits differs by up to 1 % per step). A learning-rate
+// schedule steps after the scaler, and the struct's fields are logged after the step.
 
 struct Output {
   torch::Tensor logits;

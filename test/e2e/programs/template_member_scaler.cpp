@@ -1,11 +1,12 @@
-// e2e before-program: the step is a member function of a class template over the model, and
-// takes the scaler by reference (a type of its own, not the template's parameter); main owns the
-// scaler and the optimizer and calls the step each iteration.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: the step is a member function of a class template over the model, and
+// takes the scaler by reference (a type of its own, not the template's parameter); main owns the
+// scaler and the optimizer and calls the step each iteration.
 
 template <class Model>
 class Stepper {

@@ -1,7 +1,3 @@
-// e2e before-program: the training step is a member function of a class template (the model type
-// a template parameter, instantiated twice: an MLP module and a torch::nn::Sequential), with the
-// scaler a data member, the optimizer held by a std::shared_ptr, and autocast switched by a
-// run-time flag member (off with E2E_FP32=1). Both instantiations train, one after the other.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -11,6 +7,11 @@
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: the training step is a member function of a class template (the model type
+// a template parameter, instantiated twice: an MLP module and a torch::nn::Sequential), with the
+// scaler a data member, the optimizer held by a std::shared_ptr, and autocast switched by a
+// run-time flag member (off with E2E_FP32=1). Both instantiations train, one after the other.
 
 template <class Net> class Trainer {
 public:

@@ -1,10 +1,11 @@
-// e2e before-program: two losses from one forward (the task loss and an auxiliary penalty), each
-// scaled and backpropagated, the first with retain_graph, then one step and one update.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: two losses from one forward (the task loss and an auxiliary penalty), each
+// scaled and backpropagated, the first with retain_graph, then one step and one update.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,10 +1,11 @@
-// e2e before-program (libtorch >= 2.4 API): set_autocast_dtype / set_autocast_enabled with a
-// device argument, gradient accumulation over two micro-batches, clip, step, update.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program (libtorch >= 2.4 API): set_autocast_dtype / set_autocast_enabled with a
+// device argument, gradient accumulation over two micro-batches, clip, step, update.
 
 int main() {
   e2e::SyntheticData data;

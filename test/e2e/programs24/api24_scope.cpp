@@ -1,10 +1,11 @@
-// e2e before-program (libtorch >= 2.4 API): the device-argument autocast calls, with the device in
-// a variable, around forward and loss; a hand-written scaler; clip; step; update.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program (libtorch >= 2.4 API): the device-argument autocast calls, with the device in
+// a variable, around forward and loss; a hand-written scaler; clip; step; update.
 
 int main() {
   e2e::SyntheticData data;

@@ -1,0 +1,19 @@
+#include <torch/torch.h>
+#include "guard_def.h"
+#include "scaler.h"
+
+// Shares the first two include lines with a.cpp and b.cpp, and its whole include block with
+// neither: a step with no autocast scope (reported, not rewritten).
+void train(int steps) {
+  torch::nn::Linear model(4, 1);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01));
+  torch::amp::GradScaler scaler;
+  torch::Tensor data;
+  for (int s = 0; s < steps; ++s) {
+    optimizer.zero_grad();
+    torch::Tensor loss = model->forward(data).sum();
+    scaler.scale(loss).backward();
+    scaler.step(optimizer);
+    scaler.update();
+  }
+}
