@@ -240,6 +240,37 @@ void TrainingReach::summariseCalls(const FunctionDecl *FD) {
     Callbacks.push_back(std::move(CB));
 }
 
+void TrainingReach::summariseCallees(const SourceManager &SM) {
+  llvm::SmallPtrSet<const FunctionDecl *, 32> Visited;
+  std::vector<const FunctionDecl *> Work;
+  auto Consider = [&](const FunctionDecl *F) {
+    if (!Calls.count(F) && Visited.insert(F).second)
+      Work.push_back(F);
+  };
+  size_t CallbacksSeen = 0;
+  auto ConsiderCallbacks = [&] {
+    for (; CallbacksSeen < Callbacks.size(); ++CallbacksSeen)
+      for (const FunctionDecl *F : Callbacks[CallbacksSeen].Runs)
+        Consider(F);
+  };
+  for (const auto &[F, C] : Calls)
+    for (const FunctionDecl *Callee : C.Callees)
+      Consider(Callee);
+  ConsiderCallbacks();
+  while (!Work.empty()) {
+    const FunctionDecl *F = Work.back();
+    Work.pop_back();
+    const FunctionDecl *Def = nullptr;
+    if (!F->hasBody(Def) || !Def->getBody() || SM.isInSystemHeader(SM.getExpansionLoc(Def->getLocation())) ||
+        Calls.count(key(Def)))
+      continue;
+    summariseCalls(Def);
+    for (const FunctionDecl *Callee : Calls[key(Def)].Callees)
+      Consider(Callee);
+    ConsiderCallbacks();
+  }
+}
+
 llvm::SmallPtrSet<const FunctionDecl *, 32> TrainingReach::trainingFunctions() const {
   llvm::SmallPtrSet<const FunctionDecl *, 32> Training;
   std::vector<const FunctionDecl *> Work;
@@ -336,6 +367,31 @@ private:
 
 bool namesLoss(llvm::StringRef Name) { return Name.lower().find("loss") != std::string::npos; }
 
+/// Whether a value of type `T` is an optimizer or a scaler (or a reference, pointer or smart
+/// pointer to one): what a function needs to train.
+bool isTrainingObjectType(QualType T, const RuleSet &Rules) {
+  for (int Depth = 0; Depth < 4 && !T.isNull(); ++Depth) {
+    T = T.getNonReferenceType();
+    if (T->isPointerType()) {
+      T = T->getPointeeType();
+      continue;
+    }
+    const CXXRecordDecl *RD = T->getAsCXXRecordDecl();
+    if (!RD)
+      return false;
+    if (isDerivedFromAny(RD, Rules.OptimizerClasses) || isScalerClass(RD, Rules))
+      return true;
+    const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD);
+    if (!Spec || Spec->getTemplateArgs().size() == 0 ||
+        Spec->getTemplateArgs()[0].getKind() != TemplateArgument::Type ||
+        !llvm::is_contained(std::vector<StringRef>{"shared_ptr", "unique_ptr", "optional", "reference_wrapper"},
+                            Spec->getName()))
+      return false;
+    T = Spec->getTemplateArgs()[0].getAsType();
+  }
+  return false;
+}
+
 /// Whether `E` calls a loss function: a callee, or the class of a called object (a loss module's
 /// operator()), with "loss" in its name (`torch::mse_loss`, `lossFn`, `torch::nn::MSELoss`).
 bool callsLoss(const Expr *E) {
@@ -400,6 +456,24 @@ void TrainingReach::traceScopeValues(
         break;
       }
     }
+    // A function whose body is not here (another file's, not a system header's), handed an
+    // optimizer or a scaler in the scope or after it: it may train there.
+    if (!S.HandedTo)
+      for (const CallExpr *CE : Flow.Calls) {
+        const FunctionDecl *Callee = CE->getDirectCallee();
+        const FunctionDecl *Def = nullptr;
+        if (Off(CE->getBeginLoc()) <= S.Begin || Callee->hasBody(Def) ||
+            SM.isInSystemHeader(SM.getExpansionLoc(Callee->getLocation())))
+          continue;
+        // A scaler's or an optimizer's own methods are what the rules say they are.
+        if (const auto *MD = dyn_cast<CXXMethodDecl>(Callee);
+            MD && (isScalerClass(MD->getParent(), Rules) || isDerivedFromAny(MD->getParent(), Rules.OptimizerClasses)))
+          continue;
+        if (llvm::any_of(CE->arguments(), [&](const Expr *A) { return isTrainingObjectType(A->getType(), Rules); })) {
+          S.HandedToUnseen = CE;
+          break;
+        }
+      }
     // A loss: the function's name says so, or a loss function computes what it returns.
     auto IsLoss = [&](const Expr *Ret) {
       if (FA.Function->getIdentifier() && namesLoss(FA.Function->getName()))

@@ -30,6 +30,11 @@ public:
   /// What `FD` calls (its body, a constructor's initializers too).
   void summariseCalls(const clang::FunctionDecl *FD);
 
+  /// Summarises the functions the summarised code calls whose bodies this translation unit has
+  /// outside the analysed functions (a project header's, not a system header's), and theirs in
+  /// turn: each once. A scope around `train_once(model, opt, x)` of a header trains.
+  void summariseCallees(const clang::SourceManager &SM);
+
   /// The keys of the functions reached from a function that calls backward(), following the
   /// calls of the summarised code from each, and the code handed to one (a callback).
   llvm::SmallPtrSet<const clang::FunctionDecl *, 32> trainingFunctions() const;
@@ -41,7 +46,8 @@ public:
   /// The keys of the functions the summarised code calls or names.
   llvm::SmallPtrSet<const clang::FunctionDecl *, 32> calledFunctions() const;
 
-  /// Sets each scope's HandedTo / ReturnedUncalled (TrainingStep.h) for a function with scopes.
+  /// Sets each scope's HandedTo / ReturnedUncalled / HandedToUnseen (TrainingStep.h) for a
+  /// function with scopes.
   void traceScopeValues(FunctionAnalysis &FA, const clang::ASTContext &Ctx,
                         const llvm::DenseMap<const clang::FunctionDecl *, const clang::CallExpr *> &Runners,
                         const llvm::SmallPtrSetImpl<const clang::FunctionDecl *> &Called) const;

@@ -116,6 +116,7 @@ public:
   /// Sets FunctionAnalysis::InferenceOnly: a function reached from no function that calls
   /// backward() (following the calls of the analysed code from each such function).
   void markInferenceOnly() {
+    Reach.summariseCallees(Ctx.getSourceManager());
     llvm::SmallPtrSet<const FunctionDecl *, 32> Training = Reach.trainingFunctions();
     // A virtual method may be called through its base, which this rule cannot follow.
     for (FunctionAnalysis &FA : Out.Functions) {
@@ -130,7 +131,7 @@ public:
     for (FunctionAnalysis &FA : Out.Functions) {
       Reach.traceScopeValues(FA, Ctx, Runners, Called);
       if (llvm::any_of(FA.Scopes, [](const AutocastScope &S) {
-            return !S.NoGradGuard && (S.HandedTo || S.ReturnedUncalled);
+            return !S.NoGradGuard && (S.HandedTo || S.ReturnedUncalled || S.HandedToUnseen);
           }))
         FA.InferenceOnly = false;
     }

@@ -3,6 +3,7 @@
 #include "ampmigrate/SourceText.h"
 #include "ampmigrate/StepFinder.h"
 #include "clang/Basic/SourceManager.h"
+#include "llvm/Support/Path.h"
 
 using namespace clang;
 namespace ampmigrate {
@@ -11,6 +12,14 @@ namespace ampmigrate {
 static std::string firstLineOf(const CheckInput &In, const CallExpr *CE) {
   std::string Text = StepFinder::textOf(In.Ctx, CE->getSourceRange());
   return Text.substr(0, Text.find('\n'));
+}
+
+/// "line N" in the file of `Here`, else "file:N" (the file's name): a callee's backward in a header.
+static std::string lineOrFileLine(const SourceManager &SM, SourceLocation L, SourceLocation Here) {
+  SourceLocation E = SM.getExpansionLoc(L);
+  if (SM.getFileID(E) == SM.getFileID(SM.getExpansionLoc(Here)))
+    return lineText(SM, L);
+  return llvm::sys::path::filename(SM.getFilename(E)).str() + ":" + std::to_string(SM.getExpansionLineNumber(L));
 }
 
 /// Why a closed scope has no training step, naming the backward() that follows it when there is
@@ -28,9 +37,17 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
     return "what this scope computes is handed to '" + Callee->getNameAsString() + "' at " +
            lineText(SM, S.HandedTo->getBeginLoc()) + ", which trains with it (`" +
            firstLineOf(In, S.HandedToBackward) + "` at " +
-           lineText(SM, S.HandedToBackward->getBeginLoc()) +
+           lineOrFileLine(SM, S.HandedToBackward->getBeginLoc(), S.HandedTo->getBeginLoc()) +
            "): a forward here and its backward in a function it calls is not a shape the rewrite "
            "carries; move the backward and the step into this function, or migrate by hand";
+  }
+  if (!Next && S.HandedToUnseen) {
+    const FunctionDecl *Callee = S.HandedToUnseen->getDirectCallee();
+    return "the call of '" + Callee->getNameAsString() + "' at " + lineText(SM, S.HandedToUnseen->getBeginLoc()) +
+           ", in or after this scope, hands it an optimizer or a scaler, and its body is not in "
+           "this translation unit: it may train there, so the scope is not taken for inference "
+           "code, and a step whose backward is in another file cannot be rewritten from here; "
+           "migrate it by hand where the backward is";
   }
   if (!Next && S.ReturnedUncalled)
     return "the loss computed in this scope leaves the function (returned at " +

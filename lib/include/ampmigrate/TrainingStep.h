@@ -72,6 +72,10 @@ struct AutocastScope {
   const clang::CallExpr *HandedTo = nullptr;
   const clang::CallExpr *HandedToBackward = nullptr;
   const clang::ReturnStmt *ReturnedUncalled = nullptr;
+  /// A call in the scope or after it of a function whose body this translation unit does not
+  /// have (defined in another file, not a system header's), handed an optimizer or a scaler: it
+  /// may train there (`runner.advance(opt)`), so the scope is never called inference code.
+  const clang::CallExpr *HandedToUnseen = nullptr;
 };
 
 /// Which object a scaler (or optimizer, or model) expression refers to.
