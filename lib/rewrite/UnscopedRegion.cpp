@@ -171,8 +171,10 @@ const Stmt *RegionPlanner::unscopedRegionStart(const ImplicitBackward &B, const 
   // A statement that holds a backward or a call of a step (the previous step's end) bounds the
   // region: what comes before it is not this forward's.
   std::vector<const Stmt *> StepCalls(FA.BackwardCalls.begin(), FA.BackwardCalls.end());
-  for (const ScalerCall &SC : FA.ScalerCalls)
-    StepCalls.push_back(SC.Call);
+  for (const ScalerCall &SC : FA.ScalerCalls) // a step's end; get_scale() in a log line is not
+    if (SC.Kind == ScalerCall::Method::Unscale || SC.Kind == ScalerCall::Method::Step ||
+        SC.Kind == ScalerCall::Method::Update)
+      StepCalls.push_back(SC.Call);
   for (const ScalerCall &SC : FA.OptimizerSteps)
     StepCalls.push_back(SC.Call);
   for (const ZeroGradCall &Z : FA.ZeroGrads)

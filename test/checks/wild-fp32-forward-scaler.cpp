@@ -61,6 +61,20 @@ void train_plain(Gpt &model, torch::optim::SGD &optimizer, const torch::Tensor &
   }
 }
 
+// A log line reading the scale between the loss and the backward ends no step: it goes into the
+// function with the loss.
+void scale_logged(Gpt &model, torch::optim::SGD &optimizer, const torch::Tensor &x,
+                  const torch::Tensor &y) {
+  torch::amp::GradScaler scaler;
+  auto loss = torch::nll_loss(model(x), y);
+  std::printf("scale %f\n", scaler.get_scale());
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  scaler.step(optimizer);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+
 struct EncoderImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor &x); // defined in another file
 };
@@ -184,3 +198,13 @@ void loss_before_zero_grad(Gpt &model, torch::optim::SGD &optimizer, const torch
 // CHECK-FIXES-NEXT: {{^}}    scaler.update();{{$}}
 // CHECK-FIXES-NEXT: {{^}}  }{{$}}
 // CHECK-FIXES-NEXT: {{^}}}{{$}}
+// CHECK-FIXES: {{^}}void scale_logged(Gpt &model, torch::optim::SGD &optimizer, const torch::Tensor &x,{{$}}
+// CHECK-FIXES-NEXT: {{^}}                  const torch::Tensor &y) {{{$}}
+// CHECK-FIXES-NEXT: {{^}}  amp::GradScaler scaler;{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto grad_fn = amp::value_and_grad([&] {{{$}}
+// CHECK-FIXES-NEXT: {{^}}    auto loss = torch::nll_loss(model(x), y);{{$}}
+// CHECK-FIXES-NEXT: {{^}}    std::printf("scale %f\n", scaler.get_scale());{{$}}
+// CHECK-FIXES-NEXT: {{^}}    return scaler.scale(loss);{{$}}
+// CHECK-FIXES-NEXT: {{^}}  }, amp::parameters_of(optimizer));{{$}}
+// CHECK-FIXES-NEXT: {{^}}  auto [scaled_loss, grads] = grad_fn();{{$}}
+// CHECK-FIXES-NEXT: {{^}}  scaler.step(optimizer, grads);{{$}}
