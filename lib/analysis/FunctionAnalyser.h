@@ -275,6 +275,11 @@ private:
   std::vector<unsigned> stepCuts(const ObjectRef &Scaler) const;
   void groupStep(const ObjectRef &Scaler, unsigned Lo, unsigned Hi);
 
+  /// A scaled step with no autocast scope (an fp32 forward, rewritten at O0): its forwards are
+  /// the model's forward calls in [Lo, FirstBackward) whose innermost block holds the first scaled
+  /// backward (the step's loop body, or a block around it).
+  void addFp32Forwards(TrainingStep &T, unsigned Lo, unsigned FirstBackward);
+
   /// Whether the loss of a plain backward is computed in the scope: its initialisation, or an
   /// assignment to it, lies within [Begin, End] of the scope.
   bool computedIn(const AutocastScope &S, const ImplicitBackward &B) const;

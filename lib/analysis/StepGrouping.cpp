@@ -117,9 +117,31 @@ void StepGrouper::groupStep(const ObjectRef &Sc, unsigned Lo, unsigned Hi) {
       if (O >= T.Scope->Begin && O <= forwardsEnd(*T.Scope, FirstBackward == ~0u ? 0 : FirstBackward))
         T.Forwards.push_back(&F);
     }
+  else if (FirstBackward != ~0u &&
+           !llvm::any_of(T.Backwards, [&](const ImplicitBackward *B) { return lossFromAutocastCallee(*B); }))
+    addFp32Forwards(T, Lo, FirstBackward);
   findPlainBranch(T);
   Members.addMembers(T);
   FA.Steps.push_back(std::move(T));
+}
+
+void StepGrouper::addFp32Forwards(TrainingStep &T, unsigned Lo, unsigned FirstBackward) {
+  const ImplicitBackward *First = nullptr;
+  for (const ImplicitBackward *B : T.Backwards)
+    if (offsetOf(B->Backward->getBeginLoc()) == FirstBackward)
+      First = B;
+  for (const ForwardCall &F : FA.Forwards) {
+    unsigned O = offsetOf(F.Call->getBeginLoc());
+    if (!First || O < Lo || O >= FirstBackward)
+      continue;
+    // The innermost block around the forward holds the backward too: a forward of a nested
+    // block or a lambda that ended before it is not this step's.
+    const Stmt *Block = F.Call;
+    while (Block && !isa<CompoundStmt>(Block))
+      Block = PM.getParent(Block);
+    if (Block && encloses(Block, First->Backward))
+      T.Forwards.push_back(&F);
+  }
 }
 
 bool StepGrouper::computedIn(const AutocastScope &S, const ImplicitBackward &B) const {

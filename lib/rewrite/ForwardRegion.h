@@ -15,7 +15,8 @@ namespace ampmigrate {
 /// The statements from the scope's first one (or the statement calling the function that holds
 /// the scope) up to the scaled backward, in the backward's block.
 struct ForwardRegion {
-  /// The scope removed: this function's, or the called function's.
+  /// The scope removed: this function's, or the called function's; null for a scaled step with no
+  /// scope (StepShape::Unscoped), whose region starts where the loss's computation does.
   const AutocastScope *Scope = nullptr;
   /// The block holding the region and the scaled backward.
   const clang::CompoundStmt *Block = nullptr;

@@ -9,11 +9,7 @@
 
 using namespace clang;
 namespace ampmigrate {
-namespace {
 
-/// The class whose forward a call runs: the method's class, or for a module holder
-/// (`torch::nn::ModuleHolder<NetImpl>`, what `TORCH_MODULE(Net)` derives from) its
-/// implementation class.
 const CXXRecordDecl *modelClass(const Expr *Forward) {
   const CXXMethodDecl *MD = nullptr;
   if (const auto *MC = dyn_cast<CXXMemberCallExpr>(Forward))
@@ -29,6 +25,8 @@ const CXXRecordDecl *modelClass(const Expr *Forward) {
     RD = Spec->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl();
   return RD ? RD->getDefinition() : nullptr;
 }
+
+namespace {
 
 class QueryFinder : public AstVisitor {
 public:

@@ -235,7 +235,7 @@ public:
 
 } // namespace
 
-const Stmt *RegionPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<const Stmt *> Region,
+const Stmt *RegionPlanner::guardTail(const AutocastScope *S, llvm::ArrayRef<const Stmt *> Region,
                                    bool Enclosing, size_t &TailAt, std::string &Why) {
   TailAt = Region.size();
   if (Enclosing || T.mixed() || F.Split)
@@ -253,8 +253,9 @@ const Stmt *RegionPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<cons
     return nullptr;
   // Statements before the scope's end move only when autocast does not change them; not in a
   // scope this region's first statement is a call of (a callee's scope ended inside the callee).
-  unsigned ScopeEnd = F.CalleeScope ? C.off(Region.front()->getEndLoc()) : S.End;
-  if (!F.CalleeScope && S.Shape != AutocastScope::Kind::CallPair)
+  // With no scope (an fp32 forward) nothing ran under autocast.
+  unsigned ScopeEnd = !S ? 0 : F.CalleeScope ? C.off(Region.front()->getEndLoc()) : S->End;
+  if (S && !F.CalleeScope && S->Shape != AutocastScope::Kind::CallPair)
     return nullptr;
   TailHazards H;
   for (const ImplicitBackward *Bi : F.AllBackwards) {
@@ -274,14 +275,16 @@ const Stmt *RegionPlanner::guardTail(const AutocastScope &S, llvm::ArrayRef<cons
   // The scope's closing calls in the tail (`if (!finite) { set_enabled(false); continue; }`, the
   // disable after it) are removed from the tail with the scope; its enable is not.
   std::set<const Stmt *> ScopeCalls;
-  for (const AutocastCall *A : S.Auxiliary)
-    ScopeCalls.insert(A->Call);
-  if (S.Disable)
-    ScopeCalls.insert(S.Disable->Call);
-  if (F.CalleeScope)
-    H.StepCalls.insert(ScopeCalls.begin(), ScopeCalls.end());
-  if (S.Enable)
-    H.StepCalls.insert(S.Enable->Call);
+  if (S) {
+    for (const AutocastCall *A : S->Auxiliary)
+      ScopeCalls.insert(A->Call);
+    if (S->Disable)
+      ScopeCalls.insert(S->Disable->Call);
+    if (F.CalleeScope)
+      H.StepCalls.insert(ScopeCalls.begin(), ScopeCalls.end());
+    if (S->Enable)
+      H.StepCalls.insert(S->Enable->Call);
+  }
   for (size_t I = First; I < Region.size(); ++I) {
     if (Region[I]->getBeginLoc().isMacroID()) {
       Why = "it is inside a macro";
@@ -368,7 +371,7 @@ std::optional<size_t> RegionPlanner::tailStart(const ForwardRegion &R) {
   // log; continue; }`): it runs after the call instead, before the step, with the same effect.
   size_t TailAt = R.Statements.size();
   std::string TailWhy;
-  const Stmt *TailStop = guardTail(*R.Scope, R.Statements, R.Enclosing, TailAt, TailWhy);
+  const Stmt *TailStop = guardTail(R.Scope, R.Statements, R.Enclosing, TailAt, TailWhy);
   for (size_t I = 0; I < TailAt; ++I) {
     const Stmt *St = R.Statements[I];
     ControlFlowCollector CF;

@@ -97,8 +97,12 @@ void RegionPlanner::checkRegion(const ImplicitBackward &B) {
         return;
       }
     }
-  std::optional<std::vector<std::string>> Conversions = convertModels(*R, *O, Edits.Body);
-  if (!Conversions)
+  // An fp32 forward (no scope anywhere) keeps its model as it is: O0, nothing converted; what
+  // it calls must not switch autocast on by itself.
+  std::optional<std::vector<std::string>> Conversions =
+      F.Unscoped ? std::optional<std::vector<std::string>>(std::vector<std::string>())
+                 : convertModels(*R, *O, Edits.Body);
+  if (!Conversions || (F.Unscoped && !checkUnscopedForward(*R)))
     return;
   // A structured binding of the enclosing code (`for (auto &[x, y] : batches)`) cannot be captured
   // by the lambda before C++20 (clang warns, older compilers refuse).
@@ -114,7 +118,7 @@ void RegionPlanner::checkRegion(const ImplicitBackward &B) {
   // A scope whose forward runs in a function it calls (`loss = compute_loss(batch);` in the scope,
   // `model_->forward` in compute_loss): with the scope removed and no model converted, the step
   // would train in fp32.
-  if (!F.CalleeScope && ModelNames.empty()) {
+  if (!F.CalleeScope && !F.Unscoped && ModelNames.empty()) {
     const CallExpr *Via = callOfOwnFunctionInScope(R->Statements, *R->Scope, SM);
     block(R->Scope->ReportLoc, "no forward of a model runs in the autocast scope itself" +
                            (Via ? " (it calls `" + firstLine(C.text(Via->getSourceRange())) +
@@ -193,9 +197,14 @@ std::optional<ForwardRegion> RegionPlanner::forwardRegion(const ImplicitBackward
   // The scope in this function; or, with the scope in a called function, the statement that
   // calls it starts the region.
   R.Scope = F.CalleeScope ? F.CalleeScope : T.Scope;
-  const AutocastScope &S = *R.Scope;
   const Stmt *R0 = F.CalleeCallStmt;
-  if (!F.CalleeScope) {
+  if (F.Unscoped) {
+    // No scope: the region is what the loss is computed from (UnscopedRegion.cpp).
+    R0 = unscopedRegionStart(B, Block, EndStmt);
+    if (!R0)
+      return std::nullopt;
+  } else if (!F.CalleeScope) {
+    const AutocastScope &S = *R.Scope;
     const Stmt *ScopeStart = S.GuardDeclStmt ? S.GuardDeclStmt
                                              : (S.Enable->Removable ? S.Enable->Removable : S.Enable->Call);
     R0 = C.childOf(ScopeStart, Block);
@@ -223,7 +232,8 @@ std::optional<ForwardRegion> RegionPlanner::forwardRegion(const ImplicitBackward
       R.Statements.push_back(Child);
   }
   if (R.Statements.empty()) {
-    block(S.ReportLoc, "the autocast scope does not precede the backward in its block");
+    block(R.Scope ? R.Scope->ReportLoc : B.Backward->getBeginLoc(),
+          "the autocast scope does not precede the backward in its block");
     return std::nullopt;
   }
   R.TailAt = R.Statements.size();
@@ -285,6 +295,8 @@ std::optional<RegionOffsets> RegionPlanner::regionOffsets(const ImplicitBackward
 
 RegionTextEdits RegionPlanner::removeScope(const ForwardRegion &R, const RegionOffsets &O) {
   RegionTextEdits Out;
+  if (F.Unscoped)
+    return Out; // no scope to remove
   const AutocastScope &S = *R.Scope;
   std::set<const Stmt *> RemovedUnits; // scope statements removed (one `if` may hold several)
   // The scope's own statements: inside the region they leave with it; outside it (a scope

@@ -96,7 +96,7 @@ private:
   /// after the scope, no forward, scaler, zero_grad or autocast call, no write of a variable the
   /// scaled loss reads. TailAt: their first index (Region.size() if none); returns the statement
   /// that prevents it, if any, with the reason in Why.
-  const clang::Stmt *guardTail(const AutocastScope &S, llvm::ArrayRef<const clang::Stmt *> Region,
+  const clang::Stmt *guardTail(const AutocastScope *S, llvm::ArrayRef<const clang::Stmt *> Region,
                                bool Enclosing, size_t &TailAt, std::string &Why);
   /// At O2/O3: whether the forward region [RB, BodyEnd) reads a tensor another step's scope
   /// computed (a GAN's generator output), or another step's scope reads one this region computes;
@@ -109,6 +109,19 @@ private:
   bool enclosingScopeRegion(const AutocastScope &S, const clang::Stmt *ScopeStart,
                             const clang::CompoundStmt *Block, const clang::Stmt *EndStmt,
                             const clang::Stmt *&R0);
+
+  // ---- UnscopedRegion.cpp (a scaled step with no autocast scope: an fp32 forward) ----------------
+  /// The region's first statement in `Block`: the earliest statement before `EndStmt`, and after
+  /// the last one that holds a backward or a call of the step (step, update, zero_grad, unscale_),
+  /// that gives a value to what the loss reads, directly or through other such statements. Null
+  /// (blocked, with the reason) when no statement there computes the loss.
+  const clang::Stmt *unscopedRegionStart(const ImplicitBackward &B, const clang::CompoundStmt *Block,
+                                         const clang::Stmt *EndStmt);
+  /// Whether the region's calls are known to compute without autocast: every function of the
+  /// project it reaches (a model's forward included) has its body in the translation unit, and
+  /// none turns autocast on (a call of the rules' enable functions, an enabling guard). Blocks
+  /// with the reason otherwise.
+  bool checkUnscopedForward(const ForwardRegion &R);
 
   // ---- Accumulation.cpp --------------------------------------------------------------------------
   /// Gradient accumulation: the scaled backward runs several times (in a nested loop, or every

@@ -141,6 +141,10 @@ struct StepShape {
   const AutocastScope *CalleeScope = nullptr;
   const clang::Stmt *CalleeCallStmt = nullptr; ///< the statement in this function that calls it
   const clang::CallExpr *CalleeCall = nullptr;
+  /// No autocast scope, here or in a called function (issue #38, "Shape 2"): the forward runs in
+  /// fp32 and a loss scaler scales it. The forward region is chosen by what the loss reads
+  /// (UnscopedRegion.cpp), and no model is converted: the rewrite is O0 whatever --level says.
+  bool Unscoped = false;
   /// A step split over two methods of one class: both halves, and the zero_grad()s (in either
   /// method) that clear the member holding the grads.
   std::optional<SplitStep> Split;

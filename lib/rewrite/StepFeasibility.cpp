@@ -229,12 +229,24 @@ bool ShapePlanner::plan() {
                   "in a block around the forward, or migrate this step by hand");
         return false;
       }
-    if (Blockers.empty() && !F.Refused)
+    if (!Blockers.empty() || F.Refused)
+      return false;
+    // A step without a scaler is kept only for a loss computed under autocast elsewhere; a
+    // scaled step without any scope is an fp32 forward, rewritten at O0 (UnscopedRegion.cpp).
+    if (T.Unscaled) {
       block(T.Backwards.front()->Backward->getBeginLoc(),
-            std::string("no autocast scope precedes this ") + (T.Unscaled ? "" : "scaled ") +
-                "backward in this function, so the forward pass to hand to "
-                "amp::value_and_grad is unknown");
-    return false;
+            "no autocast scope precedes this backward in this function, so the forward pass to "
+            "hand to amp::value_and_grad is unknown");
+      return false;
+    }
+    if (T.mixed()) {
+      block(T.Backwards.front()->Backward->getBeginLoc(),
+            "no autocast scope precedes this scaled backward, and a step with a scaled and a "
+            "plain path (chosen by `" + firstLine(C.text(T.Plain.Condition->getSourceRange())) +
+                "`) and an fp32 forward is not rewritten yet: migrate this step by hand");
+      return false;
+    }
+    Out.Unscoped = true;
   }
   if (!planSeveralBackwards())
     return false;

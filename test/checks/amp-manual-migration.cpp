@@ -19,7 +19,7 @@ torch::Tensor forward_loss(Net &model, const torch::Tensor &data, const torch::T
 }
 void apply_step(torch::amp::GradScaler &scaler, torch::optim::SGD &optimizer, torch::Tensor loss) {
   scaler.scale(loss).backward();
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so the forward pass to hand to amp::value_and_grad is unknown [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, and no statement before it in its block computes the loss `loss` (`loss` is a parameter of this function), so the forward pass to hand to amp::value_and_grad is unknown: compute the loss in the backward's block, or migrate this step by hand [amp-manual-migration]
   // CHECK-MESSAGES: :[[@LINE-2]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   scaler.step(optimizer);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]

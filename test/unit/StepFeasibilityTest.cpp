@@ -134,3 +134,95 @@ TEST(StepFeasibility, EveryRefusedClipIsReportedInSourceOrder) {
 }
 
 } // namespace
+
+namespace {
+
+/// The only step of the function named `Fn` in the snippet, assessed.
+std::optional<StepAssessment> assessStepOf(Analysed &A, llvm::StringRef Fn) {
+  for (const FunctionAnalysis &FA : A.TU.Functions)
+    if (FA.Function->getName() == Fn && FA.Steps.size() == 1)
+      return assessStep(A.AST->getASTContext(), A.Rules, A.TU, FA, FA.Steps.front(), PlannerOptions());
+  ADD_FAILURE() << "no function '" << Fn.str() << "' with one step";
+  return std::nullopt;
+}
+
+const char *Fp32Model = R"cpp(
+struct FpImpl : torch::nn::Module { torch::Tensor forward(const torch::Tensor &x) { return x * 2; } };
+TORCH_MODULE(Fp);
+)cpp";
+
+} // namespace
+
+// Issue #38 "Shape 2": a scaler and no autocast scope. The region is what the loss is computed
+// from, after the zero_grad() that ends the previous step; no model is converted (O0).
+TEST(StepFeasibility, ScaledStepWithNoScopeIsRewrittenAtO0) {
+  Analysed A(std::string(Fp32Model) + R"cpp(
+void train(Fp &model, torch::optim::SGD &opt, const torch::Tensor &x, int steps) {
+  torch::amp::GradScaler scaler;
+  for (int i = 0; i < steps; ++i) {
+    opt.zero_grad();
+    auto out = model->forward(x);
+    auto loss = out.sum();
+    scaler.scale(loss).backward();
+    scaler.step(opt);
+    scaler.update();
+  }
+}
+)cpp");
+  std::optional<StepAssessment> S = assessStepOf(A, "train");
+  ASSERT_TRUE(S);
+  EXPECT_TRUE(S->Blockers.empty()) << S->Blockers.front().Reason;
+  EXPECT_TRUE(S->Descriptor.Unscoped);
+  ASSERT_TRUE(S->Descriptor.Lambda);
+  EXPECT_EQ(S->Descriptor.Lambda->Body, "      auto out = model->forward(x);\n      auto loss = out.sum();\n");
+  EXPECT_EQ(S->Descriptor.Lambda->Before, ""); // no amp::auto_mixed_precision line
+  EXPECT_EQ(S->Descriptor.Lambda->Returns, "scaler.scale(loss)");
+}
+
+// The model's forward is declared but defined elsewhere: it may open autocast itself.
+TEST(StepFeasibility, ScaledStepWithNoScopeAndAForwardElsewhereIsRefused) {
+  Analysed A(R"cpp(
+void train(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
+  torch::amp::GradScaler scaler;
+  auto loss = model->forward(x).sum();
+  scaler.scale(loss).backward();
+  scaler.step(opt);
+  scaler.update();
+}
+)cpp");
+  std::optional<StepAssessment> S = assessStepOf(A, "train");
+  ASSERT_TRUE(S);
+  ASSERT_EQ(S->Blockers.size(), 1u);
+  EXPECT_NE(S->Blockers.front().Reason.find("runs 'NetImpl::forward', whose body is not in this "
+                                            "translation unit"),
+            std::string::npos)
+      << S->Blockers.front().Reason;
+  EXPECT_EQ(A.at(S->Blockers.front().Loc), "8:15"); // `model->forward(x)`
+}
+
+// The analysis gives a step with no scope the forwards of its block, not one of an earlier block.
+TEST(StepFeasibility, ScaledStepWithNoScopeOwnsTheForwardsOfItsBlock) {
+  Analysed A(std::string(Fp32Model) + R"cpp(
+void train(Fp &model, torch::optim::SGD &opt, const torch::Tensor &x) {
+  torch::amp::GradScaler scaler;
+  { auto warm = model->forward(x); }
+  auto loss = model->forward(x).sum();
+  scaler.scale(loss).backward();
+  scaler.step(opt);
+  scaler.update();
+}
+)cpp");
+  const FunctionAnalysis *Train = nullptr;
+  for (const FunctionAnalysis &FA : A.TU.Functions)
+    if (FA.Function->getName() == "train")
+      Train = &FA;
+  ASSERT_TRUE(Train);
+  {
+    const FunctionAnalysis &FA = *Train;
+    ASSERT_EQ(FA.Steps.size(), 1u);
+    const TrainingStep &T = FA.Steps.front();
+    EXPECT_EQ(T.Scope, nullptr);
+    ASSERT_EQ(T.Forwards.size(), 1u);
+    EXPECT_EQ(A.at(T.Forwards.front()->Call->getBeginLoc()), "12:15");
+  }
+}
