@@ -134,6 +134,11 @@ public:
           }))
         FA.InferenceOnly = false;
     }
+    // A template nothing here instantiates: its unresolved calls may run a backward pass or
+    // hand on what a scope computes; whether its scopes are inference is not known.
+    for (FunctionAnalysis &FA : Out.Functions)
+      if (!FA.UnresolvedCalls.empty())
+        FA.InferenceOnly = false;
   }
 
 private:

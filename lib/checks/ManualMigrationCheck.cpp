@@ -3,6 +3,7 @@
 #include "ampmigrate/SourceText.h"
 #include "ampmigrate/StepFinder.h"
 #include "clang/Basic/SourceManager.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace clang;
 namespace ampmigrate {
@@ -113,6 +114,8 @@ void checkManualMigration(const CheckInput &In, FindingSink &Out) {
       continue;
     std::string Why =
         !S.Holes.empty() ? scopeHoleReason(In.Function, S, In.Ctx.getSourceManager())
+        : !In.Function.UnresolvedCalls.empty()
+            ? uninstantiatedTemplateReason(In.Ctx, In.Function, "this autocast scope", S.Begin)
         : S.Shape == AutocastScope::Kind::Unclosed
             ? "autocast is enabled with no training step in this function (a global or "
               "start-up switch?); convert the model where it is created with " +

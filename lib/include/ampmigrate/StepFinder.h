@@ -35,4 +35,14 @@ private:
 std::string scopeHoleReason(const FunctionAnalysis &FA, const AutocastScope &S,
                             const clang::SourceManager &SM);
 
+/// Whether a call in a template's definition is left unresolved until an instantiation: its
+/// callee, or its type, depends on a template parameter (UninstantiatedTemplates.cpp).
+bool isUnresolvedCall(const clang::CallExpr *CE);
+
+/// Why `What` ("this step", "this autocast scope") in a template that this translation unit
+/// never instantiates (FunctionAnalysis::UnresolvedCalls not empty) is not migrated, naming the
+/// template and its first unresolved call at or after the file offset `From`.
+std::string uninstantiatedTemplateReason(const clang::ASTContext &Ctx, const FunctionAnalysis &FA,
+                                         llvm::StringRef What, unsigned From);
+
 } // namespace ampmigrate

@@ -287,6 +287,12 @@ struct FunctionAnalysis {
   /// instantiation alone; one never instantiated, through its pattern).
   unsigned Instantiations = 0;
   const clang::FunctionDecl *Pattern = nullptr;
+  /// A template's own definition, analysed because this translation unit instantiates it
+  /// nowhere: the calls of its body whose callee or arguments depend on a template parameter
+  /// (`model->forward(x)` of a `Model &model`, `scaler.scale(loss)` of an `auto loss` computed
+  /// from one), in walk order. Clang resolves them only in an instantiation, so what they call,
+  /// and so what the steps and scopes here hold, is not known; empty for any other function.
+  std::vector<const clang::CallExpr *> UnresolvedCalls;
 };
 
 /// The analysis of a translation unit.
