@@ -36,7 +36,7 @@ FunctionAnalysis analyseFunction(ASTContext &Ctx, const RuleSet &Rules, const Fu
   std::vector<PendingGuard> Guards = ElementFinder(Body, FA).run();
   ScopeBuilder(Body, FA, Guards).run();
   StepGrouper(Body, FA).run();
-  FA.UnresolvedCalls = unresolvedCallsOf(FD, Body.Calls);
+  findUnresolvedCalls(Body, FA);
   return FA;
 }
 

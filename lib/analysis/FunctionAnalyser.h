@@ -77,10 +77,10 @@ struct PendingGuard {
   bool Disables;
 };
 
-/// The calls of `Calls` (a body's) that stay unresolved in `FD`, a template's own definition
-/// (isUnresolvedCall); none when `FD` is not a dependent context (UninstantiatedTemplates.cpp).
-std::vector<const clang::CallExpr *> unresolvedCallsOf(const clang::FunctionDecl *FD,
-                                                       const std::vector<const clang::CallExpr *> &Calls);
+/// Fills FA.UnresolvedCalls and FA.UncalledLambdas from the body's calls: in a template's own
+/// definition, every call isUnresolvedCall; elsewhere, those in generic lambdas nothing
+/// instantiates (UninstantiatedTemplates.cpp).
+void findUnresolvedCalls(const FunctionBody &Body, FunctionAnalysis &FA);
 
 /// Stage 1 (StepElements.cpp): the elements of the body, found by declaration: autocast calls,
 /// clips, scaler calls, optimizer steps, zero_grads, forwards, backwards (scaled and plain).

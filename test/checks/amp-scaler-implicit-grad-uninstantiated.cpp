@@ -122,6 +122,27 @@ void handed_on(Model &model, const torch::Tensor &x) {
   optimize(model, loss);
 }
 
+// A generic lambda nothing in the file calls: its calls on the `auto` parameter are unresolved
+// too. (Called with one type, it is read through that call and migrates: wild-step-in-lambda.cpp.)
+void lambda_never_called(torch::optim::SGD &opt, torch::amp::GradScaler &scaler,
+                         const torch::Tensor &x) {
+  auto step = [&](auto &model) {
+    opt.zero_grad();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: zero_grad() clears the .grad {{.*}} [amp-zero-grad]
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'{{.*}} [amp-autocast-scope]
+    // CHECK-MESSAGES: :[[@LINE-2]]:5: warning: not migrated automatically: this step is in the generic lambda at line [[@LINE-5]], which nothing in this translation unit calls; its calls on dependent types are not resolved (`model->forward(x).sum()` at line [[@LINE+1]]), so what they do is not known: call it in this file (a generic lambda called with one type is read through that call), or migrate by hand [amp-manual-migration]
+    auto loss = model->forward(x).sum();
+    at::autocast::set_enabled(false);
+    at::autocast::clear_cache();
+    scaler.scale(loss).backward();
+    scaler.step(opt);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads{{.*}} [amp-scaler-step]
+    scaler.update();
+  };
+  (void)step;
+}
+
 // A template whose body depends on no template parameter's type is analysed as it is: nothing
 // is left unresolved (only the loop's bound is a template argument).
 template <int Steps>

@@ -116,3 +116,50 @@ torch::Tensor predict_or_train(Model &model, const torch::Tensor &x) {
 }
 
 } // namespace
+
+namespace {
+
+const char *LambdaStep = R"cpp(
+void run(Net &net, torch::optim::SGD &opt, torch::amp::GradScaler &scaler, const torch::Tensor &x) {
+  auto step = [&](auto &model) {
+    at::autocast::set_enabled(true);
+    auto loss = model->forward(x).sum();
+    at::autocast::set_enabled(false);
+    at::autocast::clear_cache();
+    scaler.scale(loss).backward();
+    scaler.step(opt);
+    scaler.update();
+  };
+  CALL
+}
+)cpp";
+
+std::string withCall(const char *Call) {
+  std::string Code = LambdaStep;
+  Code.replace(Code.find("CALL"), 4, Call);
+  return Code;
+}
+
+TEST(UninstantiatedTemplates, AGenericLambdaNothingCallsIsUnresolved) {
+  unittest::AnalysedSnippet A(withCall("(void)step;"));
+  const FunctionAnalysis *FA = analysisOf(A.TU, "run");
+  ASSERT_NE(FA, nullptr);
+  EXPECT_FALSE(FA->UnresolvedCalls.empty());
+  EXPECT_EQ(FA->UncalledLambdas.size(), 1u);
+  std::string Why = blockersOf(A);
+  EXPECT_NE(Why.find("this step is in the generic lambda at line 7, which nothing in this "
+                     "translation unit calls"),
+            std::string::npos)
+      << Why;
+}
+
+TEST(UninstantiatedTemplates, AGenericLambdaCalledOnceIsResolved) {
+  unittest::AnalysedSnippet A(withCall("step(net);"));
+  const FunctionAnalysis *FA = analysisOf(A.TU, "run");
+  ASSERT_NE(FA, nullptr);
+  EXPECT_TRUE(FA->UnresolvedCalls.empty());
+  EXPECT_TRUE(FA->UncalledLambdas.empty());
+  EXPECT_EQ(blockersOf(A).find("nothing in this translation unit calls"), std::string::npos);
+}
+
+} // namespace

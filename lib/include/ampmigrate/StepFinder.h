@@ -39,10 +39,15 @@ std::string scopeHoleReason(const FunctionAnalysis &FA, const AutocastScope &S,
 /// callee, or its type, depends on a template parameter (UninstantiatedTemplates.cpp).
 bool isUnresolvedCall(const clang::CallExpr *CE);
 
-/// Why `What` ("this step", "this autocast scope") in a template that this translation unit
-/// never instantiates (FunctionAnalysis::UnresolvedCalls not empty) is not migrated, naming the
-/// template and its first unresolved call at or after the file offset `From`.
-std::string uninstantiatedTemplateReason(const clang::ASTContext &Ctx, const FunctionAnalysis &FA,
-                                         llvm::StringRef What, unsigned From);
+/// Whether the file offset `At` of `FA` lies in code whose calls on dependent types are left
+/// unresolved (FunctionAnalysis::UnresolvedCalls): anywhere in a template's definition that the
+/// translation unit never instantiates, or in a generic lambda nothing calls.
+bool unresolvedAt(const clang::SourceManager &SM, const FunctionAnalysis &FA, unsigned At);
+
+/// Why `What` ("this step", "this autocast scope") at the file offset `From`, where unresolvedAt
+/// holds, is not migrated: naming the template (or the generic lambda) and its first unresolved
+/// call from `From` on.
+std::string uninstantiatedReason(const clang::ASTContext &Ctx, const FunctionAnalysis &FA,
+                                 llvm::StringRef What, unsigned From);
 
 } // namespace ampmigrate
