@@ -36,6 +36,7 @@ FunctionAnalysis analyseFunction(ASTContext &Ctx, const RuleSet &Rules, const Fu
   std::vector<PendingGuard> Guards = ElementFinder(Body, FA).run();
   ScopeBuilder(Body, FA, Guards).run();
   StepGrouper(Body, FA).run();
+  findUnresolvedCalls(Body, FA);
   return FA;
 }
 

@@ -77,6 +77,11 @@ struct PendingGuard {
   bool Disables;
 };
 
+/// Fills FA.UnresolvedCalls and FA.UncalledLambdas from the body's calls: in a template's own
+/// definition, every call isUnresolvedCall; elsewhere, those in generic lambdas nothing
+/// instantiates (UninstantiatedTemplates.cpp).
+void findUnresolvedCalls(const FunctionBody &Body, FunctionAnalysis &FA);
+
 /// Stage 1 (StepElements.cpp): the elements of the body, found by declaration: autocast calls,
 /// clips, scaler calls, optimizer steps, zero_grads, forwards, backwards (scaled and plain).
 class ElementFinder : FunctionStage {

@@ -135,6 +135,11 @@ public:
           }))
         FA.InferenceOnly = false;
     }
+    // A template nothing here instantiates: its unresolved calls may run a backward pass or
+    // hand on what a scope computes; whether its scopes are inference is not known.
+    for (FunctionAnalysis &FA : Out.Functions)
+      if (!FA.UnresolvedCalls.empty() && FA.Function->isDependentContext())
+        FA.InferenceOnly = false;
   }
 
 private:

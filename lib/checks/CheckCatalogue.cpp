@@ -55,6 +55,8 @@ Finding *FindingSink::report(llvm::StringRef Check, SourceLocation Loc, std::str
   F.Check = Check.str();
   F.Pos = position(Loc);
   F.Message = std::move(Message);
+  F.Template = Template;
+  F.Uninstantiated = TemplateUninstantiated;
   Findings.push_back(std::move(F));
   return &Findings.back();
 }
@@ -78,9 +80,26 @@ std::string stepIdOf(ASTContext &Ctx, const FunctionAnalysis &FA, const Training
   return (FE ? FE->getName().str() : std::string()) + ":" + std::to_string(S.Begin);
 }
 
+/// "file:offset" of the body of the template definition `FA` analyses (through an instantiation
+/// or in the definition itself), the same in every translation unit; empty for other functions.
+static std::string templateIdOf(ASTContext &Ctx, const FunctionAnalysis &FA) {
+  const FunctionDecl *Def = FA.Pattern ? FA.Pattern : FA.Function->getTemplateInstantiationPattern();
+  if (!Def && FA.Function->isDependentContext())
+    Def = FA.Function;
+  if (!Def || !Def->getBody())
+    return "";
+  const SourceManager &SM = Ctx.getSourceManager();
+  SourceLocation At = SM.getExpansionLoc(Def->getBody()->getBeginLoc());
+  auto FE = SM.getFileEntryRefForID(SM.getFileID(At));
+  return (FE ? FE->getName().str() : std::string()) + ":" + std::to_string(SM.getFileOffset(At));
+}
+
 bool isInferenceScope(const CheckInput &In, const AutocastScope &S) {
+  // In code whose calls are unresolved (a template never instantiated, a generic lambda never
+  // called) whether the scope trains is not known (amp-manual-migration says why).
   return (In.Function.InferenceOnly || S.NoGradGuard) && !S.DisablesAutocast &&
-         S.Shape != AutocastScope::Kind::Unclosed && In.CalleePlans.empty();
+         S.Shape != AutocastScope::Kind::Unclosed && In.CalleePlans.empty() &&
+         !unresolvedAt(In.Ctx.getSourceManager(), In.Function, S.Begin);
 }
 
 void markStep(Finding *F, const CheckInput &In, const TrainingStep *Step) {
@@ -107,6 +126,8 @@ EngineResult runChecks(ASTContext &Ctx, const RuleSet &Rules,
   FindingSink Sink(Ctx, Opts);
   for (const FunctionAnalysis &FA : TU.Functions) {
     CheckInput In{Ctx, Rules, FA, {}, {}};
+    Sink.setTemplate(templateIdOf(Ctx, FA),
+                     !FA.UnresolvedCalls.empty() && FA.Function->isDependentContext());
     for (const MigrationPlan &P : Plans) {
       if (P.Function == &FA)
         In.Plans.push_back(&P);

@@ -4,6 +4,7 @@
 #include "ampmigrate/StepFinder.h"
 #include "clang/Basic/SourceManager.h"
 #include "llvm/Support/Path.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace clang;
 namespace ampmigrate {
@@ -130,6 +131,8 @@ void checkManualMigration(const CheckInput &In, FindingSink &Out) {
       continue;
     std::string Why =
         !S.Holes.empty() ? scopeHoleReason(In.Function, S, In.Ctx.getSourceManager())
+        : unresolvedAt(In.Ctx.getSourceManager(), In.Function, S.Begin)
+            ? uninstantiatedReason(In.Ctx, In.Function, "this autocast scope", S.Begin)
         : S.Shape == AutocastScope::Kind::Unclosed
             ? "autocast is enabled with no training step in this function (a global or "
               "start-up switch?); convert the model where it is created with " +

@@ -71,12 +71,29 @@ std::string disagreement(const StepViews &S, const std::vector<Analysis> &Parts,
   return "";
 }
 
+/// A template that one analysis instantiates and another sees only in its definition (a header's
+/// trainer that one translation unit calls and another merely includes): the second could not
+/// resolve the calls on its template parameters, so the first speaks for the template alone.
+/// The definition's text is the same in both, and the first verifies its rewrite.
+void dropUninstantiatedViews(std::vector<Analysis> &Parts) {
+  std::set<std::string> Resolved;
+  for (const Analysis &A : Parts)
+    for (const Finding &F : A.Result.Findings)
+      if (!F.Template.empty() && !F.Uninstantiated)
+        Resolved.insert(F.Template);
+  for (Analysis &A : Parts)
+    llvm::erase_if(A.Result.Findings, [&](const Finding &F) {
+      return F.Uninstantiated && Resolved.count(F.Template);
+    });
+}
+
 } // namespace
 
 TUResult agreeOnFixes(std::vector<Analysis> Parts, const DriverOptions &Opts) {
   TUResult Out;
   if (Parts.size() == 1)
     return std::move(Parts.front().Result);
+  dropUninstantiatedViews(Parts);
   FileTexts Texts(Opts.Overlays);
   std::map<std::string, StepViews> Steps;
   for (size_t P = 0; P < Parts.size(); ++P) {

@@ -394,7 +394,9 @@ json::Value findingsToJson(const std::vector<Finding> &Findings) {
                                {"message", F.Message},
                                {"notes", std::move(Notes)},
                                {"fixable", F.Fixable},
-                               {"step", F.StepId}});
+                               {"step", F.StepId},
+                               {"template", F.Template},
+                               {"uninstantiated", F.Uninstantiated}});
   }
   return Out;
 }
@@ -417,6 +419,9 @@ std::optional<std::vector<Finding>> findingsFromJson(const json::Value &V) {
     F.Check = Check->str();
     F.Message = Message->str();
     F.StepId = Step->str();
+    if (auto T = O->getString("template"))
+      F.Template = T->str();
+    F.Uninstantiated = O->getBoolean("uninstantiated").value_or(false);
     F.Level = *Error ? Severity::Error : Severity::Warning;
     F.Fixable = *Fixable;
     for (const json::Value &NV : *Notes) {

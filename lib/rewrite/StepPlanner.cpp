@@ -208,6 +208,14 @@ void planSplitConcerns(const StepContext &C, StepFacts &Facts, FunctionPlanning 
 /// concerns; every blocker is found here, before any edit text is written.
 Feasibility decide(const StepContext &C, FunctionPlanning &Shared) {
   Feasibility R;
+  // A template (or generic lambda) nothing here instantiates: what its unresolved calls do is not
+  // known, so neither is what the step holds; that is the one reason given (any other would rest
+  // on a guess).
+  if (unresolvedAt(C.SM, C.FA, C.T.Begin)) {
+    SourceLocation At = C.T.Scope ? C.T.Scope->ReportLoc : C.stepLoc();
+    R.Blockers.push_back({At, uninstantiatedReason(C.Ctx, C.FA, "this step", C.T.Begin)});
+    return R;
+  }
   StepFacts Facts;
   Facts.Preprocessor = R.take(planPreprocessor(C));
   R.Preprocessor = Facts.Preprocessor;

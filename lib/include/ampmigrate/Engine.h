@@ -36,11 +36,19 @@ public:
   void note(Finding *F, clang::SourceLocation Loc, std::string Message);
   std::vector<Finding> take() { return std::move(Findings); }
   SourcePos position(clang::SourceLocation Loc) const;
+  /// The template the function being checked belongs to, given to each finding reported from
+  /// now on (Finding::Template, Finding::Uninstantiated).
+  void setTemplate(std::string Id, bool Uninstantiated) {
+    Template = std::move(Id);
+    TemplateUninstantiated = Uninstantiated;
+  }
 
 private:
   clang::ASTContext &Ctx;
   const EngineOptions &Opts;
   std::vector<Finding> Findings;
+  std::string Template;
+  bool TemplateUninstantiated = false;
 };
 
 /// What each check sees: the analysis of one function and the plans of its steps.

@@ -40,6 +40,13 @@ struct Finding {
   std::vector<clang::tooling::Replacement> Fixes;
   /// Identifies the training step (file:offset of its first element); empty when not in a step.
   std::string StepId;
+  /// The template definition the finding lies in (file:offset of the function's body), for a
+  /// function template or a member function of a class template; empty otherwise.
+  std::string Template;
+  /// Found in that definition itself, which the translation unit never instantiates, with its
+  /// calls on dependent types unresolved (FunctionAnalysis::UnresolvedCalls). A translation unit
+  /// that instantiates the template speaks for it instead (agreeOnFixes).
+  bool Uninstantiated = false;
 };
 
 /// One file's outcome, as the driver saw it.

@@ -35,4 +35,19 @@ private:
 std::string scopeHoleReason(const FunctionAnalysis &FA, const AutocastScope &S,
                             const clang::SourceManager &SM);
 
+/// Whether a call in a template's definition is left unresolved until an instantiation: its
+/// callee, or its type, depends on a template parameter (UninstantiatedTemplates.cpp).
+bool isUnresolvedCall(const clang::CallExpr *CE);
+
+/// Whether the file offset `At` of `FA` lies in code whose calls on dependent types are left
+/// unresolved (FunctionAnalysis::UnresolvedCalls): anywhere in a template's definition that the
+/// translation unit never instantiates, or in a generic lambda nothing calls.
+bool unresolvedAt(const clang::SourceManager &SM, const FunctionAnalysis &FA, unsigned At);
+
+/// Why `What` ("this step", "this autocast scope") at the file offset `From`, where unresolvedAt
+/// holds, is not migrated: naming the template (or the generic lambda) and its first unresolved
+/// call from `From` on.
+std::string uninstantiatedReason(const clang::ASTContext &Ctx, const FunctionAnalysis &FA,
+                                 llvm::StringRef What, unsigned From);
+
 } // namespace ampmigrate

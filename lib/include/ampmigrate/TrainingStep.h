@@ -291,6 +291,16 @@ struct FunctionAnalysis {
   /// instantiation alone; one never instantiated, through its pattern).
   unsigned Instantiations = 0;
   const clang::FunctionDecl *Pattern = nullptr;
+  /// Code read in its own definition because this translation unit instantiates it nowhere (the
+  /// whole function, a template's definition; or a generic lambda in it that nothing calls): the
+  /// calls there whose callee or arguments depend on a template parameter (`model->forward(x)` of
+  /// a `Model &model` or an `auto &model`, `scaler.scale(loss)` of an `auto loss` computed from
+  /// one), in walk order. Clang resolves them only in an instantiation, so what they call, and so
+  /// what the steps and scopes there hold, is not known (unresolvedAt, StepFinder.h).
+  std::vector<const clang::CallExpr *> UnresolvedCalls;
+  /// The generic lambdas (outermost) that hold UnresolvedCalls in a function that is not a
+  /// template's definition.
+  std::vector<const clang::LambdaExpr *> UncalledLambdas;
 };
 
 /// The analysis of a translation unit.

@@ -1,0 +1,4 @@
+// Includes the trainer and never calls it.
+#include "trainer.h"
+
+int unrelated() { return 1; }
