@@ -1,13 +1,14 @@
-// e2e before-program: a loss scaler with no autocast scope (issue #38 "Shape 2", the shape of a GPT
-// trainer): the forward runs in fp32, each micro-batch's scaled `(loss / k)` is backpropagated,
-// then unscale_, clip_grad_norm_, step and update once per step. The migrated program keeps the
-// fp32 forward (O0: no model converted) and takes the grads explicitly.
 #include <torch/torch.h>
 
 #include <cstdio>
 
 #include "common.h"
 #include "loss_scaler.h"
+
+// e2e before-program: a loss scaler with no autocast scope (issue #38 "Shape 2", the shape of a GPT
+// trainer): the forward runs in fp32, each micro-batch's scaled `(loss / k)` is backpropagated,
+// then unscale_, clip_grad_norm_, step and update once per step. The migrated program keeps the
+// fp32 forward (O0: no model converted) and takes the grads explicitly.
 
 int main() {
   e2e::SyntheticData data;
