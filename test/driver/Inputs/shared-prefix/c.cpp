@@ -3,7 +3,7 @@
 #include "scaler.h"
 
 // Shares the first two include lines with a.cpp and b.cpp, and its whole include block with
-// neither: a step with no autocast scope (reported, not rewritten).
+// neither: a step with a scaler and no autocast scope (its fp32 forward kept).
 void train(int steps) {
   torch::nn::Linear model(4, 1);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01));
