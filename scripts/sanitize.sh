@@ -8,7 +8,7 @@
 # the tool is not built with sanitizers here (it does not fit the CI budget on 2 cores;
 # docs/reliability.md).
 #   AMP_FUZZ_SECONDS  seconds per harness (default 10; the longer run is in docs/reliability.md)
-#   AMP_FUZZ_MUTATE_RUNS  executions of the mutation driver (default 12; needs build/'s tool)
+#   AMP_FUZZ_MUTATE_RUNS  mutated inputs the mutation driver runs after its 6 seeds (default 12; needs build/'s tool)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${AMP_SANITIZE_BUILD:-build-sanitize}
@@ -82,7 +82,15 @@ else
   echo "fuzz-scaler_state: skipped (no libtorch, or AMP_FUZZ_SCALER_STATE=0)"
 fi
 if [[ -x $tool ]]; then
-  AMP_MIGRATE=$tool spawn mutate test/checks -runs="$mutate_runs" -max_len=16384
+  # libFuzzer runs every seed before it mutates, and -runs counts those runs too: with all of
+  # test/checks as seeds (121 inputs, over two minutes of the sanitized tool) -runs=12 ended before
+  # any mutation. A few seeds (the lit tests run every check input under the sanitizers already),
+  # then AMP_FUZZ_MUTATE_RUNS mutated inputs.
+  mutate_seeds=(amp-autocast-scope amp-scaler-implicit-grad amp-autocast-inference amp-zero-grad
+                wild-loss-struct-field wild-fp32-forward-scaler)
+  mkdir -p "$out/mutate-seeds"
+  for s in "${mutate_seeds[@]}"; do cp "test/checks/$s.cpp" "$out/mutate-seeds/"; done
+  AMP_MIGRATE=$tool spawn mutate "$out/mutate-seeds" -runs="$((${#mutate_seeds[@]} + mutate_runs))" -max_len=16384
 else
   echo "fuzz-mutate: skipped (no $tool; build the tool first)"
 fi

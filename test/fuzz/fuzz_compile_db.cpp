@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <filesystem>
 #include <string>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -276,6 +277,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   char Template[] = "/tmp/fuzz-compile-db-XXXXXX";
   if (!::mkdtemp(Template))
     return 0;
+  // The world is removed on every way out, FIFOs and all (llvm::sys::fs::remove_directories left
+  // each world holding a FIFO behind: thousands of directories in /tmp after a CI run).
+  struct RemoveWorld {
+    const char *Dir;
+    ~RemoveWorld() {
+      std::error_code Ignored;
+      std::filesystem::remove_all(Dir, Ignored);
+    }
+  } Remove{Template};
   char Real[4096];
   if (!::realpath(Template, Real))
     return 0;
@@ -327,6 +337,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
     fail(Escapes.front());
 
   (void)::chdir(Before);
-  llvm::sys::fs::remove_directories(Real, /*IgnoreErrors=*/true);
   return 0;
 }
