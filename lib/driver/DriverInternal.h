@@ -146,8 +146,12 @@ public:
 
 private:
   PreambleTU() = default;
+  /// Builds a preamble of the block's first `Bounds.Size` bytes (`Record`: what it reads goes to
+  /// its BuiltPreamble::Deps).
+  std::shared_ptr<const BuiltPreamble> build(bool SkipBodies, bool Instantiate, bool Record) const;
+  /// Parses `MainText` against `With` (the analysis's preamble, or checkInFull's).
   bool parse(const std::string &MainText, const std::vector<std::string> &ExtraArgs,
-             clang::tooling::FrontendActionFactory &Action, ErrorCollector &Errors);
+             clang::tooling::FrontendActionFactory &Action, ErrorCollector &Errors, const BuiltPreamble &With);
   clang::tooling::CompileCommand Cmd;
   std::vector<std::string> Args;
   std::string File, Text;

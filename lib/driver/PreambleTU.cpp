@@ -138,22 +138,7 @@ std::unique_ptr<PreambleTU> PreambleTU::open(const tooling::CompileCommand &Cmd,
     Key.push_back("overlay=" + Path + "\n" + Text);
 
   bool Skip = Opts.SkipBodies;
-  const std::string &Text = T->Text;
-  const PreambleBounds Bounds = T->Bounds;
-  T->Pre = PreambleStore::process().get(Key, [&]() -> std::shared_ptr<const BuiltPreamble> {
-    // With --cache-dir, what the build reads is recorded on its own, for every TU that reuses it.
-    DependencyLog BuildLog;
-    llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> Base = Deps ? makeRecordingFileSystem(BuildLog) : FS;
-    DiagnosticConsumer Errors;
-    std::optional<PreparedParse> B = prepareParse(Cmd, T->Args, Opts.Overlays, Base, Errors);
-    if (!B || Errors.getNumErrors() > 0)
-      return nullptr;
-    std::unique_ptr<llvm::MemoryBuffer> Buf = llvm::MemoryBuffer::getMemBuffer(Text, File);
-    std::shared_ptr<const BuiltPreamble> Built = buildPreamble(*B, *Buf, Bounds, Rules, Skip, /*SkipAll=*/false);
-    if (Built && Deps)
-      const_cast<BuiltPreamble &>(*Built).Deps = BuildLog.take();
-    return Built;
-  });
+  T->Pre = PreambleStore::process().get(Key, [&] { return T->build(Skip, /*Instantiate=*/false, Deps != nullptr); });
   if (!T->Pre)
     return nullptr;
   if (Deps)
@@ -161,8 +146,24 @@ std::unique_ptr<PreambleTU> PreambleTU::open(const tooling::CompileCommand &Cmd,
   return T;
 }
 
+std::shared_ptr<const BuiltPreamble> PreambleTU::build(bool SkipBodies, bool Instantiate, bool Record) const {
+  // With --cache-dir, what the build reads is recorded on its own, for every TU that reuses it.
+  DependencyLog BuildLog;
+  llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> Base = Record ? makeRecordingFileSystem(BuildLog) : FS;
+  DiagnosticConsumer Errors;
+  std::optional<PreparedParse> B = prepareParse(Cmd, Args, Overlays, Base, Errors);
+  if (!B || Errors.getNumErrors() > 0)
+    return nullptr;
+  std::unique_ptr<llvm::MemoryBuffer> Buf = llvm::MemoryBuffer::getMemBuffer(Text, File);
+  std::shared_ptr<const BuiltPreamble> Built =
+      buildPreamble(*B, *Buf, Bounds, *Rules, SkipBodies, /*SkipAll=*/false, Instantiate);
+  if (Built && Record)
+    const_cast<BuiltPreamble &>(*Built).Deps = BuildLog.take();
+  return Built;
+}
+
 bool PreambleTU::parse(const std::string &MainText, const std::vector<std::string> &ExtraArgs,
-                       tooling::FrontendActionFactory &Action, ErrorCollector &Errors) {
+                       tooling::FrontendActionFactory &Action, ErrorCollector &Errors, const BuiltPreamble &With) {
   std::vector<std::string> A = Args;
   A.insert(llvm::find(A, "--"), ExtraArgs.begin(), ExtraArgs.end());
   std::optional<PreparedParse> P = prepareParse(Cmd, A, Overlays, FS, Errors);
@@ -171,7 +172,7 @@ bool PreambleTU::parse(const std::string &MainText, const std::vector<std::strin
   llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> VFS = P->FS;
   // The preamble's bytes are skipped in `MainText` (they are the same: the caller checked), and
   // the compiler instance owns the buffer from here on.
-  Pre->PCH.AddImplicitPreamble(*P->Inv, VFS, llvm::MemoryBuffer::getMemBufferCopy(MainText, File).release());
+  With.PCH.AddImplicitPreamble(*P->Inv, VFS, llvm::MemoryBuffer::getMemBufferCopy(MainText, File).release());
   bool Ok = runPreparedParse(P->Inv, VFS, Action, Errors);
   Errors.OS.flush();
   return Ok && Errors.getNumErrors() == 0;
@@ -182,33 +183,18 @@ unsigned PreambleTU::skippedBodies() const { return Pre->SkippedBodies; }
 bool PreambleTU::analyse(AmpActionFactory &Action, ErrorCollector &Errors) {
   Action.setPreambleInactive(&Pre->InactiveOffsets);
   Action.setPreambleLearned(&Pre->LearnedClasses);
-  return parse(Text, {}, Action, Errors);
+  return parse(Text, {}, Action, Errors, *Pre);
 }
 
 std::optional<bool> PreambleTU::checkInFull(ErrorCollector &Errors) {
   std::vector<std::string> FullKey = Key;
   FullKey.push_back("instantiated");
-  const PreambleBounds B = Bounds;
-  std::shared_ptr<const BuiltPreamble> Full =
-      PreambleStore::process().get(FullKey, [&]() -> std::shared_ptr<const BuiltPreamble> {
-        DiagnosticConsumer Ignored;
-        std::optional<PreparedParse> P = prepareParse(Cmd, Args, Overlays, FS, Ignored);
-        if (!P || Ignored.getNumErrors() > 0)
-          return nullptr;
-        std::unique_ptr<llvm::MemoryBuffer> Buf = llvm::MemoryBuffer::getMemBuffer(Text, File);
-        return buildPreamble(*P, *Buf, B, *Rules, /*SkipBodies=*/false, /*SkipAll=*/false, /*Instantiate=*/true);
-      });
+  std::shared_ptr<const BuiltPreamble> Full = PreambleStore::process().get(
+      FullKey, [&] { return build(/*SkipBodies=*/false, /*Instantiate=*/true, /*Record=*/false); });
   if (!Full)
     return std::nullopt;
-  std::optional<PreparedParse> P = prepareParse(Cmd, Args, Overlays, FS, Errors);
-  if (!P)
-    return std::nullopt;
-  llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> VFS = P->FS;
-  Full->PCH.AddImplicitPreamble(*P->Inv, VFS, llvm::MemoryBuffer::getMemBufferCopy(Text, File).release());
   std::unique_ptr<tooling::FrontendActionFactory> SyntaxOnly = tooling::newFrontendActionFactory<SyntaxOnlyAction>();
-  bool Ok = runPreparedParse(P->Inv, VFS, *SyntaxOnly, Errors);
-  Errors.OS.flush();
-  return Ok && Errors.getNumErrors() == 0;
+  return parse(Text, {}, *SyntaxOnly, Errors, *Full);
 }
 
 std::optional<std::string> PreambleTU::verificationText(const tooling::Replacements &MainEdits) const {
@@ -245,7 +231,7 @@ std::optional<std::string> PreambleTU::verificationText(const tooling::Replaceme
 bool PreambleTU::verify(const std::string &MainText, tooling::FrontendActionFactory &Action, ErrorCollector &Errors) {
   std::vector<std::string> Extra = runtimeIncludeArgs();
   Extra.push_back("-fno-caret-diagnostics");
-  return parse(MainText, Extra, Action, Errors);
+  return parse(MainText, Extra, Action, Errors, *Pre);
 }
 
 std::map<std::string, unsigned> sharedIncludePrefixes(const tooling::CompilationDatabase &DB,
