@@ -8,9 +8,9 @@ using namespace clang;
 namespace ampmigrate {
 
 FunctionBody::FunctionBody(ASTContext &Ctx, const RuleSet &Rules, const FunctionDecl *FD,
-                           const std::vector<SourceRange> &Inactive)
+                           const std::vector<SourceRange> &Inactive, const CalleeFacts *Callees)
     : Ctx(Ctx), SM(Ctx.getSourceManager()), Rules(Rules), FD(FD), Inactive(Inactive),
-      PM(FD->getBody()) {
+      Callees(Callees), PM(FD->getBody()) {
   graftLambdaBodies(PM, FD->getBody());
   BodyCollector BC;
   BC.walk(FD->getBody());
@@ -20,8 +20,8 @@ FunctionBody::FunctionBody(ASTContext &Ctx, const RuleSet &Rules, const Function
 }
 
 FunctionAnalysis analyseFunction(ASTContext &Ctx, const RuleSet &Rules, const FunctionDecl *FD,
-                                 const std::vector<SourceRange> &Inactive) {
-  const FunctionBody Body(Ctx, Rules, FD, Inactive);
+                                 const std::vector<SourceRange> &Inactive, const CalleeFacts *Callees) {
+  const FunctionBody Body(Ctx, Rules, FD, Inactive, Callees);
   FunctionAnalysis FA;
   FA.Function = FD;
   // Reserve so that pointers between elements stay valid while we fill the vectors.

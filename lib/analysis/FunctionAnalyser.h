@@ -5,6 +5,7 @@
 // members (StepMembers, StepMembers.cpp). StepFinder runs it per function.
 #pragma once
 
+#include "ampmigrate/CallSummaries.h"
 #include "BodyCollectors.h"
 #include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/GenericLambdas.h"
@@ -27,7 +28,7 @@ namespace ampmigrate {
 /// kind. Built once, then read only.
 struct FunctionBody {
   FunctionBody(clang::ASTContext &Ctx, const RuleSet &Rules, const clang::FunctionDecl *FD,
-               const std::vector<clang::SourceRange> &Inactive);
+               const std::vector<clang::SourceRange> &Inactive, const CalleeFacts *Callees = nullptr);
 
   clang::ASTContext &Ctx;
   const clang::SourceManager &SM;
@@ -35,6 +36,9 @@ struct FunctionBody {
   const clang::FunctionDecl *FD;
   /// The preprocessor's inactive regions of the translation unit.
   const std::vector<clang::SourceRange> &Inactive;
+  /// What the run knows of the project functions whose bodies are not in this translation unit
+  /// (CallSummaries.h); null when nobody asks.
+  const CalleeFacts *Callees;
   clang::ParentMap PM;
   std::vector<const clang::CallExpr *> Calls;
   std::vector<const clang::DeclStmt *> Decls;
@@ -251,6 +255,13 @@ private:
   /// in its body or in the functions it calls (a few calls deep).
   llvm::DenseMap<const clang::FunctionDecl *, bool> TouchesGrad;
   bool bodyTouchesGrad(const clang::FunctionDecl *F, int Depth);
+  /// For a call of a project function whose body is not in this translation unit (and was not
+  /// skipped by the fast path): what the run's summaries say of `Fact`; nullopt for any other call.
+  std::optional<CalleeAnswer> elsewhere(const clang::CallExpr *CE, CalleeFact Fact) const;
+  /// Whether code the call runs can reach a model's or an optimizer's .grad through what it is
+  /// handed: an argument, or the object of a method, that is or holds a model or an optimizer.
+  /// (A function given only numbers, strings or other objects reaches them only through globals.)
+  bool mayReachTraining(const clang::CallExpr *CE) const;
 
   void addGradAccesses(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);
@@ -312,8 +323,10 @@ private:
 };
 
 /// The analysis of one function, in order: its elements, its scopes, its steps.
+/// `Callees` answers for project functions whose bodies are in other files (null: nobody asks).
 FunctionAnalysis analyseFunction(clang::ASTContext &Ctx, const RuleSet &Rules,
                                  const clang::FunctionDecl *FD,
-                                 const std::vector<clang::SourceRange> &Inactive);
+                                 const std::vector<clang::SourceRange> &Inactive,
+                                 const CalleeFacts *Callees = nullptr);
 
 } // namespace ampmigrate

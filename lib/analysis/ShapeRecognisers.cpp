@@ -11,6 +11,7 @@
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMap.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Tooling/Transformer/SourceCode.h"
 #include "llvm/ADT/STLExtras.h"
@@ -36,6 +37,16 @@ std::string qualifiedName(const NamedDecl *D) {
   P.SuppressUnwrittenScope = true;
   D->printQualifiedName(OS, P);
   return S;
+}
+
+bool inLibraryNamespace(const Decl *D) {
+  const NamespaceDecl *Top = nullptr;
+  for (const DeclContext *DC = D ? D->getDeclContext() : nullptr; DC; DC = DC->getParent())
+    if (const auto *NS = dyn_cast<NamespaceDecl>(DC); NS && !NS->isInline())
+      Top = NS;
+  if (!Top || !Top->getIdentifier())
+    return false;
+  return llvm::is_contained({"torch", "at", "c10", "std", "caffe2", "__gnu_cxx"}, Top->getName());
 }
 
 bool AutocastCallCollector::visitStmt(Stmt *S) {
@@ -582,6 +593,64 @@ GradUse firstGradUse(const Stmt *Body, const SourceManager &SM) {
   if (!U.Access)
     U.Call = nullptr;
   return U;
+}
+
+const CXXRecordDecl *modelClass(const Expr *Forward) {
+  const CXXMethodDecl *MD = nullptr;
+  if (const auto *MC = dyn_cast<CXXMemberCallExpr>(Forward))
+    MD = MC->getMethodDecl();
+  else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Forward))
+    MD = dyn_cast_or_null<CXXMethodDecl>(OC->getDirectCallee());
+  if (!MD)
+    return nullptr;
+  const CXXRecordDecl *RD = MD->getParent();
+  if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD);
+      Spec && Spec->getName() == "ModuleHolder" && Spec->getTemplateArgs().size() >= 1 &&
+      Spec->getTemplateArgs()[0].getKind() == TemplateArgument::Type)
+    RD = Spec->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl();
+  return RD ? RD->getDefinition() : nullptr;
+}
+
+/// A `.grad()` whose only use clears it (`p.grad().zero_()`, `.detach_()`, `.defined()` before
+/// them, `p.mutable_grad() = torch::Tensor()`, `.reset()`): a hand-written zero_grad(). Explicit
+/// grads start from nothing anyway, so clearing .grad changes nothing the step computes.
+bool onlyClearsGrad(const CallExpr *Accessor, const ParentMap &PM) {
+  const Stmt *Use = Accessor;
+  const Stmt *P = PM.getParent(Use);
+  while (P && isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ParenExpr>(P)) {
+    Use = P;
+    P = PM.getParent(P);
+  }
+  if (const auto *ME = dyn_cast_or_null<MemberExpr>(P)) {
+    const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(PM.getParent(ME));
+    const NamedDecl *M = ME->getMemberDecl();
+    return Call && Call->getNumArgs() == 0 && M->getIdentifier() &&
+           llvm::is_contained({"zero_", "detach_", "defined", "reset"}, M->getName());
+  }
+  if (const auto *Op = dyn_cast_or_null<CXXOperatorCallExpr>(P);
+      Op && Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 && Op->getArg(0) == Use) {
+    const Expr *R = Op->getArg(1)->IgnoreImplicit();
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(R))
+      return CE->getNumArgs() == 0;
+    if (const auto *IL = dyn_cast<InitListExpr>(R))
+      return IL->getNumInits() == 0;
+  }
+  return false;
+}
+
+
+bool isAutocastEnableCall(const CallExpr *CE, const RuleSet &Rules, const ASTContext &Ctx) {
+  const FunctionDecl *FD = CE->getDirectCallee();
+  const AutocastFunctionRule *R = FD ? Rules.autocastRule(qualifiedName(FD)) : nullptr;
+  if (!R || R->Role != AutocastRole::Enable)
+    return false;
+  return R->EnabledArg < 0 || (unsigned)R->EnabledArg >= CE->getNumArgs() ||
+         boolConstant(CE->getArg(R->EnabledArg), Ctx) != std::optional<bool>(false);
+}
+
+bool declaresEnablingGuard(const VarDecl *VD, const RuleSet &Rules) {
+  bool Disables = false;
+  return VD && isAutocastGuardClass(VD->getType()->getAsCXXRecordDecl(), Rules, &Disables) && !Disables;
 }
 
 } // namespace ampmigrate

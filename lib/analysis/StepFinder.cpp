@@ -67,7 +67,7 @@ public:
     for (const FunctionDecl *Analysed : Insts) {
       if (Analysed != FD)
         summariseCalls(Analysed);
-      FunctionAnalysis FA = analyseFunction(Ctx, Rules, Analysed, Inactive);
+      FunctionAnalysis FA = analyseFunction(Ctx, Rules, Analysed, Inactive, Out.Callees);
       if (Insts.size() > 1) {
         FA.Instantiations = Insts.size();
         FA.Pattern = FD;
@@ -154,6 +154,7 @@ private:
 
 TranslationUnitAnalysis StepFinder::run() {
   TranslationUnitAnalysis Out;
+  Out.Callees = Callees;
   FunctionVisitor V(Ctx, Rules, InScope, Inactive, Out);
   for (Decl *D : Ctx.getTraversalScope())
     V.walk(D);

@@ -78,6 +78,47 @@ bool StepMembers::isOwnStepOf(const TrainingStep &T, const CallExpr *CE) const {
   });
 }
 
+namespace {
+
+/// Whether a value of type `T` holds a model or an optimizer: a module or optimizer class (by
+/// pointer, reference, smart pointer or module holder), or a class with a field that is one.
+bool holdsTrainingObjects(QualType T, const RuleSet &Rules, int Depth) {
+  T = T.getNonReferenceType();
+  if (T->isPointerType())
+    T = T->getPointeeType();
+  const CXXRecordDecl *RD = T->getAsCXXRecordDecl();
+  if (!RD || !(RD = RD->getDefinition()))
+    return false;
+  if (isDerivedFromAny(RD, Rules.ModuleClasses) || isDerivedFromAny(RD, Rules.OptimizerClasses))
+    return true;
+  if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD))
+    for (const TemplateArgument &A : Spec->getTemplateArgs().asArray())
+      if (A.getKind() == TemplateArgument::Type && holdsTrainingObjects(A.getAsType(), Rules, Depth))
+        return true;
+  if (Depth > 0 || RD->isInStdNamespace())
+    return false;
+  return llvm::any_of(RD->fields(), [&](const FieldDecl *F) { return holdsTrainingObjects(F->getType(), Rules, Depth + 1); });
+}
+
+} // namespace
+
+bool StepMembers::mayReachTraining(const CallExpr *CE) const {
+  // The object a method is called on (`this` for a member of the step's class).
+  if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE))
+    if (const Expr *Obj = MC->getImplicitObjectArgument(); Obj && holdsTrainingObjects(Obj->getType(), Rules, 0))
+      return true;
+  return llvm::any_of(CE->arguments(), [&](const Expr *A) { return holdsTrainingObjects(A->getType(), Rules, 0); });
+}
+
+std::optional<CalleeAnswer> StepMembers::elsewhere(const CallExpr *CE, CalleeFact Fact) const {
+  const FunctionDecl *F = CE->getDirectCallee();
+  const FunctionDecl *Def = nullptr;
+  if (!F || !Body.Callees || F->hasBody(Def) || !isProjectFunction(F) ||
+      llvm::any_of(F->redecls(), [](const FunctionDecl *R) { return R->hasSkippedBody(); }))
+    return std::nullopt;
+  return Body.Callees->ask(F, Fact);
+}
+
 bool StepMembers::bodyTouchesGrad(const FunctionDecl *F, int Depth) {
   const FunctionDecl *Def = nullptr;
   if (Depth > 3 || !F->hasBody(Def) || !Def->getBody())
@@ -92,8 +133,10 @@ bool StepMembers::bodyTouchesGrad(const FunctionDecl *F, int Depth) {
   Fd.walk(Def->getBody());
   bool Touches = llvm::any_of(Fd.Calls, [](const CallExpr *CE) { return isGradAccessor(CE); });
   for (const CallExpr *CE : Fd.Calls)
-    if (!Touches && CE->getDirectCallee() && CE->getDirectCallee() != Def)
-      Touches = bodyTouchesGrad(CE->getDirectCallee(), Depth + 1);
+    if (!Touches && CE->getDirectCallee() && CE->getDirectCallee() != Def) {
+      std::optional<CalleeAnswer> There = elsewhere(CE, CalleeFact::TouchesGrad);
+      Touches = There ? There->K == CalleeAnswer::Kind::Yes : bodyTouchesGrad(CE->getDirectCallee(), Depth + 1);
+    }
   TouchesGrad[Def->getCanonicalDecl()] = Touches;
   return Touches;
 }
@@ -115,6 +158,13 @@ void StepMembers::addGradAccesses(TrainingStep &T) {
       // A function of this file that reaches .grad by itself (a member using the trainer's
       // model, a helper using a global model): given nothing, it still acts on .grad.
       A.How = GradAccess::Kind::GradAccessor;
+    } else if (std::optional<CalleeAnswer> There = elsewhere(CE, CalleeFact::TouchesGrad);
+               There && (There->K == CalleeAnswer::Kind::Yes ||
+                         (There->K == CalleeAnswer::Kind::Unknown && mayReachTraining(CE)))) {
+      // Its body is in another file: judged by that file's summary, or unknown.
+      A.How = There->K == CalleeAnswer::Kind::Yes ? GradAccess::Kind::Elsewhere : GradAccess::Kind::Unknown;
+      A.Callee = There->Function;
+      A.Where = There->Where;
     } else {
       continue;
     }
@@ -141,10 +191,6 @@ const Stmt *StepMembers::loopAroundLastStep(const TrainingStep &T, bool &Found) 
   return nullptr;
 }
 
-namespace {
-bool onlyClearsGrad(const CallExpr *Accessor, const ParentMap &PM);
-} // namespace
-
 void StepMembers::addGradReadsAfter(TrainingStep &T) {
   bool HasLast;
   const Stmt *Loop = loopAroundLastStep(T, HasLast);
@@ -167,9 +213,18 @@ void StepMembers::addGradReadsAfter(TrainingStep &T) {
     if (O > T.GradientEnd && O < Limit &&
         (isGradAccessor(CE) || (isOwnStepOf(T, CE) && !isStepElement(T, CE))))
       T.GradReadsAfter.push_back(CE);
-    else if (O > T.GradientEnd && O < Limit && !isStepElement(T, CE))
-      if (const CallExpr *Read = gradReadInCallee(CE))
+    else if (O > T.GradientEnd && O < Limit && !isStepElement(T, CE)) {
+      if (const CallExpr *Read = gradReadInCallee(CE)) {
         T.GradHelpersAfter.push_back({CE, Read});
+      } else if (std::optional<CalleeAnswer> There = elsewhere(CE, CalleeFact::ReadsGrad)) {
+        // In another file: a read there, or code no file of the run has, handed the step's
+        // parameters, model or optimizer.
+        bool Handed = llvm::any_of(CE->arguments(), [&](const Expr *A) { return namesStepParameters(T, A); });
+        if (There->K == CalleeAnswer::Kind::Yes ||
+            (There->K == CalleeAnswer::Kind::Unknown && Handed))
+          T.GradHelpersElsewhere.push_back({CE, There->Function, There->Where});
+      }
+    }
   }
 }
 
@@ -210,36 +265,6 @@ const CallExpr *StepMembers::gradReadInCallee(const CallExpr *CE) {
   return nullptr;
 }
 
-namespace {
-
-/// A `.grad()` whose only use clears it (`p.grad().zero_()`, `.detach_()`, `.defined()` before
-/// them, `p.mutable_grad() = torch::Tensor()`, `.reset()`): a hand-written zero_grad(). Explicit
-/// grads start from nothing anyway, so clearing .grad changes nothing the step computes.
-bool onlyClearsGrad(const CallExpr *Accessor, const ParentMap &PM) {
-  const Stmt *Use = Accessor;
-  const Stmt *P = PM.getParent(Use);
-  while (P && isa<ImplicitCastExpr, MaterializeTemporaryExpr, CXXBindTemporaryExpr, ParenExpr>(P)) {
-    Use = P;
-    P = PM.getParent(P);
-  }
-  if (const auto *ME = dyn_cast_or_null<MemberExpr>(P)) {
-    const auto *Call = dyn_cast_or_null<CXXMemberCallExpr>(PM.getParent(ME));
-    const NamedDecl *M = ME->getMemberDecl();
-    return Call && Call->getNumArgs() == 0 && M->getIdentifier() &&
-           llvm::is_contained({"zero_", "detach_", "defined", "reset"}, M->getName());
-  }
-  if (const auto *Op = dyn_cast_or_null<CXXOperatorCallExpr>(P);
-      Op && Op->getOperator() == OO_Equal && Op->getNumArgs() == 2 && Op->getArg(0) == Use) {
-    const Expr *R = Op->getArg(1)->IgnoreImplicit();
-    if (const auto *CE = dyn_cast<CXXConstructExpr>(R))
-      return CE->getNumArgs() == 0;
-    if (const auto *IL = dyn_cast<InitListExpr>(R))
-      return IL->getNumInits() == 0;
-  }
-  return false;
-}
-
-} // namespace
 
 void StepMembers::addGradReadsBefore(TrainingStep &T) {
   if (T.GradientBegin > T.GradientEnd)

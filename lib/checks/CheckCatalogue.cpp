@@ -120,6 +120,8 @@ EngineResult runChecks(ASTContext &Ctx, const RuleSet &Rules,
                        const std::vector<SourceRange> &Inactive, const EngineOptions &Opts) {
   std::function<bool(SourceLocation)> Editable = InScope;
   StepFinder SF(Ctx, Rules, std::move(InScope), Inactive);
+  CalleeFacts Callees(Opts.RunSummaries);
+  SF.useCallees(&Callees);
   TranslationUnitAnalysis TU = SF.run();
   TU.Editable = std::move(Editable);
   std::vector<MigrationPlan> Plans = planMigrations(Ctx, Rules, TU, Opts.Planner);
@@ -149,6 +151,8 @@ EngineResult runChecks(ASTContext &Ctx, const RuleSet &Rules,
   for (const MigrationPlan &P : Plans)
     if (P.ok())
       R.Fixes.push_back({stepIdOf(Ctx, *P.Function, *P.Step), P.Edits});
+  R.UnknownCallees = Callees.unknown();
+  R.Summaries = summariseMainFile(Ctx, Rules);
   return R;
 }
 

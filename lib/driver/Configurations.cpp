@@ -117,6 +117,8 @@ TUResult agreeOnFixes(std::vector<Analysis> Parts, const DriverOptions &Opts) {
     for (Finding &F : A.Result.Findings)
       Out.Findings.push_back(std::move(F));
     mergeDigests(Out.Digests, A.Result.Digests);
+    Out.Summaries.merge(A.Result.Summaries);
+    Out.UnknownCallees.insert(A.Result.UnknownCallees.begin(), A.Result.UnknownCallees.end());
     Out.SkippedBodies += A.Result.SkippedBodies;
     Out.FixesDeferred |= A.Result.FixesDeferred;
   }

@@ -217,7 +217,9 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
       Res.Fixes = std::move(Hit->Fixes);
       Res.Digests = std::move(Hit->Digests);
       Res.FixesDeferred = Hit->FixesDeferred;
-      Parts.push_back({"the translation unit " + File, std::move(Res)});
+      Res.Summaries = std::move(Hit->Summaries);
+      Res.UnknownCallees = std::move(Hit->UnknownCallees);
+      Parts.push_back({"the translation unit " + File, std::move(Res), File});
     } else {
       // With a cache, the parses (and the verification's) run on a file system that records what
       // they probed and read. Either has a working directory of its own: ClangTool moves to each
@@ -239,11 +241,12 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
         Res.FixesDeferred = Opts.DeferVerification && Res.hasFixes();
         if (Cache && !cancelled(Opts))
           Cache->store(Key, Deps.take(),
-                       CachedTU{Res.Findings, Res.Fixes, Res.Digests, A.BodiesUnchecked, Res.FixesDeferred});
+                       CachedTU{Res.Findings, Res.Fixes, Res.Digests, A.BodiesUnchecked, Res.FixesDeferred,
+                                Res.Summaries, Res.UnknownCallees});
         std::lock_guard<std::mutex> L(M);
         if (Stats && Cache)
           ++Stats->CacheMisses;
-        Parts.push_back({"the translation unit " + File, std::move(Res)});
+        Parts.push_back({"the translation unit " + File, std::move(Res), File});
       }
     }
     std::lock_guard<std::mutex> L(M);
@@ -262,6 +265,29 @@ Report runDriver(const DriverOptions &Opts, const RuleSet &Rules,
       Pool.async([&, F] { runOnLargeStack([&] { RunOne(F); }); });
     Pool.wait();
   }
+
+  // A callee whose body is in another file is judged by that file's summary: the TUs that asked
+  // about one are analysed again with the run's summaries (not cached: the entry of their first
+  // analysis, with its questions, is what a later run starts from).
+  SummaryIndex Index;
+  answerCallees(Parts, DB, Rules, Opts,
+                [&](const std::string &File, const SummaryIndex &Known) -> std::optional<TUResult> {
+                  DriverOptions Again = Opts;
+                  Again.Engine.RunSummaries = &Known;
+                  FileCommands Resolved = resolveFileCommands(DB, File, Opts.Overlays);
+                  if (!Resolved.Problem.empty())
+                    return std::nullopt;
+                  llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS(llvm::vfs::createPhysicalFileSystem().release());
+                  std::optional<FileAnalysis> A;
+                  runOnLargeStack([&] {
+                    A = analyseFile(DB, Resolved.Commands, Resolved.File, Rules, Again, FS, nullptr, 0);
+                  });
+                  if (!A->Error.empty())
+                    return std::nullopt;
+                  A->Result.FixesDeferred = Opts.DeferVerification && A->Result.hasFixes();
+                  return std::move(A->Result);
+                },
+                Index);
 
   // A header's step seen from several translation units is fixed only if they all fix it alike.
   llvm::sort(Parts, [](const Analysis &A, const Analysis &B) { return A.Label < B.Label; });

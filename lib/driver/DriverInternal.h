@@ -32,6 +32,10 @@ struct TUResult {
   unsigned SkippedBodies = 0;
   /// The fixes were not verified (DriverOptions::DeferVerification, or a cache entry of such a run).
   bool FixesDeferred = false;
+  /// The main file's function summaries, and the callees the analysis asked about that no
+  /// summary had (CallSummaries.h; RunSummaries.cpp answers them from the run's other files).
+  SummaryIndex Summaries;
+  std::map<std::string, UnknownCallee> UnknownCallees;
   bool hasFixes() const { return !Fixes.empty(); }
 };
 
@@ -180,7 +184,17 @@ void verifyFixes(TUResult &Res, const clang::tooling::CompilationDatabase &DB, c
 struct Analysis {
   std::string Label;
   TUResult Result;
+  std::string File; ///< the translation unit's main file, where the label is about one
 };
+
+/// Callees across files (RunSummaries.cpp): merges the parts' summaries into `Index`, summarises
+/// the files of the run and of the database (up to 16, chosen by their text) that may define a
+/// callee some part asked about and no summary had, and replaces each part that asked about one
+/// the index now has by `Reanalyse(file, index)` (when it gives a result).
+void answerCallees(std::vector<Analysis> &Parts, const clang::tooling::CompilationDatabase &DB,
+                   const RuleSet &Rules, const DriverOptions &Opts,
+                   const std::function<std::optional<TUResult>(const std::string &, const SummaryIndex &)> &Reanalyse,
+                   SummaryIndex &Index);
 
 /// Several analyses as one result: every finding, and a step's fix only when every analysis that
 /// saw the step (a finding or a fix of it) has a fix with the same edits. A step one analysis does

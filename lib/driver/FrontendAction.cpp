@@ -129,6 +129,8 @@ public:
                                Opts.Engine);
     Out.Findings = std::move(E.Findings);
     Out.Fixes = std::move(E.Fixes);
+    Out.Summaries = std::move(E.Summaries);
+    Out.UnknownCallees = std::move(E.UnknownCallees);
     anchorToParsedFiles(CI, Out);
   }
 

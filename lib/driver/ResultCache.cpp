@@ -20,7 +20,7 @@ namespace ampmigrate {
 namespace {
 
 /// Bumped whenever the entry format or what a key covers changes.
-constexpr int FormatVersion = 4;
+constexpr int FormatVersion = 5;
 
 std::string hashBytes(StringRef Bytes) {
   llvm::BLAKE3 H;
@@ -245,7 +245,9 @@ std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
   const json::Object *Digests = O->getObject("digests");
   std::optional<bool> BodiesUnchecked = O->getBoolean("bodies-unchecked");
   std::optional<bool> FixesDeferred = O->getBoolean("fixes-deferred");
-  if (!Deps || !Findings || !Fixes || !Digests || !BodiesUnchecked || !FixesDeferred)
+  const json::Value *Summaries = O->get("summaries");
+  const json::Object *Unknown = O->getObject("unknown-callees");
+  if (!Deps || !Findings || !Fixes || !Digests || !BodiesUnchecked || !FixesDeferred || !Summaries || !Unknown)
     return std::nullopt;
   for (const json::Value &D : *Deps) {
     const json::Array *A = D.getAsArray();
@@ -272,9 +274,17 @@ std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
   }
   std::optional<std::vector<Finding>> StoredFindings = findingsFromJson(*Findings);
   std::optional<std::vector<StepFix>> StoredFixes = stepFixesFromJson(*Fixes);
-  if (!StoredFindings || !StoredFixes)
+  std::optional<SummaryIndex> StoredSummaries = SummaryIndex::fromJSON(*Summaries);
+  if (!StoredFindings || !StoredFixes || !StoredSummaries)
     return std::nullopt;
-  CachedTU Result{std::move(*StoredFindings), std::move(*StoredFixes), {}, *BodiesUnchecked, *FixesDeferred};
+  CachedTU Result{std::move(*StoredFindings), std::move(*StoredFixes), {}, *BodiesUnchecked, *FixesDeferred,
+                  std::move(*StoredSummaries), {}};
+  for (const auto &[USR, V] : *Unknown) {
+    const json::Array *A = V.getAsArray();
+    if (!A || A->size() != 2 || !(*A)[0].getAsString() || !(*A)[1].getAsString())
+      return std::nullopt;
+    Result.UnknownCallees[USR.str()] = {(*A)[0].getAsString()->str(), (*A)[1].getAsString()->str()};
+  }
   for (const auto &[File, Hex] : *Digests) {
     std::optional<StringRef> H = Hex.getAsString();
     std::string Digest;
@@ -290,6 +300,15 @@ std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
   }
   return Result;
 }
+
+namespace {
+json::Object unknownToJson(const std::map<std::string, UnknownCallee> &Unknown) {
+  json::Object O;
+  for (const auto &[USR, U] : Unknown)
+    O[USR] = json::Array{U.Name, U.Pattern};
+  return O;
+}
+} // namespace
 
 void ResultCache::store(StringRef Key, const std::map<std::string, DependencyLog::Entry> &Deps,
                         const CachedTU &Result) {
@@ -310,7 +329,9 @@ void ResultCache::store(StringRef Key, const std::map<std::string, DependencyLog
                      {"fixes", stepFixesToJson(Result.Fixes)},
                      {"digests", std::move(Digests)},
                      {"bodies-unchecked", Result.BodiesUnchecked},
-                     {"fixes-deferred", Result.FixesDeferred}};
+                     {"fixes-deferred", Result.FixesDeferred},
+                     {"summaries", Result.Summaries.toJSON()},
+                     {"unknown-callees", unknownToJson(Result.UnknownCallees)}};
   std::string Path = entryPath(Key);
   llvm::SmallString<256> Model(llvm::sys::path::parent_path(Path));
   if (llvm::sys::fs::create_directories(Model))

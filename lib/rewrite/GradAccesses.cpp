@@ -169,6 +169,24 @@ void GradAccessPlanner::checkGradAccesses() {
               "the step's grads instead, or migrate this step by hand");
     return;
   }
+  for (const TrainingStep::ElsewhereHelper &H : T.GradHelpersElsewhere) {
+    const Stmt *Holder = HolderOf(H.Call);
+    std::string Named = "`" + firstLine(C.text(Holder->getSourceRange())) + "` calls '" + H.Function + "'";
+    if (!H.Where.empty())
+      block(H.Call->getBeginLoc(),
+            Named + ", which reads .grad in another file of the project (" + H.Where + ") after the "
+            "step, where the original's gradients still are; the explicit grads of " +
+            Tgt.ValueAndGrad + " never reach .grad, so it would find none: hand it the step's "
+            "grads instead, or migrate this step by hand");
+    else
+      block(H.Call->getBeginLoc(),
+            Named + " after the step, handing it the model, optimizer or parameters, and its "
+            "body is in no file of this run or of its compilation database: it may read .grad, "
+            "which the explicit grads of " + Tgt.ValueAndGrad + " never reach; add the file that "
+            "defines it to the compilation database (its summary decides), or migrate this step "
+            "by hand");
+    return;
+  }
   for (const CallExpr *CE : T.GradReadsBefore) {
     const Stmt *Holder = HolderOf(CE);
     block(CE->getBeginLoc(),
@@ -227,7 +245,20 @@ void GradAccessPlanner::checkGradAccesses() {
     }
     bool Plain = T.Unscaled || T.Plain.contains(C.off(A.Statement->getBeginLoc()));
     std::string Backward = Plain ? "backward()" : "the scaled backward";
-    if (A.How == GradAccess::Kind::GradAccessor)
+    if (A.How == GradAccess::Kind::Elsewhere)
+      block(A.Access->getBeginLoc(),
+            "`" + Named + "` runs '" + A.Callee + "', which reads or writes .grad in another file "
+            "of the project (" + A.Where + "), between " + Backward + " and step(); the explicit "
+            "grads of " + Tgt.ValueAndGrad + " never reach .grad, so after the rewrite it would "
+            "act on nothing: rewrite it onto the grads or migrate this step by hand");
+    else if (A.How == GradAccess::Kind::Unknown)
+      block(A.Access->getBeginLoc(),
+            "`" + Named + "` runs '" + A.Callee + "' between " + Backward + " and step(), and its "
+            "body is in no file of this run or of its compilation database: it may read or write "
+            ".grad, which the explicit grads of " + Tgt.ValueAndGrad + " never reach; add the file "
+            "that defines it to the compilation database (its summary decides), or migrate this "
+            "step by hand");
+    else if (A.How == GradAccess::Kind::GradAccessor)
       block(A.Access->getBeginLoc(),
             "`" + Named + "` reads or writes .grad between " + Backward + " and step(); the "
             "explicit grads of " + Tgt.ValueAndGrad + " never reach .grad, so after the rewrite "

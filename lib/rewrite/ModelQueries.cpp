@@ -10,22 +10,6 @@
 using namespace clang;
 namespace ampmigrate {
 
-const CXXRecordDecl *modelClass(const Expr *Forward) {
-  const CXXMethodDecl *MD = nullptr;
-  if (const auto *MC = dyn_cast<CXXMemberCallExpr>(Forward))
-    MD = MC->getMethodDecl();
-  else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(Forward))
-    MD = dyn_cast_or_null<CXXMethodDecl>(OC->getDirectCallee());
-  if (!MD)
-    return nullptr;
-  const CXXRecordDecl *RD = MD->getParent();
-  if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD);
-      Spec && Spec->getName() == "ModuleHolder" && Spec->getTemplateArgs().size() >= 1 &&
-      Spec->getTemplateArgs()[0].getKind() == TemplateArgument::Type)
-    RD = Spec->getTemplateArgs()[0].getAsType()->getAsCXXRecordDecl();
-  return RD ? RD->getDefinition() : nullptr;
-}
-
 namespace {
 
 class QueryFinder : public AstVisitor {

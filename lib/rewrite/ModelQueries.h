@@ -4,15 +4,12 @@
 #pragma once
 
 #include "ampmigrate/Rules.h"
+#include "ampmigrate/ShapeRecognisers.h" // modelClass
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/Expr.h"
 
 namespace ampmigrate {
 
-/// The class whose forward a call runs: the method's class, or for a module holder
-/// (`torch::nn::ModuleHolder<NetImpl>`, what `TORCH_MODULE(Net)` derives from) its
-/// implementation class. Null when the call is not a method call.
-const clang::CXXRecordDecl *modelClass(const clang::Expr *Forward);
 
 /// The first autocast query (a function of role `query` in the rules: `at::autocast::is_enabled()`,
 /// `is_autocast_enabled(device)`, the dtype getters) that the forward call `Forward` runs: in a

@@ -3,6 +3,7 @@
 #include "ScalerSpellings.h"
 #include "ampmigrate/IncludeInsertion.h"
 #include "clang/Tooling/Transformer/SourceCode.h"
+#include <cmath>
 
 using namespace clang;
 
@@ -24,7 +25,130 @@ public:
   }
 };
 
+/// `pow(a, b)` / `std::pow(a, b)` / `exp2(b)` of constants, which clang does not evaluate as a
+/// constant expression: scaler option defaults are written so (`init_scale = pow(2.0, 16)`).
+std::optional<double> foldedPower(const Expr *E, const ASTContext &Ctx) {
+  const auto *CE = dyn_cast<CallExpr>(E->IgnoreParenImpCasts());
+  const FunctionDecl *F = CE ? CE->getDirectCallee() : nullptr;
+  if (!F || !F->getIdentifier())
+    return std::nullopt;
+  llvm::SmallVector<double, 2> Args;
+  for (const Expr *A : CE->arguments()) {
+    Expr::EvalResult R;
+    if (A->isValueDependent() || !A->EvaluateAsRValue(R, Ctx))
+      return std::nullopt;
+    if (R.Val.isFloat())
+      Args.push_back(R.Val.getFloat().convertToDouble());
+    else if (R.Val.isInt())
+      Args.push_back(static_cast<double>(R.Val.getInt().getExtValue()));
+    else
+      return std::nullopt;
+  }
+  llvm::StringRef Name = F->getName();
+  if (Args.size() == 2 && (Name == "pow" || Name == "powf" || Name == "powl"))
+    return std::pow(Args[0], Args[1]);
+  if (Args.size() == 1 && (Name == "exp2" || Name == "exp2f" || Name == "exp2l"))
+    return std::exp2(Args[0]);
+  return std::nullopt;
+}
+
+/// The options class a constructor parameter takes (by value or const reference): a class that
+/// is not a tensor; null otherwise.
+const CXXRecordDecl *optionsClassOf(const ParmVarDecl *P, const RuleSet &Rules) {
+  QualType T = P->getType().getNonReferenceType().getUnqualifiedType();
+  const CXXRecordDecl *RD = T->getAsCXXRecordDecl();
+  if (!RD || !(RD = RD->getDefinition()) || isTensorType(T, Rules))
+    return nullptr;
+  return RD;
+}
+
+/// The setter calls of an options object built in the argument itself, `Opts{}.a(x).b(y)` or
+/// `Opts().a(x)` (a default-constructed object, then one-argument methods of its class), in the
+/// order written; false for anything else (a variable, a factory, a constructor with arguments).
+bool setterChain(const Expr *E, const CXXRecordDecl *RD, std::vector<const CXXMemberCallExpr *> &Calls) {
+  while (E) {
+    E = E->IgnoreParenImpCasts();
+    if (const auto *Cast = dyn_cast<CXXFunctionalCastExpr>(E)) {
+      E = Cast->getSubExpr();
+      continue;
+    }
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(E)) {
+      const CXXMethodDecl *M = MC->getMethodDecl();
+      if (!M || M->getParent()->getCanonicalDecl() != RD->getCanonicalDecl() || MC->getNumArgs() != 1)
+        return false;
+      Calls.insert(Calls.begin(), MC);
+      E = MC->getImplicitObjectArgument();
+      continue;
+    }
+    if (const auto *CE = dyn_cast<CXXConstructExpr>(E)) {
+      if (CE->getConstructor()->isCopyOrMoveConstructor() && CE->getNumArgs() == 1) {
+        E = CE->getArg(0);
+        continue;
+      }
+      return llvm::all_of(CE->arguments(), [](const Expr *A) { return isa<CXXDefaultArgExpr>(A); });
+    }
+    if (const auto *IL = dyn_cast<InitListExpr>(E))
+      return IL->getNumInits() == 0;
+    return isa<ImplicitValueInitExpr, CXXScalarValueInitExpr>(E);
+  }
+  return false;
+}
+
 } // namespace
+
+bool ScalerTypePlanner::mapOptionsObject(const CXXRecordDecl *Options, const Expr *Arg,
+                                         SourceLocation Loc, std::string &Out) {
+  auto setterOf = [&](llvm::StringRef Name) -> std::string {
+    for (const auto &[Opt, Names] : Rules.ScalerOptionParams)
+      if (Name == Opt || llvm::is_contained(Names, Name))
+        return Opt;
+    return "";
+  };
+  std::vector<const CXXMemberCallExpr *> Calls;
+  const Expr *Built = Arg;
+  if (const auto *Default = dyn_cast<CXXDefaultArgExpr>(Arg))
+    Built = Default->getExpr();
+  if (!setterChain(Built, Options, Calls)) {
+    block(Loc, "the scaler's options object `" + C.text(Arg->getSourceRange()) + "` of class '" +
+                   Options->getNameAsString() + "' is not built in the argument by its setters "
+                   "(`" + Options->getNameAsString() + "{}.init_scale(x)...`); write it so or "
+                   "migrate by hand");
+    return false;
+  }
+  std::set<std::string> Set;
+  std::string Written;
+  for (const CXXMemberCallExpr *MC : Calls) {
+    std::string Setter = setterOf(MC->getMethodDecl()->getName());
+    if (Setter.empty()) {
+      block(MC->getExprLoc(), "the scaler option '" + MC->getMethodDecl()->getNameAsString() +
+                                  "' of '" + Options->getNameAsString() + "' has no known meaning; "
+                                  "map it in a rule file (scaler.options)");
+      return false;
+    }
+    Set.insert(Setter);
+    Written += "." + Setter + "(" + C.text(MC->getArg(0)->getSourceRange()) + ")";
+  }
+  // The options class's own defaults (`TORCH_ARG(double, init_scale) = pow(2.0, 16)` is a field
+  // `init_scale_` with that initialiser), where they differ from the target's.
+  for (const FieldDecl *Field : Options->fields()) {
+    llvm::StringRef Name = Field->getName();
+    std::string Setter = setterOf(Name.ends_with("_") ? Name.drop_back() : Name);
+    if (Setter.empty() || Set.count(Setter) || !Field->hasInClassInitializer())
+      continue;
+    std::optional<std::string> Value = differingDefault(Setter, Field->getInClassInitializer());
+    if (!Value)
+      continue;
+    if (Value->empty()) {
+      block(Loc, "the default of the scaler option '" + Name.str() + "' of '" +
+                     Options->getNameAsString() + "' is not a constant; set it in the argument "
+                     "or migrate by hand");
+      return false;
+    }
+    Out += "." + Setter + "(" + *Value + ")";
+  }
+  Out += Written;
+  return true;
+}
 
 const DeclStmt *ScalerTypePlanner::declStmtOf(const VarDecl *VD) const {
   class Finder : public AstVisitor {
@@ -54,17 +178,23 @@ std::optional<std::string> ScalerTypePlanner::differingDefault(const std::string
   if (It == TargetDefaults.end())
     return std::nullopt;
   Expr::EvalResult R;
-  if (!Default || Default->isValueDependent() || !Default->EvaluateAsRValue(R, Ctx))
-    return std::string();
   double V;
   bool Integral = false;
-  if (R.Val.isFloat())
+  if (!Default || Default->isValueDependent())
+    return std::string();
+  if (!Default->EvaluateAsRValue(R, Ctx)) {
+    std::optional<double> Folded = foldedPower(Default, Ctx); // `pow(2.0, 16)`
+    if (!Folded)
+      return std::string();
+    V = *Folded;
+  } else if (R.Val.isFloat()) {
     V = R.Val.getFloat().convertToDouble();
-  else if (R.Val.isInt()) {
+  } else if (R.Val.isInt()) {
     V = static_cast<double>(R.Val.getInt().getExtValue());
     Integral = true;
-  } else
+  } else {
     return std::string();
+  }
   if (V == It->second)
     return std::nullopt;
   if (Setter == "enabled")
@@ -88,6 +218,13 @@ bool ScalerTypePlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRe
     for (const auto &[Opt, Names] : Rules.ScalerOptionParams)
       if (llvm::is_contained(Names, Param))
         Setter = Opt;
+    if (const CXXRecordDecl *Options = I < Ctor->getNumParams() && Setter.empty()
+                                           ? optionsClassOf(Ctor->getParamDecl(I), Rules)
+                                           : nullptr) {
+      if (!mapOptionsObject(Options, Args[I], Loc, Out))
+        return false;
+      continue;
+    }
     if (const auto *Default = dyn_cast<CXXDefaultArgExpr>(Args[I])) {
       // The class's own default, where it differs from the target's: written out, or the
       // migrated scaler would run with other settings (a port defaulting growth_interval to 10).
@@ -117,6 +254,11 @@ bool ScalerTypePlanner::mapOptions(const CXXConstructorDecl *Ctor, llvm::ArrayRe
     const ParmVarDecl *P = Ctor->getParamDecl(I);
     if (!P->hasDefaultArg() || P->hasUnparsedDefaultArg() || P->hasUninstantiatedDefaultArg())
       continue;
+    if (const CXXRecordDecl *Options = optionsClassOf(P, Rules)) {
+      if (!mapOptionsObject(Options, P->getDefaultArg(), Loc, Out))
+        return false;
+      continue;
+    }
     std::string Setter;
     for (const auto &[Opt, Names] : Rules.ScalerOptionParams)
       if (llvm::is_contained(Names, P->getNameAsString()))

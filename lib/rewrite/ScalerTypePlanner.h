@@ -54,6 +54,11 @@ private:
   /// `amp::GradScalerOptions().init_scale(a)...` from the arguments of the user's constructor.
   bool mapOptions(const clang::CXXConstructorDecl *Ctor, llvm::ArrayRef<const clang::Expr *> Args,
                   clang::SourceLocation Loc, std::string &Opts);
+  /// The setters of an options object the constructor takes (`GradScalerOptions{}.enabled(false)`,
+  /// or its default), and the options class's defaults where they differ from the target's,
+  /// appended to \p Opts; false with a blocker when they cannot be mapped.
+  bool mapOptionsObject(const clang::CXXRecordDecl *Options, const clang::Expr *Arg,
+                        clang::SourceLocation Loc, std::string &Opts);
   /// The options that replace the written arguments of one construction of the scaler (a
   /// constructor call, or a make_shared/make_unique-style call, whose constructor is picked by
   /// arity): false with a blocker when they cannot be mapped. \p Written is the range of the

@@ -355,12 +355,10 @@ private:
         std::string Q = qualifiedName(F);
         if (writesOutput(Q))
           return false;
-        llvm::StringRef R(Q);
-        if (R.starts_with("at::") || R.starts_with("c10::") || R.starts_with("torch::") ||
-            R.starts_with("std::"))
+        if (inLibraryNamespace(F))
           return true;
         // The C library's functions (math, memory) in the global namespace.
-        return !R.contains("::") && inSystemHeader(F);
+        return !llvm::StringRef(Q).contains("::") && inSystemHeader(F);
       }
     } E(*this, Port, Depth);
     E.walk(Def->getBody());

@@ -2,6 +2,7 @@
 // chosen by what the loss is computed from, and checked to run without autocast.
 #include "RegionPlanner.h"
 #include "ModelQueries.h"
+#include "ampmigrate/CallSummaries.h"
 #include "ampmigrate/ExpressionFacts.h"
 #include "ampmigrate/ShapeRecognisers.h"
 #include "ampmigrate/SourceText.h"
@@ -38,29 +39,21 @@ bool givesValueTo(const Stmt *S, const llvm::SmallPtrSetImpl<const ValueDecl *> 
 bool isLibraryFunction(const FunctionDecl *FD, const SourceManager &SM) {
   if (SM.isInSystemHeader(SM.getExpansionLoc(FD->getLocation())))
     return true;
-  const DeclContext *Top = nullptr;
-  for (const DeclContext *DC = FD->getDeclContext(); DC; DC = DC->getParent())
-    if (isa<NamespaceDecl>(DC))
-      Top = DC;
-  const auto *NS = dyn_cast_or_null<NamespaceDecl>(Top);
-  if (!NS || !NS->getIdentifier())
-    return false;
-  static const llvm::StringSet<> Library = {"torch", "at", "c10", "std", "caffe2", "__gnu_cxx"};
-  return Library.contains(NS->getName());
+  return inLibraryNamespace(FD);
 }
 
 /// What the calls of a forward reach: the project functions whose bodies it runs, and the first
 /// that turns autocast on or whose body is not in the translation unit.
 class ForwardReach : public AnalysedBodyVisitor {
 public:
-  ForwardReach(const RuleSet &Rules, const SourceManager &SM, ASTContext &Ctx)
-      : Rules(Rules), SM(SM), Ctx(Ctx) {}
+  ForwardReach(const RuleSet &Rules, const SourceManager &SM, ASTContext &Ctx, const CalleeFacts *Callees)
+      : Rules(Rules), SM(SM), Ctx(Ctx), Callees(Callees) {}
 
   /// Walks a statement of the region; `Origin` is what later findings name as reached from.
   void fromRegion(const Stmt *S) {
     Current = nullptr;
     walk(S);
-    while (!Pending.empty() && !Autocast && !Unknown) {
+    while (!Pending.empty() && !Autocast && !Unknown && Elsewhere.K == CalleeAnswer::Kind::No) {
       auto [FD, Origin] = Pending.front();
       Pending.pop_front();
       enter(FD, Origin);
@@ -73,12 +66,16 @@ public:
   const Stmt *Autocast = nullptr;
   const FunctionDecl *AutocastIn = nullptr;
   const FunctionDecl *Unknown = nullptr;
+  std::string UnknownName;
   const Stmt *Origin = nullptr;
+  /// An enable of autocast in another file of the run (CallSummaries.h): the function, `file:line`.
+  CalleeAnswer Elsewhere;
 
 private:
   const RuleSet &Rules;
   const SourceManager &SM;
   ASTContext &Ctx;
+  const CalleeFacts *Callees;
   std::deque<std::pair<const FunctionDecl *, const Stmt *>> Pending;
   llvm::SmallPtrSet<const FunctionDecl *, 16> Seen;
   const FunctionDecl *Current = nullptr; ///< the function being walked; null for the region
@@ -97,8 +94,17 @@ private:
     // (HeaderBodySkipper): it turns nothing on itself.
     if (llvm::any_of(FD->redecls(), [](const FunctionDecl *R) { return R->hasSkippedBody(); }))
       return;
-    Unknown = FD;
+    // Its body in another file: that file's summary says what it runs.
+    CalleeAnswer There{CalleeAnswer::Kind::Unknown, "", ""};
+    if (Callees)
+      There = Callees->ask(FD, CalleeFact::EnablesAutocast);
+    if (There.K == CalleeAnswer::Kind::No)
+      return;
     Origin = From;
+    if (There.K == CalleeAnswer::Kind::Yes)
+      Elsewhere = There;
+    else
+      Unknown = FD, UnknownName = There.Function.empty() ? qualifiedName(FD) : There.Function;
   }
 
   void follow(const FunctionDecl *FD, const Stmt *At) {
@@ -117,8 +123,7 @@ private:
 
   bool visitDecl(Decl *D) override {
     const auto *VD = dyn_cast<VarDecl>(D);
-    bool Disables = false;
-    if (VD && isAutocastGuardClass(VD->getType()->getAsCXXRecordDecl(), Rules, &Disables) && !Disables)
+    if (declaresEnablingGuard(VD, Rules))
       found(VD->getInit() ? static_cast<const Stmt *>(VD->getInit()) : nullptr);
     return !Autocast;
   }
@@ -132,8 +137,7 @@ private:
       return true;
     if (const AutocastFunctionRule *R = Rules.autocastRule(qualifiedName(FD));
         R && R->Role == AutocastRole::Enable) {
-      if (R->EnabledArg < 0 || (unsigned)R->EnabledArg >= CE->getNumArgs() ||
-          boolConstant(CE->getArg(R->EnabledArg), Ctx) != std::optional<bool>(false))
+      if (isAutocastEnableCall(CE, Rules, Ctx))
         found(CE);
       return !Autocast;
     }
@@ -225,7 +229,7 @@ const Stmt *RegionPlanner::unscopedRegionStart(const ImplicitBackward &B, const 
 }
 
 bool RegionPlanner::checkUnscopedForward(const ForwardRegion &R) {
-  ForwardReach Reach(Rules, SM, Ctx);
+  ForwardReach Reach(Rules, SM, Ctx, C.TU.Callees);
   for (const Stmt *S : R.Statements)
     Reach.fromRegion(S);
   for (const ImplicitBackward *Bi : F.AllBackwards)
@@ -245,12 +249,20 @@ bool RegionPlanner::checkUnscopedForward(const ForwardRegion &R) {
               "carries; migrate this step by hand");
     return false;
   }
+  if (Reach.Elsewhere.K == CalleeAnswer::Kind::Yes) {
+    block(Origin ? Origin->getBeginLoc() : R.First->getBeginLoc(),
+          "no autocast scope precedes this scaled backward in this function, yet its forward turns "
+          "autocast on in another file of the project ('" + Reach.Elsewhere.Function + "' at " +
+              Reach.Elsewhere.Where + ", reached from " + Via + "): autocast inside the model or "
+              "a helper of the forward is not a shape the rewrite carries; migrate this step by hand");
+    return false;
+  }
   if (Reach.Unknown) {
     block(Origin ? Origin->getBeginLoc() : R.First->getBeginLoc(),
           "no autocast scope precedes this scaled backward in this function, so its forward would "
           "be handed to " + Tgt.ValueAndGrad + " in fp32 (O0); but " + Via + " runs '" +
-              qualifiedName(Reach.Unknown) + "', whose body is not in this translation unit: it may "
-              "turn autocast on itself, so the forward's precision is not known; migrate this step "
+              Reach.UnknownName + "', whose body is in no file of this run or of its compilation "
+              "database: it may turn autocast on itself, so the forward's precision is not known; migrate this step "
               "by hand");
     return false;
   }

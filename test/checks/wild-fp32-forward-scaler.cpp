@@ -85,7 +85,7 @@ void forward_elsewhere(Encoder &model, torch::optim::SGD &optimizer, const torch
                        const torch::Tensor &y) {
   torch::amp::GradScaler scaler;
   auto loss = torch::nll_loss(model->forward(x), y);
-  // CHECK-MESSAGES: :[[@LINE-1]]:31: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model->forward(x)` (line [[@LINE-1]]) runs 'EncoderImpl::forward', whose body is not in this translation unit: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:31: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model->forward(x)` (line [[@LINE-1]]) runs 'EncoderImpl::forward', whose body is in no file of this run or of its compilation database: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
   scaler.scale(loss).backward();
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   scaler.step(optimizer);

@@ -22,7 +22,7 @@ port::GradScaler global_scaler;
 void by_value(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
   port::GradScaler scaler;
   torch::Tensor loss = model.forward(x).mean();
-  // CHECK-MESSAGES: :[[@LINE-1]]:24: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model.forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is not in this translation unit: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:24: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model.forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is in no file of this run or of its compilation database: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
   scaler.scale(loss).backward();
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   scaler.step(opt);
@@ -33,7 +33,7 @@ void by_value(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
 void by_pointer(Net &model, std::shared_ptr<torch::optim::SGD> opt, port::GradScaler *scaler,
                 const torch::Tensor &x) {
   torch::Tensor loss = model.forward(x).mean();
-  // CHECK-MESSAGES: :[[@LINE-1]]:24: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model.forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is not in this translation unit: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:24: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model.forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is in no file of this run or of its compilation database: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
   scaler->scale(loss).backward();
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   scaler->step(*opt);
@@ -63,7 +63,7 @@ void optional_scaler(Net &model, torch::optim::SGD *opt_ptr, bool use_amp, const
 void static_pointer(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
   static port::GradScaler *scaler = new port::GradScaler(1024.0);
   torch::Tensor loss = model.forward(x).mean();
-  // CHECK-MESSAGES: :[[@LINE-1]]:24: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model.forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is not in this translation unit: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:24: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model.forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is in no file of this run or of its compilation database: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
   scaler->scale(loss).backward();
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   scaler->step(opt);
@@ -73,7 +73,7 @@ void static_pointer(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) 
 
 void global(Net &model, torch::optim::SGD &opt, const torch::Tensor &x) {
   torch::Tensor loss = model.forward(x).mean();
-  // CHECK-MESSAGES: :[[@LINE-1]]:24: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model.forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is not in this translation unit: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:24: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model.forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is in no file of this run or of its compilation database: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
   global_scaler.scale(loss).backward();
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   global_scaler.step(opt);
@@ -89,7 +89,7 @@ struct Trainer {
 
   void shared_member(const torch::Tensor &x) {
     torch::Tensor loss = model->forward(x).mean();
-    // CHECK-MESSAGES: :[[@LINE-1]]:26: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model->forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is not in this translation unit: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
+    // CHECK-MESSAGES: :[[@LINE-1]]:26: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model->forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is in no file of this run or of its compilation database: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
     shared_scaler->scale(loss).backward();
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
     shared_scaler->step(*optimizer);
@@ -98,7 +98,7 @@ struct Trainer {
   }
   void unique_member(const torch::Tensor &x) {
     torch::Tensor loss = model->forward(x).mean();
-    // CHECK-MESSAGES: :[[@LINE-1]]:26: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model->forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is not in this translation unit: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
+    // CHECK-MESSAGES: :[[@LINE-1]]:26: warning: not migrated automatically: no autocast scope precedes this scaled backward in this function, so its forward would be handed to amp::value_and_grad in fp32 (O0); but `model->forward(x)` (line [[@LINE-1]]) runs 'Net::forward', whose body is in no file of this run or of its compilation database: it may turn autocast on itself, so the forward's precision is not known; migrate this step by hand [amp-manual-migration]
     unique_scaler->scale(loss).backward();
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
     unique_scaler->step(*optimizer);

@@ -1,6 +1,7 @@
 // Runs the checks over an analysed translation unit: findings, with each step's fixes on its lead.
 #pragma once
 
+#include "ampmigrate/CallSummaries.h"
 #include "ampmigrate/Finding.h"
 #include "ampmigrate/MigrationPlan.h"
 #include "ampmigrate/TrainingStep.h"
@@ -13,6 +14,9 @@ struct EngineOptions {
   PlannerOptions Planner;
   /// Whether a check id is enabled (--checks globs).
   std::function<bool(llvm::StringRef)> CheckEnabled = [](llvm::StringRef) { return true; };
+  /// The summaries of the other files of the run (CallSummaries.h): callees whose bodies are
+  /// there are judged by them. Null: none known.
+  const SummaryIndex *RunSummaries = nullptr;
 };
 
 /// What the engine says about one translation unit: findings, and beside them the edits of each
@@ -20,6 +24,10 @@ struct EngineOptions {
 struct EngineResult {
   std::vector<Finding> Findings;
   std::vector<StepFix> Fixes;
+  /// The summaries of the functions defined in the main file, for the other files of the run.
+  SummaryIndex Summaries;
+  /// The project functions whose bodies the analysis needed and no summary had (by USR).
+  std::map<std::string, UnknownCallee> UnknownCallees;
 };
 
 /// Analyses the translation unit (restricted by `InScope`), plans the migrations and reports.

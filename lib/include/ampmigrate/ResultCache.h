@@ -56,6 +56,10 @@ struct CachedTU {
   /// run treats this entry as a miss, verifies and replaces it, so no unverified fix is ever
   /// offered as verified. A deferring run takes either kind.
   bool FixesDeferred = false;
+  /// The main file's function summaries and the callees no summary had (CallSummaries.h): a run
+  /// answers the second from the first of its other files, as after a parse.
+  SummaryIndex Summaries;
+  std::map<std::string, UnknownCallee> UnknownCallees;
 };
 
 class ResultCache {

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+namespace clang {
+class ParentMap;
+} // namespace clang
+
 namespace ampmigrate {
 
 /// The source text of a token range, through macro expansions ("" when it has none in a file).
@@ -48,6 +52,21 @@ std::optional<bool> guardUseTurnsOn(const clang::CXXConstructExpr *Use, const Ru
 /// destructor's body is not in this translation unit.
 std::optional<bool> guardClearsCache(const clang::CXXRecordDecl *RD, const RuleSet &Rules);
 std::string qualifiedName(const clang::NamedDecl *D);
+/// The class whose forward a call runs: the method's class, or for a module holder
+/// (`torch::nn::ModuleHolder<NetImpl>`, what `TORCH_MODULE(Net)` derives from) its
+/// implementation class. Null when the call is not a method call.
+const clang::CXXRecordDecl *modelClass(const clang::Expr *Forward);
+/// Whether a call enables autocast: an enable function of the rules whose `enabled` argument is
+/// not the constant false.
+bool isAutocastEnableCall(const clang::CallExpr *CE, const RuleSet &Rules, const clang::ASTContext &Ctx);
+/// Whether a variable is a guard of a class that turns autocast on (not an fp32 region's guard).
+bool declaresEnablingGuard(const clang::VarDecl *VD, const RuleSet &Rules);
+/// A `.grad()` whose only use clears it (`p.grad().zero_()`, `.detach_()`, `.defined()`,
+/// `p.mutable_grad() = torch::Tensor()`, `.reset()`): a hand-written zero_grad().
+bool onlyClearsGrad(const clang::CallExpr *Accessor, const clang::ParentMap &PM);
+/// Whether `D` is declared in a namespace of libtorch or the standard library (`torch`, `at`,
+/// `c10`, `caffe2`, `std`, `__gnu_cxx`, by its outermost named namespace).
+bool inLibraryNamespace(const clang::Decl *D);
 /// The `parameters()` / `named_parameters()` call a parameter-list expression names (through
 /// temporaries and copies); null for anything else.
 const clang::CXXMemberCallExpr *parametersCall(const clang::Expr *E);

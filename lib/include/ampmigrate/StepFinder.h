@@ -17,6 +17,8 @@ public:
              std::function<bool(clang::SourceLocation)> InScope,
              std::vector<clang::SourceRange> Inactive = {});
   TranslationUnitAnalysis run();
+  /// Answers about callees whose bodies are in other files (the run's summaries).
+  void useCallees(const CalleeFacts *C) { Callees = C; }
 
   /// The source text of a range (sourceTextOf), for the planner.
   static std::string textOf(const clang::ASTContext &Ctx, clang::SourceRange R) {
@@ -28,6 +30,7 @@ private:
   const RuleSet &Rules;
   std::function<bool(clang::SourceLocation)> InScope;
   std::vector<clang::SourceRange> Inactive;
+  const CalleeFacts *Callees = nullptr;
 };
 
 /// Why a scope with a hole (AutocastScope::Holes) of the function `FA` is not rewritten, naming

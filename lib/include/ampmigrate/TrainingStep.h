@@ -19,6 +19,8 @@
 
 namespace ampmigrate {
 
+class CalleeFacts;
+
 /// One call to a function of the autocast API (resolved by declaration).
 struct AutocastCall {
   const clang::CallExpr *Call = nullptr;
@@ -163,7 +165,11 @@ struct GradAccess {
   /// The statement that holds Access most closely (inside an `if` or loop of the step's block it
   /// differs from Statement): what a report names. Null when the call is not a statement's own.
   const clang::Stmt *Holder = nullptr;
-  enum class Kind { GradAccessor, ParametersPassed } How = Kind::GradAccessor;
+  /// Elsewhere: a call of a project function whose body is in another file of the run, which
+  /// touches .grad there (Callee and Where say which and where); Unknown: one whose body is in no
+  /// file of the run (Callee names it), so what it does is not known.
+  enum class Kind { GradAccessor, ParametersPassed, Elsewhere, Unknown } How = Kind::GradAccessor;
+  std::string Callee, Where;
 };
 
 /// The plain (unscaled, fp32) path of a mixed step, chosen by a run-time condition beside the
@@ -212,6 +218,14 @@ struct TrainingStep {
   /// read `.grad` (a logging helper, `log(grad_norm(model))`), a few calls deep: the call made
   /// here and the `.grad()` read it leads to.
   llvm::SmallVector<std::pair<const clang::CallExpr *, const clang::CallExpr *>, 1> GradHelpersAfter;
+  /// The same for functions whose bodies are in other files of the run (the call, and the
+  /// function and `file:line` of the read, CallSummaries.h), or in none while the call is handed
+  /// the step's model, optimizer or parameters (an empty `file:line`).
+  struct ElsewhereHelper {
+    const clang::CallExpr *Call;
+    std::string Function, Where;
+  };
+  llvm::SmallVector<ElsewhereHelper, 1> GradHelpersElsewhere;
   /// `.grad()` calls before the first backward, from the start of the loop iteration holding the
   /// step (or of the function) or the end of an earlier step: the original finds the last step's
   /// gradients, or zero_grad()'s zeros, there; explicit grads never reach `.grad`. Calls that only
@@ -306,6 +320,8 @@ struct FunctionAnalysis {
 /// The analysis of a translation unit.
 struct TranslationUnitAnalysis {
   std::vector<FunctionAnalysis> Functions;
+  /// What the run knows of project functions whose bodies are in other files; null: nothing.
+  const CalleeFacts *Callees = nullptr;
   /// Whether a location lies in a file this run may edit (the main file, the headers matched by
   /// --header-filter). Unset: the main file only.
   std::function<bool(clang::SourceLocation)> Editable;

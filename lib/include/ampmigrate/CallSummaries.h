@@ -1,0 +1,105 @@
+// Per-function summaries of what a function does that a rewrite depends on (it turns autocast
+// on; it reads or writes .grad), so that a callee whose body is in another file of the project is
+// judged by what it does rather than refused or trusted blindly (issues #37, #38 item 2).
+//
+// Each translation unit summarises the functions defined in its main file, with what it sees of
+// their callees folded in; the callees whose bodies it does not have stay named (by USR). The
+// driver merges the summaries of a run (and of the database's files that define what a TU
+// asked about) into one SummaryIndex, and analyses again the TUs whose questions it answers.
+#pragma once
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace clang {
+class ASTContext;
+class FunctionDecl;
+} // namespace clang
+
+namespace ampmigrate {
+
+class RuleSet;
+
+/// What one function does, through every callee whose body its translation unit has.
+struct FunctionSummary {
+  std::string Name;       ///< qualified name
+  std::string Where;      ///< `file:line` of its definition
+  std::string AutocastAt; ///< `file:line` of an autocast enable it runs; empty: none
+  std::string GradAt;     ///< `file:line` of a .grad()/mutable_grad() it runs; empty: none
+  std::string GradReadAt; ///< the same, for one that does more than clear .grad
+  /// USRs of the project functions it calls (directly or through the callees above) whose bodies
+  /// its translation unit does not have.
+  std::vector<std::string> External;
+};
+
+/// The summaries of a run, by USR.
+class SummaryIndex {
+public:
+  std::map<std::string, FunctionSummary> Functions;
+
+  /// A function summarised twice (an inline function, or two programs of one database defining
+  /// the same name) keeps every fact either summary has.
+  void add(const std::string &USR, FunctionSummary S);
+  void merge(const SummaryIndex &O) {
+    for (const auto &[USR, S] : O.Functions)
+      add(USR, S);
+  }
+  bool empty() const { return Functions.empty(); }
+
+  llvm::json::Value toJSON() const;
+  static std::optional<SummaryIndex> fromJSON(const llvm::json::Value &V);
+};
+
+/// A fact a rewrite asks of a callee.
+enum class CalleeFact { EnablesAutocast, TouchesGrad, ReadsGrad };
+
+/// The run's answer for a function: it does (Yes, with where), it does not (No), or some code it
+/// runs is in no summary (Unknown, naming that function).
+struct CalleeAnswer {
+  enum class Kind { No, Yes, Unknown } K = Kind::No;
+  std::string Function; ///< Yes: the function that does it; Unknown: the one with no summary
+  std::string Where;    ///< Yes: `file:line`
+};
+
+/// Follows `USR` through the index's summaries (every function it reaches in other files).
+CalleeAnswer askIndex(const SummaryIndex &Index, llvm::StringRef USR, CalleeFact F);
+
+/// A function asked about that no summary of the run had yet.
+struct UnknownCallee {
+  std::string Name;      ///< qualified name
+  std::string Pattern;   ///< what its out-of-line definition spells: `Class::method`, or `name`
+};
+
+/// The questions of one translation unit about callees with no body in it, answered from the
+/// run's index (null: none yet). Records what it could not answer.
+class CalleeFacts {
+public:
+  explicit CalleeFacts(const SummaryIndex *Run = nullptr) : Run(Run) {}
+
+  /// For a project function whose body this translation unit does not have.
+  CalleeAnswer ask(const clang::FunctionDecl *FD, CalleeFact F) const;
+
+  /// The functions asked about that the run's index does not have, by USR.
+  const std::map<std::string, UnknownCallee> &unknown() const { return Unknown; }
+
+private:
+  const SummaryIndex *Run;
+  mutable std::map<std::string, UnknownCallee> Unknown;
+};
+
+/// The USR of a function (its identity across translation units); empty when clang has none.
+std::string usrOf(const clang::FunctionDecl *FD);
+
+/// Whether a function is the project's: not in a system header, not in a namespace of libtorch
+/// or the standard library.
+bool isProjectFunction(const clang::FunctionDecl *FD);
+
+/// The summaries of the functions defined in the main file of a translation unit.
+SummaryIndex summariseMainFile(clang::ASTContext &Ctx, const RuleSet &Rules);
+
+} // namespace ampmigrate
