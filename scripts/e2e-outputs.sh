@@ -34,7 +34,12 @@ run_one() { # <tool> <work dir> <program> <expected> <flags...>
   local out
   out=$dir/$(basename "$(dirname "$prog")")_$(basename "$prog")
   cp "$prog" "$out"
-  "$tool" --fix --level=O1 "$out" -- -std=c++17 "$@" >/dev/null 2>&1
+  local files=("$out")
+  if [[ -f ${prog%.cpp}.model.cpp ]]; then # a program's second translation unit, in the same run
+    cp "${prog%.cpp}.model.cpp" "${out%.cpp}.model.cpp"
+    files+=("${out%.cpp}.model.cpp")
+  fi
+  "$tool" --fix --level=O1 "${files[@]}" -- -std=c++17 "$@" >/dev/null 2>&1
   if cmp -s "$out" "$expected"; then echo "same: $prog"; else echo "DIFFERS: $prog"; fi
 }
 export -f run_one

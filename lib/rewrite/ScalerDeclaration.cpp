@@ -67,7 +67,10 @@ const CXXRecordDecl *optionsClassOf(const ParmVarDecl *P, const RuleSet &Rules) 
 /// order written; false for anything else (a variable, a factory, a constructor with arguments).
 bool setterChain(const Expr *E, const CXXRecordDecl *RD, std::vector<const CXXMemberCallExpr *> &Calls) {
   while (E) {
-    E = E->IgnoreParenImpCasts();
+    for (const Expr *Prev = nullptr; Prev != E;) {
+      Prev = E;
+      E = E->IgnoreParens()->IgnoreImplicit();
+    }
     if (const auto *Cast = dyn_cast<CXXFunctionalCastExpr>(E)) {
       E = Cast->getSubExpr();
       continue;
@@ -87,8 +90,8 @@ bool setterChain(const Expr *E, const CXXRecordDecl *RD, std::vector<const CXXMe
       }
       return llvm::all_of(CE->arguments(), [](const Expr *A) { return isa<CXXDefaultArgExpr>(A); });
     }
-    if (const auto *IL = dyn_cast<InitListExpr>(E))
-      return IL->getNumInits() == 0;
+    if (const auto *IL = dyn_cast<InitListExpr>(E)) // an aggregate: each member its default
+      return llvm::all_of(IL->inits(), [](const Expr *I) { return isa<CXXDefaultInitExpr, ImplicitValueInitExpr>(I); });
     return isa<ImplicitValueInitExpr, CXXScalarValueInitExpr>(E);
   }
   return false;
@@ -299,7 +302,15 @@ void ScalerTypePlanner::checkScalerDecl() {
     checkScalerFlow(Class);
     return;
   }
-  // A local of the step's function from here on.
+  // A local of the step's function from here on. Its class may be a subclass of the scaler class
+  // that only adds constructors (`OptionsScaler(const Options &o) : GradScaler(o.init_scale_, ...)`):
+  // that class is what the declaration spells and constructs, and what changes type.
+  if (const CXXRecordDecl *Own = VD->getType()->getAsCXXRecordDecl();
+      Own && (Own = Own->getDefinition()) && Own->getCanonicalDecl() != Class && Own->getNumBases() == 1 &&
+      Own->bases_begin()->getType()->getAsCXXRecordDecl() &&
+      Own->bases_begin()->getType()->getAsCXXRecordDecl()->getCanonicalDecl() == Class && Own->field_empty() &&
+      llvm::all_of(Own->methods(), [](const CXXMethodDecl *M) { return isa<CXXConstructorDecl>(M) || M->isImplicit(); }))
+    Class = Own->getCanonicalDecl();
   if (SM.getFileID(SM.getExpansionLoc(D->getLocation())) != File) {
     block(D->getLocation(), "the scaler is declared in another file");
     return;

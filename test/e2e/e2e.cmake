@@ -2,6 +2,9 @@
 # one migrated executable per level in AMP_E2E_LEVELS_<program>, and a ctest e2e.<program>.<level>
 # that runs compare.py on the pair (or e2e.<program>.<level>.<n>ranks, as n processes, for each n
 # in AMP_E2E_RANKS_<program>). Shared by the main build and the nested torch2 build.
+# A program in two translation units has a second file <program>.model.cpp beside it: linked into
+# both executables, and in the tool's run (copied, so the run may not rewrite the source tree; the
+# migrated executable links the copy the run left).
 macro(amp_e2e_link target)
   target_link_libraries(${target} PRIVATE amp_e2e_common)
   if(AMP_E2E_PCH)
@@ -57,7 +60,11 @@ function(amp_e2e_programs before_dir migrated_dir programs)
 
   foreach(program IN LISTS programs)
     set(before_exe e2e_${program}_before)
-    add_executable(${before_exe} ${before_dir}/${program}.cpp)
+    set(second_tu "")
+    if(EXISTS ${before_dir}/${program}.model.cpp)
+      set(second_tu ${before_dir}/${program}.model.cpp)
+    endif()
+    add_executable(${before_exe} ${before_dir}/${program}.cpp ${second_tu})
     amp_e2e_link(${before_exe})
 
     foreach(level IN LISTS AMP_E2E_LEVELS_${program})
@@ -80,7 +87,11 @@ function(amp_e2e_programs before_dir migrated_dir programs)
                      ${migrated_dir}/${program}.cpp)
       endif()
       set(after_exe e2e_${program}_${level})
-      add_executable(${after_exe} ${after_src})
+      set(after_second_tu ${second_tu})
+      if(second_tu AND AMP_E2E_WITH_TOOL AND NOT AMP_E2E_HAND_ONLY_${program})
+        set(after_second_tu ${CMAKE_CURRENT_BINARY_DIR}/migrated/${program}_${level}.model.cpp)
+      endif()
+      add_executable(${after_exe} ${after_src} ${after_second_tu})
       amp_e2e_link(${after_exe})
       if(AMP_E2E_WITH_TOOL AND NOT AMP_E2E_HAND_ONLY_${program} AND level STREQUAL "O1")
         # The hand-migrated copy is the expected output: the tool must produce exactly it.
@@ -144,6 +155,12 @@ function(amp_e2e_programs before_dir migrated_dir programs)
       list(APPEND outputs ${after_src})
       list(APPEND sources ${before_dir}/${program}.cpp)
       list(APPEND copies COMMAND ${CMAKE_COMMAND} -E copy ${before_dir}/${program}.cpp ${after_src})
+      if(EXISTS ${before_dir}/${program}.model.cpp)
+        set(second_tu ${CMAKE_CURRENT_BINARY_DIR}/migrated/${program}_${level}.model.cpp)
+        list(APPEND outputs ${second_tu})
+        list(APPEND sources ${before_dir}/${program}.model.cpp)
+        list(APPEND copies COMMAND ${CMAKE_COMMAND} -E copy ${before_dir}/${program}.model.cpp ${second_tu})
+      endif()
     endforeach()
     list(LENGTH outputs count)
     add_custom_command(OUTPUT ${outputs}
@@ -151,6 +168,6 @@ function(amp_e2e_programs before_dir migrated_dir programs)
       COMMAND ${AMP_E2E_TOOL_ENV} ${AMP_E2E_TOOL} --fix --level=${level} ${outputs} --
               -std=c++17 ${include_flags} ${batch_flags_${batch}}
       DEPENDS ${AMP_E2E_TOOL_DEPENDS} ${sources}
-      COMMENT "amp-migrate --level=${level}: ${count} programs" VERBATIM)
+      COMMENT "amp-migrate --level=${level}: ${count} files" VERBATIM)
   endforeach()
 endfunction()
