@@ -83,9 +83,9 @@ private:
       if (Out.GradReadAt.empty() && !onlyClearsGrad(CE, PM))
         Out.GradReadAt = whereOf(SM, CE->getBeginLoc());
     }
-    // A module called through its holder (`block(x)`, `block->forward(x)`) runs its class's
-    // forward.
-    if (isa<CXXMemberCallExpr, CXXOperatorCallExpr>(CE))
+    // A module called through its holder (`block(x)`) runs its class's forward (`block->forward(x)`
+    // names it: its direct callee).
+    if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(CE); Op && Op->getOperator() == OO_Call)
       if (const CXXRecordDecl *Model = modelClass(CE); Model && Model->hasDefinition())
         for (const CXXMethodDecl *M : Model->methods())
           if (M->getIdentifier() && M->getName() == "forward")
@@ -155,6 +155,11 @@ private:
 /// The main file's function definitions, in the declarations written there (namespaces and
 /// classes entered; templates' patterns left out: their instantiations are other functions).
 void definitionsIn(const Decl *D, const SourceManager &SM, std::vector<const FunctionDecl *> &Out) {
+  if (const auto *TU = dyn_cast<TranslationUnitDecl>(D)) { // no traversal scope set
+    for (const Decl *Inner : TU->decls())
+      definitionsIn(Inner, SM, Out);
+    return;
+  }
   if (!SM.isInMainFile(SM.getExpansionLoc(D->getLocation())))
     return;
   if (const auto *FD = dyn_cast<FunctionDecl>(D)) {
