@@ -6,6 +6,7 @@
 #include "ampmigrate/StepFinder.h"
 
 #include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMap.h"
 #include "clang/AST/ParentMapContext.h"
 #include "clang/Basic/SourceManager.h"
 #include "llvm/ADT/STLExtras.h"
@@ -38,6 +39,7 @@ public:
       checkClipNorm(*C);
     checkGuard();
     checkScalerPort();
+    checkExits();
     for (const AutocastScope *S : T.FeedingScopes)
       Out.push_back({S->ReportLoc,
                      "this autocast scope computes values that the training step's loss reads "
@@ -58,6 +60,68 @@ private:
 
   std::string text(const Stmt *S) const {
     return firstLineOf(StepFinder::textOf(Ctx, S->getSourceRange()));
+  }
+
+  /// A `return`, `break`, `continue` or `goto` between the step's backward and its step() that
+  /// leaves the step: the original leaves the backward's gradients in .grad, where the next
+  /// backward adds to them, while the explicit grads of value_and_grad would be dropped. Carried
+  /// when a zero_grad() of the step clears .grad before its backward in every iteration (or
+  /// call): then the original drops them too.
+  void checkExits() {
+    if (T.Backwards.empty() || T.GradientBegin > T.GradientEnd)
+      return;
+    struct Jumps : AstVisitor {
+      std::vector<const Stmt *> Found;
+      bool visitStmt(Stmt *S) override {
+        if (isa<ReturnStmt, BreakStmt, ContinueStmt, GotoStmt>(S))
+          Found.push_back(S);
+        return true;
+      }
+    } J;
+    const Stmt *Body = FA.Function->getBody();
+    J.walk(const_cast<Stmt *>(Body));
+    ParentMap PM(const_cast<Stmt *>(Body));
+    const Stmt *Backward = T.Backwards.front()->Backward;
+    auto Encloses = [&](const Stmt *Outer, const Stmt *S) {
+      for (const Stmt *P = S; P; P = PM.getParent(P))
+        if (P == Outer)
+          return true;
+      return false;
+    };
+    const Stmt *Loop = nullptr; // the innermost loop around the backward
+    for (const Stmt *P = PM.getParent(Backward); P && !Loop; P = PM.getParent(P))
+      if (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P))
+        Loop = P;
+    bool Cleared = llvm::any_of(T.ZeroGrads, [&](const ZeroGradCall *Z) {
+      const Stmt *Block = PM.getParent(Z->Statement ? Z->Statement : Z->Call);
+      return off(Z->Call->getBeginLoc()) < T.GradientBegin && (!Loop || Encloses(Loop, Z->Call)) &&
+             isa_and_nonnull<CompoundStmt>(Block) && Encloses(Block, Backward);
+    });
+    for (const Stmt *S : J.Found) {
+      unsigned At = off(S->getBeginLoc());
+      if (At <= T.GradientBegin || At >= T.GradientEnd || Cleared)
+        continue;
+      bool InLambda = false;
+      const Stmt *Target = nullptr; // the loop (or switch) a break or continue leaves
+      for (const Stmt *P = PM.getParent(S); P && !InLambda; P = PM.getParent(P)) {
+        InLambda = isa<LambdaExpr>(P);
+        if (!Target && isa<BreakStmt, ContinueStmt>(S) &&
+            (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P) || (isa<BreakStmt>(S) && isa<SwitchStmt>(P))))
+          Target = P;
+      }
+      if (InLambda || (Target && off(Target->getBeginLoc()) > T.GradientBegin))
+        continue; // a lambda's own return, or a loop inside the window
+      const Stmt *Holder = S;
+      for (const Stmt *P = PM.getParent(Holder); P && !isa<CompoundStmt>(P); P = PM.getParent(P))
+        Holder = P;
+      Out.push_back({S->getBeginLoc(),
+                     "`" + text(Holder) + "` can leave the step between its backward and step() (" +
+                         where(S->getBeginLoc()) + "): the original keeps the backward's gradients "
+                         "in .grad, where the next backward adds to them (no zero_grad() of the "
+                         "step clears them before its backward), while the explicit grads of "
+                         "amp::value_and_grad would be dropped: migrate this step by hand"});
+      return;
+    }
   }
   unsigned off(SourceLocation L) const { return SM.getFileOffset(SM.getExpansionLoc(L)); }
 
