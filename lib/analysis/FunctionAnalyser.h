@@ -262,6 +262,9 @@ private:
   /// handed: an argument, or the object of a method, that is or holds a model or an optimizer.
   /// (A function given only numbers, strings or other objects reaches them only through globals.)
   bool mayReachTraining(const clang::CallExpr *CE) const;
+  /// The callee as written (`h.after_backward`) of a call through a function pointer or a
+  /// std::function, which may run anything; nullopt for a direct call.
+  std::optional<std::string> indirectCallee(const clang::CallExpr *CE) const;
 
   void addGradAccesses(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);

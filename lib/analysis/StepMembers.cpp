@@ -102,6 +102,21 @@ bool holdsTrainingObjects(QualType T, const RuleSet &Rules, int Depth) {
 
 } // namespace
 
+std::optional<std::string> StepMembers::indirectCallee(const CallExpr *CE) const {
+  const FunctionDecl *F = CE->getDirectCallee();
+  bool StdFunction = false;
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(CE); Op && Op->getOperator() == OO_Call && F)
+    if (const auto *MD = dyn_cast<CXXMethodDecl>(F))
+      StdFunction = qualifiedName(MD->getParent()) == "std::function";
+  if (F && !StdFunction)
+    return std::nullopt;
+  if (!F && (isa<CXXPseudoDestructorExpr>(CE->getCallee()->IgnoreParenImpCasts()) ||
+             CE->getCallee()->isTypeDependent()))
+    return std::nullopt;
+  const Expr *Callee = StdFunction ? cast<CXXOperatorCallExpr>(CE)->getArg(0) : CE->getCallee();
+  return sourceTextOf(Ctx, Callee->IgnoreParenImpCasts()->getSourceRange());
+}
+
 bool StepMembers::mayReachTraining(const CallExpr *CE) const {
   // The object a method is called on (`this` for a member of the step's class).
   if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE))
@@ -158,6 +173,10 @@ void StepMembers::addGradAccesses(TrainingStep &T) {
       // A function of this file that reaches .grad by itself (a member using the trainer's
       // model, a helper using a global model): given nothing, it still acts on .grad.
       A.How = GradAccess::Kind::GradAccessor;
+    } else if (std::optional<std::string> Indirect = indirectCallee(CE)) {
+      // A function pointer or a std::function (a trainer's hook): what it runs is not known.
+      A.How = GradAccess::Kind::Indirect;
+      A.Callee = *Indirect;
     } else if (std::optional<CalleeAnswer> There = elsewhere(CE, CalleeFact::TouchesGrad);
                There && (There->K == CalleeAnswer::Kind::Yes ||
                          (There->K == CalleeAnswer::Kind::Unknown && mayReachTraining(CE)))) {

@@ -122,6 +122,9 @@ void answerCallees(std::vector<Analysis> &Parts, const tooling::CompilationDatab
   // AMP_MIGRATE_CALLEE_SUMMARIES=off: each file judged alone, as before (benchmarks, bisecting).
   if (const char *Env = std::getenv("AMP_MIGRATE_CALLEE_SUMMARIES"); Env && llvm::StringRef(Env) == "off")
     return;
+  // The language server checks the open file alone, at the editor's pace.
+  if (Opts.Parser)
+    return;
   std::map<std::string, UnknownCallee> Asked;
   std::set<std::string> Analysed;
   for (const Analysis &A : Parts) {

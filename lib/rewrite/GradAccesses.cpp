@@ -251,6 +251,12 @@ void GradAccessPlanner::checkGradAccesses() {
             "of the project (" + A.Where + "), between " + Backward + " and step(); the explicit "
             "grads of " + Tgt.ValueAndGrad + " never reach .grad, so after the rewrite it would "
             "act on nothing: rewrite it onto the grads or migrate this step by hand");
+    else if (A.How == GradAccess::Kind::Indirect)
+      block(A.Access->getBeginLoc(),
+            "`" + Named + "` calls `" + A.Callee + "` through a function pointer or a "
+            "std::function between " + Backward + " and step(): what it runs is not known, and it "
+            "may read or write .grad, which the explicit grads of " + Tgt.ValueAndGrad + " never "
+            "reach: migrate this step by hand");
     else if (A.How == GradAccess::Kind::Unknown)
       block(A.Access->getBeginLoc(),
             "`" + Named + "` runs '" + A.Callee + "' between " + Backward + " and step(), and its "

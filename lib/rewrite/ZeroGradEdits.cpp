@@ -21,6 +21,8 @@ private:
   std::vector<ZeroGradEdit> &Out;
   /// A zero_grad() statement of the step goes (its line when alone on it); kept inside a macro.
   void removeZeroGrad(const ZeroGradCall *Z);
+  /// A step() of the step after `Z`, in the gradient window, whose grads `Z` clears.
+  const ScalerCall *clearedStepAfter(const ZeroGradCall &Z) const;
 };
 
 } // namespace
@@ -41,6 +43,17 @@ void ZeroGradPlanner::checkZeroGrads() {
                   F.Split.has_value();
     if (!OfStep || !Z->Statement)
       continue; // harmless to keep: the explicit grads never read .grad
+    // Between the backward and a step() it clears for (a model's: any step; an optimizer's: its
+    // own), the original steps on what zero_grad() leaves (zeros, or no grads at all), which the
+    // explicit grads would not.
+    if (const ScalerCall *Later = clearedStepAfter(*Z)) {
+      block(Z->Call->getBeginLoc(),
+            "`" + C.text(Z->Statement->getSourceRange()) + "` clears the gradients between the "
+            "backward and `" + C.text(Later->Call->getSourceRange()) + "` (" + C.where(Later->Call->getBeginLoc()) +
+            "), which then steps on what zero_grad() leaves; the explicit grads of " + Tgt.ValueAndGrad +
+            " would still hold the backward's gradients: migrate this step by hand");
+      continue;
+    }
     if (F.Accumulation.On && O > F.Accumulation.GradsDeclAt) {
       // It ended an accumulation: it clears the summed grads now. With several optimizers the
       // list holds all their grads: their zero_grad() calls must stand together (one clear).
@@ -90,6 +103,18 @@ void ZeroGradPlanner::checkZeroGrads() {
     }
     removeZeroGrad(Z);
   }
+}
+
+const ScalerCall *ZeroGradPlanner::clearedStepAfter(const ZeroGradCall &Z) const {
+  unsigned O = C.off(Z.Call->getBeginLoc());
+  if (O <= T.GradientBegin || O >= T.GradientEnd)
+    return nullptr;
+  bool OfModel = llvm::any_of(T.Forwards, [&](const ForwardCall *Fwd) { return Fwd->Model == Z.Owner; });
+  for (const auto *List : {&T.Steps, &T.Plain.Steps})
+    for (const ScalerCall *S : *List)
+      if (C.off(S->Call->getBeginLoc()) > O && (OfModel || S->Optimizer == Z.Owner))
+        return S;
+  return nullptr;
 }
 
 void ZeroGradPlanner::removeZeroGrad(const ZeroGradCall *Z) {

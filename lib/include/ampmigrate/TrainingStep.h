@@ -167,8 +167,9 @@ struct GradAccess {
   const clang::Stmt *Holder = nullptr;
   /// Elsewhere: a call of a project function whose body is in another file of the run, which
   /// touches .grad there (Callee and Where say which and where); Unknown: one whose body is in no
-  /// file of the run (Callee names it), so what it does is not known.
-  enum class Kind { GradAccessor, ParametersPassed, Elsewhere, Unknown } How = Kind::GradAccessor;
+  /// file of the run (Callee names it), so what it does is not known; Indirect: a call through a
+  /// function pointer or a std::function (Callee as written).
+  enum class Kind { GradAccessor, ParametersPassed, Elsewhere, Unknown, Indirect } How = Kind::GradAccessor;
   std::string Callee, Where;
 };
 
