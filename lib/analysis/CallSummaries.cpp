@@ -44,7 +44,7 @@ std::string whereOf(const SourceManager &SM, SourceLocation L) {
 
 /// What one body does by itself, and the project functions it calls.
 struct DirectFacts {
-  std::string AutocastAt, GradAt, GradReadAt;
+  std::string AutocastAt, GradAt, GradReadAt, BackwardAt;
   std::vector<const FunctionDecl *> Callees;
 };
 
@@ -77,6 +77,9 @@ private:
       return true;
     if (Out.AutocastAt.empty() && isAutocastEnableCall(CE, Rules, Ctx))
       Out.AutocastAt = whereOf(SM, CE->getBeginLoc());
+    if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE); MC && Out.BackwardAt.empty())
+      if (const CXXMethodDecl *M = MC->getMethodDecl(); M && M->getIdentifier() && M->getName() == "backward")
+        Out.BackwardAt = whereOf(SM, CE->getBeginLoc());
     if (isGradAccessor(CE)) {
       if (Out.GradAt.empty())
         Out.GradAt = whereOf(SM, CE->getBeginLoc());
@@ -118,6 +121,8 @@ public:
         S.GradAt = D.GradAt;
       if (S.GradReadAt.empty())
         S.GradReadAt = D.GradReadAt;
+      if (S.BackwardAt.empty())
+        S.BackwardAt = D.BackwardAt;
       for (const FunctionDecl *C : D.Callees) {
         if (!Seen.insert(C->getCanonicalDecl()).second)
           continue;
@@ -244,12 +249,29 @@ void SummaryIndex::add(const std::string &USR, FunctionSummary S) {
     return;
   FunctionSummary &Old = It->second;
   for (auto [Mine, Theirs] : {std::pair{&Old.AutocastAt, &S.AutocastAt}, std::pair{&Old.GradAt, &S.GradAt},
-                              std::pair{&Old.GradReadAt, &S.GradReadAt}})
+                              std::pair{&Old.GradReadAt, &S.GradReadAt}, std::pair{&Old.BackwardAt, &S.BackwardAt}})
     if (Mine->empty())
       *Mine = *Theirs;
   std::set<std::string> Ext(Old.External.begin(), Old.External.end());
   Ext.insert(S.External.begin(), S.External.end());
   Old.External.assign(Ext.begin(), Ext.end());
+}
+
+const FunctionSummary *trainingCallerIn(const SummaryIndex &Index, llvm::StringRef USR) {
+  for (const auto &[U, S] : Index.Functions)
+    if (!S.BackwardAt.empty() && llvm::is_contained(S.External, USR))
+      return &S;
+  return nullptr;
+}
+
+CalleeAnswer CalleeFacts::trainingCaller(const FunctionDecl *FD) const {
+  std::string U = usrOf(FD);
+  if (U.empty())
+    return {CalleeAnswer::Kind::Unknown, qualifiedName(FD), ""};
+  if (const FunctionSummary *S = Run ? trainingCallerIn(*Run, U) : nullptr)
+    return {CalleeAnswer::Kind::Yes, S->Name, S->BackwardAt};
+  Unknown.emplace(U, UnknownCallee{qualifiedName(FD), FD->getNameAsString(), true});
+  return {CalleeAnswer::Kind::Unknown, qualifiedName(FD), ""};
 }
 
 llvm::json::Value SummaryIndex::toJSON() const {
@@ -260,7 +282,8 @@ llvm::json::Value SummaryIndex::toJSON() const {
       Ext.push_back(E);
     O[USR] = llvm::json::Object{{"name", S.Name},         {"where", S.Where},
                                 {"autocast", S.AutocastAt}, {"grad", S.GradAt},
-                                {"grad-read", S.GradReadAt}, {"external", std::move(Ext)}};
+                                {"grad-read", S.GradReadAt}, {"backward", S.BackwardAt},
+                                {"external", std::move(Ext)}};
   }
   return std::move(O);
 }
@@ -283,7 +306,7 @@ std::optional<SummaryIndex> SummaryIndex::fromJSON(const llvm::json::Value &V) {
     };
     const llvm::json::Array *Ext = E->getArray("external");
     if (!Str("name", S.Name) || !Str("where", S.Where) || !Str("autocast", S.AutocastAt) ||
-        !Str("grad", S.GradAt) || !Str("grad-read", S.GradReadAt) || !Ext)
+        !Str("grad", S.GradAt) || !Str("grad-read", S.GradReadAt) || !Str("backward", S.BackwardAt) || !Ext)
       return std::nullopt;
     for (const llvm::json::Value &X : *Ext)
       if (std::optional<llvm::StringRef> U = X.getAsString())

@@ -1,6 +1,7 @@
 // The inference-only rule: what each function of a translation unit calls, and which of them
 // training code reaches.
 #include "InferenceOnly.h"
+#include "ampmigrate/CallSummaries.h"
 #include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/ExpressionFacts.h"
 #include "ampmigrate/GenericLambdas.h"
@@ -417,7 +418,7 @@ bool callsLoss(const Expr *E) {
 void TrainingReach::traceScopeValues(
     FunctionAnalysis &FA, const ASTContext &Ctx,
     const llvm::DenseMap<const FunctionDecl *, const CallExpr *> &Runners,
-    const llvm::SmallPtrSetImpl<const FunctionDecl *> &Called) const {
+    const llvm::SmallPtrSetImpl<const FunctionDecl *> &Called, const CalleeFacts *Callees) const {
   if (FA.Scopes.empty())
     return;
   const SourceManager &SM = Ctx.getSourceManager();
@@ -489,6 +490,20 @@ void TrainingReach::traceScopeValues(
       for (const ReturnStmt *RS : Flow.Returns)
         if (Off(RS->getBeginLoc()) > S.Begin && FromHere(RS->getRetValue()) && IsLoss(RS->getRetValue())) {
           S.ReturnedUncalled = RS;
+          break;
+        }
+    // Returned to callers in other files: one that trains with it makes this a training scope,
+    // whatever this file's callers (an evaluation loop) do with it.
+    if (!S.HandedTo && !S.HandedToUnseen && !S.ReturnedUncalled && Callees &&
+        FA.Function->isExternallyVisible() && returnsTensors(FA.Function->getReturnType(), Rules))
+      for (const ReturnStmt *RS : Flow.Returns)
+        if (Off(RS->getBeginLoc()) > S.Begin && RS->getRetValue() && FromHere(RS->getRetValue())) {
+          CalleeAnswer Caller = Callees->trainingCaller(FA.Function->getCanonicalDecl());
+          if (Caller.K == CalleeAnswer::Kind::Yes) {
+            S.ReturnedToTrainer = RS;
+            S.TrainerName = Caller.Function;
+            S.TrainerBackward = Caller.Where;
+          }
           break;
         }
   }

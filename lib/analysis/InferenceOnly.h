@@ -48,9 +48,11 @@ public:
 
   /// Sets each scope's HandedTo / ReturnedUncalled / HandedToUnseen (TrainingStep.h) for a
   /// function with scopes.
+  /// `Callees` (may be null) says which functions of other files call one and train.
   void traceScopeValues(FunctionAnalysis &FA, const clang::ASTContext &Ctx,
                         const llvm::DenseMap<const clang::FunctionDecl *, const clang::CallExpr *> &Runners,
-                        const llvm::SmallPtrSetImpl<const clang::FunctionDecl *> &Called) const;
+                        const llvm::SmallPtrSetImpl<const clang::FunctionDecl *> &Called,
+                        const CalleeFacts *Callees) const;
 
   /// A call handing code or values to the callee (a lambda, a function, a variable holding a
   /// lambda; a call's result, directly or through the variable it initialised): the functions

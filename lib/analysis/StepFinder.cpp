@@ -129,9 +129,9 @@ public:
     auto Runners = Reach.backwardRunners();
     auto Called = Reach.calledFunctions();
     for (FunctionAnalysis &FA : Out.Functions) {
-      Reach.traceScopeValues(FA, Ctx, Runners, Called);
+      Reach.traceScopeValues(FA, Ctx, Runners, Called, Out.Callees);
       if (llvm::any_of(FA.Scopes, [](const AutocastScope &S) {
-            return !S.NoGradGuard && (S.HandedTo || S.ReturnedUncalled || S.HandedToUnseen);
+            return !S.NoGradGuard && (S.HandedTo || S.ReturnedUncalled || S.HandedToUnseen || S.ReturnedToTrainer);
           }))
         FA.InferenceOnly = false;
     }

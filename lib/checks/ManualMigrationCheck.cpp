@@ -50,6 +50,13 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
            "code, and a step whose backward is in another file cannot be rewritten from here; "
            "migrate it by hand where the backward is";
   }
+  if (!Next && S.ReturnedToTrainer)
+    return "what this scope computes leaves the function (returned at " +
+           lineText(SM, S.ReturnedToTrainer->getBeginLoc()) + ") to '" + S.TrainerName +
+           "', in another file, which calls '" + In.Function.Function->getNameAsString() +
+           "' and runs a backward (" + S.TrainerBackward + "): the step's forward is here and its "
+           "backward there, which the rewrite does not carry; migrate it by hand where the "
+           "backward is";
   if (!Next && S.ReturnedUncalled)
     return "the loss computed in this scope leaves the function (returned at " +
            lineText(SM, S.ReturnedUncalled->getBeginLoc()) + ") and nothing in this file calls '" +

@@ -281,9 +281,10 @@ std::optional<CachedTU> ResultCache::lookup(StringRef Key) {
                   std::move(*StoredSummaries), {}};
   for (const auto &[USR, V] : *Unknown) {
     const json::Array *A = V.getAsArray();
-    if (!A || A->size() != 2 || !(*A)[0].getAsString() || !(*A)[1].getAsString())
+    if (!A || A->size() != 3 || !(*A)[0].getAsString() || !(*A)[1].getAsString() || !(*A)[2].getAsBoolean())
       return std::nullopt;
-    Result.UnknownCallees[USR.str()] = {(*A)[0].getAsString()->str(), (*A)[1].getAsString()->str()};
+    Result.UnknownCallees[USR.str()] = {(*A)[0].getAsString()->str(), (*A)[1].getAsString()->str(),
+                                        *(*A)[2].getAsBoolean()};
   }
   for (const auto &[File, Hex] : *Digests) {
     std::optional<StringRef> H = Hex.getAsString();
@@ -305,7 +306,7 @@ namespace {
 json::Object unknownToJson(const std::map<std::string, UnknownCallee> &Unknown) {
   json::Object O;
   for (const auto &[USR, U] : Unknown)
-    O[USR] = json::Array{U.Name, U.Pattern};
+    O[USR] = json::Array{U.Name, U.Pattern, U.Callers};
   return O;
 }
 } // namespace

@@ -71,7 +71,7 @@ private:
 };
 
 /// Whether a file's text spells a definition of one of the patterns: `Class::method` (spaces
-/// allowed around `::`) or a free function's name followed by `(`.
+/// allowed around `::`), or a name followed by `(` (a free function's definition, or a call).
 bool mayDefine(llvm::StringRef Text, const std::vector<std::string> &Patterns) {
   for (const std::string &P : Patterns) {
     auto [Class, Method] = llvm::StringRef(P).rsplit("::");
@@ -135,14 +135,17 @@ void answerCallees(std::vector<Analysis> &Parts, const tooling::CompilationDatab
   if (Asked.empty())
     return;
   std::vector<std::string> Patterns;
+  auto Answered = [&](const std::string &USR, const UnknownCallee &U) {
+    return U.Callers ? trainingCallerIn(Index, USR) != nullptr : Index.Functions.count(USR) > 0;
+  };
   for (const auto &[USR, U] : Asked)
-    if (!Index.Functions.count(USR) && !U.Pattern.empty())
+    if (!Answered(USR, U) && !U.Pattern.empty())
       Patterns.push_back(U.Pattern);
   if (!Patterns.empty())
     summariseDefiningFiles(DB, Rules, Opts, Analysed, Patterns, Index);
   for (Analysis &A : Parts) {
     bool Learned = llvm::any_of(A.Result.UnknownCallees,
-                                [&](const auto &U) { return Index.Functions.count(U.first) > 0; });
+                                [&](const auto &U) { return Answered(U.first, U.second); });
     if (!Learned || A.File.empty() || cancelled(Opts))
       continue;
     if (std::optional<TUResult> Again = Reanalyse(A.File, Index))

@@ -32,6 +32,7 @@ struct FunctionSummary {
   std::string AutocastAt; ///< `file:line` of an autocast enable it runs; empty: none
   std::string GradAt;     ///< `file:line` of a .grad()/mutable_grad() it runs; empty: none
   std::string GradReadAt; ///< the same, for one that does more than clear .grad
+  std::string BackwardAt; ///< `file:line` of a backward() it runs; empty: none
   /// USRs of the project functions it calls (directly or through the callees above) whose bodies
   /// its translation unit does not have.
   std::vector<std::string> External;
@@ -69,10 +70,16 @@ struct CalleeAnswer {
 /// Follows `USR` through the index's summaries (every function it reaches in other files).
 CalleeAnswer askIndex(const SummaryIndex &Index, llvm::StringRef USR, CalleeFact F);
 
+/// A summarised function that calls `USR` (with no body in its own file) and runs a backward.
+const FunctionSummary *trainingCallerIn(const SummaryIndex &Index, llvm::StringRef USR);
+
 /// A function asked about that no summary of the run had yet.
 struct UnknownCallee {
   std::string Name;      ///< qualified name
   std::string Pattern;   ///< what its out-of-line definition spells: `Class::method`, or `name`
+  /// The question is who calls it (CalleeFacts::trainingCaller): Pattern is then what a call
+  /// spells, `name`.
+  bool Callers = false;
 };
 
 /// The questions of one translation unit about callees with no body in it, answered from the
@@ -83,6 +90,10 @@ public:
 
   /// For a project function whose body this translation unit does not have.
   CalleeAnswer ask(const clang::FunctionDecl *FD, CalleeFact F) const;
+
+  /// A function of another file of the run that calls `FD` and runs a backward (Yes, naming it
+  /// and where its backward is); Unknown when none is known (the question is recorded).
+  CalleeAnswer trainingCaller(const clang::FunctionDecl *FD) const;
 
   /// The functions asked about that the run's index does not have, by USR.
   const std::map<std::string, UnknownCallee> &unknown() const { return Unknown; }

@@ -78,6 +78,11 @@ struct AutocastScope {
   /// have (defined in another file, not a system header's), handed an optimizer or a scaler: it
   /// may train there (`runner.advance(opt)`), so the scope is never called inference code.
   const clang::CallExpr *HandedToUnseen = nullptr;
+  /// A return of what the scope computes from a function that a function of another file calls
+  /// and trains with (a backward there; CallSummaries.h): never inference code. TrainerName and
+  /// TrainerBackward (`file:line`) say which.
+  const clang::ReturnStmt *ReturnedToTrainer = nullptr;
+  std::string TrainerName, TrainerBackward;
 };
 
 /// Which object a scaler (or optimizer, or model) expression refers to.
