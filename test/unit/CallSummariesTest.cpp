@@ -50,9 +50,17 @@ void calls(Net &m) { reads(m); enables(); elsewhere(m); }
 
 TEST(CallSummaries, TheIndexFollowsFunctionsAcrossFiles) {
   SummaryIndex Index;
-  FunctionSummary A{"a", "a.cpp:1", "", "", "", {"c:@F@b#"}};
-  FunctionSummary B{"b", "b.cpp:3", "", "", "", {"c:@F@c#"}};
-  FunctionSummary C{"c", "c.cpp:5", "c.cpp:6", "", "", {}};
+  auto summary = [](std::string Name, std::string Where, std::string Autocast, std::vector<std::string> Ext) {
+    FunctionSummary S;
+    S.Name = std::move(Name);
+    S.Where = std::move(Where);
+    S.AutocastAt = std::move(Autocast);
+    S.External = std::move(Ext);
+    return S;
+  };
+  FunctionSummary A = summary("a", "a.cpp:1", "", {"c:@F@b#"});
+  FunctionSummary B = summary("b", "b.cpp:3", "", {"c:@F@c#"});
+  FunctionSummary C = summary("c", "c.cpp:5", "c.cpp:6", {});
   Index.add("c:@F@a#", A);
   Index.add("c:@F@b#", B);
   CalleeAnswer Unknown = askIndex(Index, "c:@F@a#", CalleeFact::EnablesAutocast);
@@ -68,10 +76,35 @@ TEST(CallSummaries, TheIndexFollowsFunctionsAcrossFiles) {
 
 TEST(CallSummaries, TwoSummariesOfOneFunctionKeepEveryFact) {
   SummaryIndex Index;
-  Index.add("u", {"f", "x.cpp:1", "", "", "", {"v"}});
-  Index.add("u", {"f", "y.cpp:1", "", "y.cpp:2", "y.cpp:2", {"w"}});
+  FunctionSummary X, Y;
+  X.Name = Y.Name = "f";
+  X.Where = "x.cpp:1";
+  X.External = {"v"};
+  X.BackwardAt = "x.cpp:4";
+  Y.Where = "y.cpp:1";
+  Y.GradAt = Y.GradReadAt = "y.cpp:2";
+  Y.External = {"w"};
+  Index.add("u", X);
+  Index.add("u", Y);
   EXPECT_EQ(Index.Functions["u"].GradReadAt, "y.cpp:2");
+  EXPECT_EQ(Index.Functions["u"].BackwardAt, "x.cpp:4");
   EXPECT_EQ(Index.Functions["u"].External, (std::vector<std::string>{"v", "w"}));
+}
+
+TEST(CallSummaries, ACallerOfAnotherFileThatTrains) {
+  SummaryIndex Index;
+  FunctionSummary Eval, Train;
+  Eval.Name = "evaluate";
+  Eval.External = {"c:@F@forward_and_loss#"};
+  Train.Name = "train_step";
+  Train.External = {"c:@F@forward_and_loss#"};
+  Train.BackwardAt = "trainer.cpp:8";
+  Index.add("c:@F@evaluate#", Eval);
+  EXPECT_EQ(trainingCallerIn(Index, "c:@F@forward_and_loss#"), nullptr) << "a caller that does not train";
+  Index.add("c:@F@train_step#", Train);
+  const FunctionSummary *T = trainingCallerIn(Index, "c:@F@forward_and_loss#");
+  ASSERT_NE(T, nullptr);
+  EXPECT_EQ(T->Name, "train_step");
 }
 
 TEST(CallSummaries, RoundTripThroughJSON) {
@@ -90,6 +123,7 @@ void top(Net &m) { helper(m); other(m); }
     EXPECT_EQ(T.Name, S.Name);
     EXPECT_EQ(T.Where, S.Where);
     EXPECT_EQ(T.GradReadAt, S.GradReadAt);
+    EXPECT_EQ(T.BackwardAt, S.BackwardAt);
     EXPECT_EQ(T.External, S.External);
   }
   EXPECT_FALSE(SummaryIndex::fromJSON(llvm::json::Value(3)));
