@@ -208,6 +208,7 @@ CalleeAnswer askIndex(const SummaryIndex &Index, llvm::StringRef USR, CalleeFact
     const FunctionSummary &S = It->second;
     const std::string &At = F == CalleeFact::EnablesAutocast ? S.AutocastAt
                             : F == CalleeFact::TouchesGrad   ? S.GradAt
+                            : F == CalleeFact::RunsBackward  ? S.BackwardAt
                                                              : S.GradReadAt;
     if (!At.empty())
       return {CalleeAnswer::Kind::Yes, S.Name, At};
@@ -234,10 +235,10 @@ CalleeAnswer CalleeFacts::ask(const FunctionDecl *FD, CalleeFact F) const {
     std::string Pattern = FD->getNameAsString();
     if (const auto *MD = dyn_cast<CXXMethodDecl>(FD))
       Pattern = MD->getParent()->getNameAsString() + "::" + Pattern;
-    Unknown.emplace(U, UnknownCallee{Name, Pattern});
+    Unknown.emplace(U, UnknownCallee{Name, Pattern, false});
   } else if (!U.empty()) {
     // Known to the run, but something it calls is not: the run's index names it by USR only.
-    Unknown.emplace(A.Function, UnknownCallee{A.Function, ""});
+    Unknown.emplace(A.Function, UnknownCallee{A.Function, "", false});
   }
   A.Function = Asked || U.empty() ? Name : Name + " (through a function it calls)";
   return A;
@@ -270,7 +271,10 @@ CalleeAnswer CalleeFacts::trainingCaller(const FunctionDecl *FD) const {
     return {CalleeAnswer::Kind::Unknown, qualifiedName(FD), ""};
   if (const FunctionSummary *S = Run ? trainingCallerIn(*Run, U) : nullptr)
     return {CalleeAnswer::Kind::Yes, S->Name, S->BackwardAt};
-  Unknown.emplace(U, UnknownCallee{qualifiedName(FD), FD->getNameAsString(), true});
+  std::string Pattern = FD->getNameAsString();
+  if (const auto *MD = dyn_cast<CXXMethodDecl>(FD))
+    Pattern = MD->getParent()->getNameAsString() + " " + Pattern;
+  Unknown.emplace(U, UnknownCallee{qualifiedName(FD), Pattern, true});
   return {CalleeAnswer::Kind::Unknown, qualifiedName(FD), ""};
 }
 
@@ -285,7 +289,7 @@ llvm::json::Value SummaryIndex::toJSON() const {
                                 {"grad-read", S.GradReadAt}, {"backward", S.BackwardAt},
                                 {"external", std::move(Ext)}};
   }
-  return std::move(O);
+  return llvm::json::Value(std::move(O));
 }
 
 std::optional<SummaryIndex> SummaryIndex::fromJSON(const llvm::json::Value &V) {

@@ -127,7 +127,7 @@ EngineResult runChecks(ASTContext &Ctx, const RuleSet &Rules,
   std::vector<MigrationPlan> Plans = planMigrations(Ctx, Rules, TU, Opts.Planner);
   FindingSink Sink(Ctx, Opts);
   for (const FunctionAnalysis &FA : TU.Functions) {
-    CheckInput In{Ctx, Rules, FA, {}, {}};
+    CheckInput In{Ctx, Rules, FA, {}, {}, &Callees};
     Sink.setTemplate(templateIdOf(Ctx, FA),
                      !FA.UnresolvedCalls.empty() && FA.Function->isDependentContext());
     for (const MigrationPlan &P : Plans) {

@@ -1,4 +1,5 @@
 // amp-manual-migration: what the tool will not rewrite, each with its reason.
+#include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/Engine.h"
 #include "ampmigrate/SourceText.h"
 #include "ampmigrate/StepFinder.h"
@@ -21,6 +22,35 @@ static std::string lineOrFileLine(const SourceManager &SM, SourceLocation L, Sou
   if (SM.getFileID(E) == SM.getFileID(SM.getExpansionLoc(Here)))
     return lineText(SM, L);
   return llvm::sys::path::filename(SM.getFilename(E)).str() + ":" + std::to_string(SM.getExpansionLineNumber(L));
+}
+
+/// A call from the scope's start up to `Before` of a function whose body is in another file of the
+/// project and runs a backward there (its summary says so), with that function and where.
+static const CallExpr *backwardElsewhere(const CheckInput &In, const AutocastScope &S,
+                                         unsigned Before, CalleeAnswer &Answer) {
+  if (!In.Callees)
+    return nullptr;
+  const SourceManager &SM = In.Ctx.getSourceManager();
+  struct Calls : AnalysedBodyVisitor {
+    std::vector<const CallExpr *> Found;
+    bool visitStmt(Stmt *St) override {
+      if (const auto *CE = dyn_cast<CallExpr>(St))
+        Found.push_back(CE);
+      return true;
+    }
+  } C;
+  C.walk(In.Function.Function->getBody());
+  for (const CallExpr *CE : C.Found) {
+    unsigned O = SM.getFileOffset(SM.getExpansionLoc(CE->getBeginLoc()));
+    const FunctionDecl *F = CE->getDirectCallee();
+    const FunctionDecl *Def = nullptr;
+    if (O < S.Begin || O >= Before || !F || F->hasBody(Def) || !isProjectFunction(F))
+      continue;
+    Answer = In.Callees->ask(F, CalleeFact::RunsBackward);
+    if (Answer.K == CalleeAnswer::Kind::Yes)
+      return CE;
+  }
+  return nullptr;
 }
 
 /// Why a closed scope has no training step, naming the backward() that follows it when there is
@@ -67,11 +97,20 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
   if (!Next) {
     // Training without a visible backward: it runs in a function the analysis cannot see.
     for (const ScalerCall &St : In.Function.OptimizerSteps)
-      if (SM.getFileOffset(SM.getExpansionLoc(St.Call->getBeginLoc())) > S.End)
+      if (unsigned StepAt = SM.getFileOffset(SM.getExpansionLoc(St.Call->getBeginLoc()));
+          StepAt > S.End) {
+        CalleeAnswer There;
+        if (const CallExpr *Via = backwardElsewhere(In, S, StepAt, There))
+          return "no backward() is visible in this function, yet it steps the optimizer (" +
+                 lineText(SM, St.Call->getBeginLoc()) + "): the backward runs in '" +
+                 There.Function + "' (" + There.Where + "), in another file, called at " +
+                 lineText(SM, Via->getBeginLoc()) + ", so the forward pass cannot be handed to "
+                 "amp::value_and_grad; migrate this step by hand";
         return "no backward() is visible in this function, yet it steps the optimizer (" +
                lineText(SM, St.Call->getBeginLoc()) +
                "): the backward runs in a function this file does not define, so the forward "
                "pass cannot be handed to amp::value_and_grad; migrate this step by hand";
+      }
     return "no training step (a backward of the loss computed here, then the optimizer's or the "
            "scaler's step) follows this autocast scope in this function; when they are in another "
            "function, move the step into one function or migrate by hand";

@@ -148,7 +148,7 @@ FileAnalysis analyseFile(const tooling::CompilationDatabase &DB, const std::vect
       return Out;
     }
     Out.BodiesUnchecked |= A.BodiesUnchecked;
-    Parts.push_back({Labels[I], std::move(A.Result)});
+    Parts.push_back({Labels[I], std::move(A.Result), File});
   }
   Out.Result = agreeOnFixes(std::move(Parts), Opts);
   return Out;

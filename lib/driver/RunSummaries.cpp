@@ -71,10 +71,17 @@ private:
 };
 
 /// Whether a file's text spells a definition of one of the patterns: `Class::method` (spaces
-/// allowed around `::`), or a name followed by `(` (a free function's definition, or a call).
+/// allowed around `::`), or a name followed by `(` (a free function's definition, or a call);
+/// a caller's pattern `Class name` also needs the class's name as a word (an include of its
+/// header, a variable of its type).
 bool mayDefine(llvm::StringRef Text, const std::vector<std::string> &Patterns) {
-  for (const std::string &P : Patterns) {
-    auto [Class, Method] = llvm::StringRef(P).rsplit("::");
+  for (const std::string &Whole : Patterns) {
+    auto [Needed, P] = llvm::StringRef(Whole).rsplit(' ');
+    if (P.empty())
+      P = Needed, Needed = "";
+    if (!Needed.empty() && !llvm::Regex("(^|[^A-Za-z0-9_])" + llvm::Regex::escape(Needed) + "([^A-Za-z0-9_]|$)").match(Text))
+      continue;
+    auto [Class, Method] = P.rsplit("::");
     std::string Re = Method.empty() ? "(^|[^A-Za-z0-9_])" + llvm::Regex::escape(Class) + "[ \t\r\n]*\\("
                                     : "(^|[^A-Za-z0-9_])" + llvm::Regex::escape(Class) + "[ \t\r\n]*::[ \t\r\n]*" +
                                           llvm::Regex::escape(Method) + "[ \t\r\n]*\\(";

@@ -57,7 +57,7 @@ public:
 };
 
 /// A fact a rewrite asks of a callee.
-enum class CalleeFact { EnablesAutocast, TouchesGrad, ReadsGrad };
+enum class CalleeFact { EnablesAutocast, TouchesGrad, ReadsGrad, RunsBackward };
 
 /// The run's answer for a function: it does (Yes, with where), it does not (No), or some code it
 /// runs is in no summary (Unknown, naming that function).
@@ -77,8 +77,8 @@ const FunctionSummary *trainingCallerIn(const SummaryIndex &Index, llvm::StringR
 struct UnknownCallee {
   std::string Name;      ///< qualified name
   std::string Pattern;   ///< what its out-of-line definition spells: `Class::method`, or `name`
-  /// The question is who calls it (CalleeFacts::trainingCaller): Pattern is then what a call
-  /// spells, `name`.
+  /// The question is who calls it (CalleeFacts::trainingCaller): Pattern is then what a caller's
+  /// file spells, `Class name` for a method (the class's name, and a call of the name), or `name`.
   bool Callers = false;
 };
 

@@ -69,6 +69,8 @@ struct CheckInput {
   /// Plans of steps in other functions whose autocast scope is in this one (the step calls this
   /// function for its loss).
   std::vector<const MigrationPlan *> CalleePlans;
+  /// What the run knows of functions whose bodies are in other files (CallSummaries.h); null: none.
+  const CalleeFacts *Callees = nullptr;
   const MigrationPlan *planOf(const TrainingStep *S) const {
     for (const MigrationPlan *P : Plans)
       if (P->Step == S)
