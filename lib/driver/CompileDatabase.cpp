@@ -3,6 +3,9 @@
 #include "ampmigrate/CompileDatabase.h"
 #include "ampmigrate/InputFiles.h"
 
+#include "clang/Tooling/JSONCompilationDatabase.h"
+#include "llvm/Support/VirtualFileSystem.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -13,6 +16,50 @@
 #include <algorithm>
 
 namespace ampmigrate {
+
+namespace {
+
+/// The mark put in place of a response file (`@file`) that must not be read: a FIFO or a device
+/// (read until memory runs out, or forever), or one over ResponseFileLimit bytes. inputProblem
+/// reports a command holding it.
+constexpr llvm::StringLiteral UnreadResponseFile = "-amp-migrate-unread-response-file=";
+constexpr uint64_t ResponseFileLimit = 16u << 20;
+
+/// Clang's JSON database expands every `@file` argument by reading the file whole; this one hands
+/// it only regular files of a sane size (then clang's expansion runs on top of it).
+class ResponseFileGuard : public clang::tooling::CompilationDatabase {
+public:
+  explicit ResponseFileGuard(std::unique_ptr<clang::tooling::CompilationDatabase> Inner) : Inner(std::move(Inner)) {}
+  std::vector<clang::tooling::CompileCommand> getCompileCommands(llvm::StringRef File) const override {
+    return guard(Inner->getCompileCommands(File));
+  }
+  std::vector<std::string> getAllFiles() const override { return Inner->getAllFiles(); }
+  std::vector<clang::tooling::CompileCommand> getAllCompileCommands() const override {
+    return guard(Inner->getAllCompileCommands());
+  }
+
+private:
+  std::unique_ptr<clang::tooling::CompilationDatabase> Inner;
+
+  static std::vector<clang::tooling::CompileCommand> guard(std::vector<clang::tooling::CompileCommand> Cmds) {
+    for (clang::tooling::CompileCommand &C : Cmds)
+      for (std::string &A : C.CommandLine) {
+        if (A.size() < 2 || A.front() != '@')
+          continue;
+        llvm::SmallString<256> P(llvm::StringRef(A).drop_front());
+        if (!llvm::sys::path::is_absolute(P))
+          llvm::sys::fs::make_absolute(C.Directory, P);
+        llvm::sys::fs::file_status St;
+        if (llvm::sys::fs::status(P, St))
+          continue; // missing: left as it is, as clang does
+        if (St.type() != llvm::sys::fs::file_type::regular_file || St.getSize() > ResponseFileLimit)
+          A = (UnreadResponseFile + llvm::StringRef(A).drop_front()).str();
+      }
+    return Cmds;
+  }
+};
+
+} // namespace
 
 std::unique_ptr<clang::tooling::CompilationDatabase>
 makeCompilationDatabase(const std::string &BuildPath, const std::vector<std::string> &ExtraArgs,
@@ -29,6 +76,20 @@ makeCompilationDatabase(const std::string &BuildPath, const std::vector<std::str
         continue; // absent (the next loader is tried), or a file to read
       Error = BuildPath + ": error: " + Name + " is not a regular file (a directory, FIFO or device); not read";
       return nullptr;
+    }
+    llvm::SmallString<256> Json(BuildPath);
+    llvm::sys::path::append(Json, "compile_commands.json");
+    if (llvm::sys::fs::is_regular_file(Json)) {
+      // Loaded without clang's expansion of response files, which runs on the guarded commands.
+      std::unique_ptr<tooling::CompilationDatabase> Raw = tooling::JSONCompilationDatabase::loadFromFile(
+          Json, Error, tooling::JSONCommandLineSyntax::AutoDetect);
+      if (!Raw) {
+        Error = BuildPath + ": error: no compilation database (compile_commands.json): " + Error;
+        return nullptr;
+      }
+      // (As clang's JSON loader composes them: headers' commands interpolated, targets inferred.)
+      return tooling::inferTargetAndDriverMode(tooling::inferMissingCompileCommands(tooling::expandResponseFiles(
+          std::make_unique<ResponseFileGuard>(std::move(Raw)), llvm::vfs::getRealFileSystem())));
     }
     auto DB = tooling::CompilationDatabase::autoDetectFromDirectory(BuildPath, Error);
     if (!DB)
@@ -95,6 +156,12 @@ std::string inputProblem(const std::string &File, const std::vector<clang::tooli
   if (!llvm::json::isUTF8(File))
     return File + ": error: the file name is not valid UTF-8, which reports and exported fixes cannot "
            "name; rename the file";
+  for (const clang::tooling::CompileCommand &C : Cmds)
+    for (const std::string &A : C.CommandLine)
+      if (llvm::StringRef(A).starts_with(UnreadResponseFile))
+        return File + ": error: its compile command names the response file '@" +
+               A.substr(UnreadResponseFile.size()) + "', which is not a regular file (a FIFO, a "
+               "device or a directory) or is larger than 16 MiB; it is not read, and the file is not analysed";
   for (const clang::tooling::CompileCommand &C : Cmds)
     if (!llvm::sys::fs::is_directory(C.Directory))
       return File + ": error: its compilation database entry names the directory \"" + C.Directory +
