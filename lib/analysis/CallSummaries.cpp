@@ -5,6 +5,7 @@
 #include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/Rules.h"
 #include "ampmigrate/ShapeRecognisers.h"
+#include "ampmigrate/SourceText.h"
 
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/DeclCXX.h"
@@ -27,6 +28,10 @@ std::string usrOf(const FunctionDecl *FD) {
   return std::string(Buf);
 }
 
+bool hasSkippedBody(const FunctionDecl *FD) {
+  return llvm::any_of(FD->redecls(), [](const FunctionDecl *R) { return R->hasSkippedBody(); });
+}
+
 bool isProjectFunction(const FunctionDecl *FD) {
   const SourceManager &SM = FD->getASTContext().getSourceManager();
   return !SM.isInSystemHeader(SM.getExpansionLoc(FD->getLocation())) && !inLibraryNamespace(FD) &&
@@ -39,7 +44,7 @@ std::string whereOf(const SourceManager &SM, SourceLocation L) {
   PresumedLoc P = SM.getPresumedLoc(SM.getExpansionLoc(L));
   if (P.isInvalid())
     return "?";
-  return llvm::sys::path::filename(P.getFilename()).str() + ":" + std::to_string(P.getLine());
+  return positionText(llvm::sys::path::filename(P.getFilename()), P.getLine());
 }
 
 /// What one body does by itself, and the project functions it calls.
@@ -129,7 +134,7 @@ public:
         const FunctionDecl *CDef = nullptr;
         if (C->hasBody(CDef) && CDef->getBody())
           Work.push_back(CDef);
-        else if (!llvm::any_of(C->redecls(), [](const FunctionDecl *R) { return R->hasSkippedBody(); }))
+        else if (!hasSkippedBody(C))
           if (std::string U = usrOf(C); !U.empty())
             External.insert(U);
         // (A body skipped by the fast path is in a header that names no autocast, scaler or

@@ -129,7 +129,7 @@ std::optional<CalleeAnswer> StepMembers::elsewhere(const CallExpr *CE, CalleeFac
   const FunctionDecl *F = CE->getDirectCallee();
   const FunctionDecl *Def = nullptr;
   if (!F || !Body.Callees || F->hasBody(Def) || !isProjectFunction(F) ||
-      llvm::any_of(F->redecls(), [](const FunctionDecl *R) { return R->hasSkippedBody(); }))
+      hasSkippedBody(F))
     return std::nullopt;
   return Body.Callees->ask(F, Fact);
 }

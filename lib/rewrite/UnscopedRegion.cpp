@@ -92,7 +92,7 @@ private:
     }
     // A body skipped by the fast path is in a header that names no autocast or scaler token
     // (HeaderBodySkipper): it turns nothing on itself.
-    if (llvm::any_of(FD->redecls(), [](const FunctionDecl *R) { return R->hasSkippedBody(); }))
+    if (hasSkippedBody(FD))
       return;
     // Its body in another file: that file's summary says what it runs.
     CalleeAnswer There{CalleeAnswer::Kind::Unknown, "", ""};

@@ -106,6 +106,10 @@ private:
 /// The USR of a function (its identity across translation units); empty when clang has none.
 std::string usrOf(const clang::FunctionDecl *FD);
 
+/// Whether the fast path skipped the function's body (HeaderBodySkipper): it is in a header that
+/// names no autocast, scaler or grad token, so it turns nothing on and touches no .grad.
+bool hasSkippedBody(const clang::FunctionDecl *FD);
+
 /// Whether a function is the project's: not in a system header, not in a namespace of libtorch
 /// or the standard library.
 bool isProjectFunction(const clang::FunctionDecl *FD);
