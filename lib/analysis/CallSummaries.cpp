@@ -38,6 +38,12 @@ bool isProjectFunction(const FunctionDecl *FD) {
          !FD->getBuiltinID();
 }
 
+/// What one body does by itself, and the project functions it calls.
+struct SummaryDirectFacts {
+  std::string AutocastAt, GradAt, GradReadAt, BackwardAt, IndirectAt;
+  std::vector<const FunctionDecl *> Callees;
+};
+
 namespace {
 
 std::string whereOf(const SourceManager &SM, SourceLocation L) {
@@ -47,15 +53,10 @@ std::string whereOf(const SourceManager &SM, SourceLocation L) {
   return positionText(llvm::sys::path::filename(P.getFilename()), P.getLine());
 }
 
-/// What one body does by itself, and the project functions it calls.
-struct DirectFacts {
-  std::string AutocastAt, GradAt, GradReadAt, BackwardAt;
-  std::vector<const FunctionDecl *> Callees;
-};
 
 class DirectWalk : public AnalysedBodyVisitor {
 public:
-  DirectWalk(const RuleSet &Rules, ASTContext &Ctx, const Stmt *Body, DirectFacts &Out)
+  DirectWalk(const RuleSet &Rules, ASTContext &Ctx, const Stmt *Body, SummaryDirectFacts &Out)
       : Rules(Rules), Ctx(Ctx), SM(Ctx.getSourceManager()), PM(const_cast<Stmt *>(Body)), Out(Out) {}
 
 private:
@@ -63,7 +64,7 @@ private:
   ASTContext &Ctx;
   const SourceManager &SM;
   ParentMap PM;
-  DirectFacts &Out;
+  SummaryDirectFacts &Out;
 
   bool visitDecl(Decl *D) override {
     if (const auto *VD = dyn_cast<VarDecl>(D); VD && Out.AutocastAt.empty() && declaresEnablingGuard(VD, Rules))
@@ -71,8 +72,27 @@ private:
     return true;
   }
 
+  /// A library call that reads or writes .grad without a `.grad()` in the project's code: an
+  /// optimizer's step() or zero_grad(), a model's zero_grad(), a clip function of the rules.
+  bool actsOnGradInLibrary(const CallExpr *CE) const {
+    const FunctionDecl *F = CE->getDirectCallee();
+    if (!F || isProjectFunction(F))
+      return false;
+    if (Rules.clipRule(qualifiedName(F)))
+      return true;
+    const auto *MD = dyn_cast<CXXMethodDecl>(F);
+    if (!MD || !MD->getIdentifier())
+      return false;
+    const CXXRecordDecl *RD = MD->getParent();
+    bool Optimizer = isDerivedFromAny(RD, Rules.OptimizerClasses);
+    return (Optimizer && MD->getName() == "step") ||
+           ((Optimizer || isDerivedFromAny(RD, Rules.ModuleClasses) || isDerivedFromAny(RD, Rules.ZeroGradClasses)) &&
+            methodNamed(MD, Rules.ZeroGradMethods));
+  }
+
   void callee(const FunctionDecl *F) {
-    if (F && isProjectFunction(F))
+    // The rules' grad-free functions are known by name (a logging library built with the project).
+    if (F && isProjectFunction(F) && !Rules.isGradFree(qualifiedName(F)))
       Out.Callees.push_back(F);
   }
 
@@ -90,7 +110,11 @@ private:
         Out.GradAt = whereOf(SM, CE->getBeginLoc());
       if (Out.GradReadAt.empty() && !onlyClearsGrad(CE, PM))
         Out.GradReadAt = whereOf(SM, CE->getBeginLoc());
+    } else if (Out.GradAt.empty() && actsOnGradInLibrary(CE)) {
+      Out.GradAt = whereOf(SM, CE->getBeginLoc());
     }
+    if (Out.IndirectAt.empty() && indirectCallee(CE, Ctx))
+      Out.IndirectAt = whereOf(SM, CE->getBeginLoc());
     // A module called through its holder (`block(x)`) runs its class's forward (`block->forward(x)`
     // names it: its direct callee).
     if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(CE); Op && Op->getOperator() == OO_Call)
@@ -103,12 +127,14 @@ private:
   }
 };
 
-/// The summaries of one translation unit's functions, each body walked once.
-class Summariser {
-public:
-  Summariser(ASTContext &Ctx, const RuleSet &Rules) : Ctx(Ctx), Rules(Rules) {}
+} // namespace
 
-  FunctionSummary summarise(const FunctionDecl *Def) {
+/// The summaries of one translation unit's functions, each body walked once.
+class FunctionSummariser::Impl {
+public:
+  Impl(ASTContext &Ctx, const RuleSet &Rules) : Ctx(Ctx), Rules(Rules) {}
+
+  FunctionSummary summarise(const FunctionDecl *Def, std::vector<const FunctionDecl *> *ExternalDecls) {
     FunctionSummary S;
     S.Name = qualifiedName(Def);
     S.Where = whereOf(Ctx.getSourceManager(), Def->getLocation());
@@ -119,7 +145,7 @@ public:
     while (!Work.empty()) {
       const FunctionDecl *F = Work.front();
       Work.pop_front();
-      const DirectFacts &D = direct(F);
+      const SummaryDirectFacts &D = direct(F);
       if (S.AutocastAt.empty())
         S.AutocastAt = D.AutocastAt;
       if (S.GradAt.empty())
@@ -128,6 +154,8 @@ public:
         S.GradReadAt = D.GradReadAt;
       if (S.BackwardAt.empty())
         S.BackwardAt = D.BackwardAt;
+      if (S.IndirectAt.empty())
+        S.IndirectAt = D.IndirectAt;
       for (const FunctionDecl *C : D.Callees) {
         if (!Seen.insert(C->getCanonicalDecl()).second)
           continue;
@@ -135,8 +163,11 @@ public:
         if (C->hasBody(CDef) && CDef->getBody())
           Work.push_back(CDef);
         else if (!hasSkippedBody(C))
-          if (std::string U = usrOf(C); !U.empty())
+          if (std::string U = usrOf(C); !U.empty()) {
             External.insert(U);
+            if (ExternalDecls)
+              ExternalDecls->push_back(C);
+          }
         // (A body skipped by the fast path is in a header that names no autocast, scaler or
         // grad token: HeaderBodySkipper.)
       }
@@ -148,12 +179,12 @@ public:
 private:
   ASTContext &Ctx;
   const RuleSet &Rules;
-  llvm::DenseMap<const FunctionDecl *, DirectFacts> Direct;
+  llvm::DenseMap<const FunctionDecl *, SummaryDirectFacts> Direct;
 
-  const DirectFacts &direct(const FunctionDecl *F) {
+  const SummaryDirectFacts &direct(const FunctionDecl *F) {
     auto [It, New] = Direct.try_emplace(F->getCanonicalDecl());
     if (New) {
-      DirectFacts D;
+      SummaryDirectFacts D;
       DirectWalk W(Rules, Ctx, F->getBody(), D);
       W.walk(F->getBody());
       Direct[F->getCanonicalDecl()] = std::move(D);
@@ -161,6 +192,30 @@ private:
     return Direct[F->getCanonicalDecl()];
   }
 };
+
+FunctionSummariser::FunctionSummariser(ASTContext &Ctx, const RuleSet &Rules)
+    : P(std::make_unique<Impl>(Ctx, Rules)) {}
+FunctionSummariser::~FunctionSummariser() = default;
+FunctionSummary FunctionSummariser::summarise(const FunctionDecl *Def, std::vector<const FunctionDecl *> *External) {
+  return P->summarise(Def, External);
+}
+
+std::optional<std::string> indirectCallee(const CallExpr *CE, const ASTContext &Ctx) {
+  const FunctionDecl *F = CE->getDirectCallee();
+  bool StdFunction = false;
+  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(CE); Op && Op->getOperator() == OO_Call && F)
+    if (const auto *MD = dyn_cast<CXXMethodDecl>(F))
+      StdFunction = qualifiedName(MD->getParent()) == "std::function";
+  if (F && !StdFunction)
+    return std::nullopt;
+  if (!F && (isa<CXXPseudoDestructorExpr>(CE->getCallee()->IgnoreParenImpCasts()) ||
+             CE->getCallee()->isTypeDependent()))
+    return std::nullopt;
+  const Expr *Callee = StdFunction ? cast<CXXOperatorCallExpr>(CE)->getArg(0) : CE->getCallee();
+  return sourceTextOf(Ctx, Callee->IgnoreParenImpCasts()->getSourceRange());
+}
+
+namespace {
 
 /// The main file's function definitions, in the declarations written there (namespaces and
 /// classes entered; templates' patterns left out: their instantiations are other functions).
@@ -190,7 +245,7 @@ SummaryIndex summariseMainFile(ASTContext &Ctx, const RuleSet &Rules) {
   std::vector<const FunctionDecl *> Found;
   for (const Decl *Top : Ctx.getTraversalScope())
     definitionsIn(Top, Ctx.getSourceManager(), Found);
-  Summariser S(Ctx, Rules);
+  FunctionSummariser S(Ctx, Rules);
   for (const FunctionDecl *FD : Found)
     if (std::string U = usrOf(FD); !U.empty())
       Out.add(U, S.summarise(FD));
@@ -214,6 +269,7 @@ CalleeAnswer askIndex(const SummaryIndex &Index, llvm::StringRef USR, CalleeFact
     const std::string &At = F == CalleeFact::EnablesAutocast ? S.AutocastAt
                             : F == CalleeFact::TouchesGrad   ? S.GradAt
                             : F == CalleeFact::RunsBackward  ? S.BackwardAt
+                            : F == CalleeFact::CallsIndirectly ? S.IndirectAt
                                                              : S.GradReadAt;
     if (!At.empty())
       return {CalleeAnswer::Kind::Yes, S.Name, At};
@@ -255,7 +311,8 @@ void SummaryIndex::add(const std::string &USR, FunctionSummary S) {
     return;
   FunctionSummary &Old = It->second;
   for (auto [Mine, Theirs] : {std::pair{&Old.AutocastAt, &S.AutocastAt}, std::pair{&Old.GradAt, &S.GradAt},
-                              std::pair{&Old.GradReadAt, &S.GradReadAt}, std::pair{&Old.BackwardAt, &S.BackwardAt}})
+                              std::pair{&Old.GradReadAt, &S.GradReadAt}, std::pair{&Old.BackwardAt, &S.BackwardAt},
+                              std::pair{&Old.IndirectAt, &S.IndirectAt}})
     if (Mine->empty())
       *Mine = *Theirs;
   std::set<std::string> Ext(Old.External.begin(), Old.External.end());
@@ -292,6 +349,7 @@ llvm::json::Value SummaryIndex::toJSON() const {
     O[USR] = llvm::json::Object{{"name", S.Name},         {"where", S.Where},
                                 {"autocast", S.AutocastAt}, {"grad", S.GradAt},
                                 {"grad-read", S.GradReadAt}, {"backward", S.BackwardAt},
+                                {"indirect", S.IndirectAt},
                                 {"external", std::move(Ext)}};
   }
   return llvm::json::Value(std::move(O));
@@ -315,7 +373,8 @@ std::optional<SummaryIndex> SummaryIndex::fromJSON(const llvm::json::Value &V) {
     };
     const llvm::json::Array *Ext = E->getArray("external");
     if (!Str("name", S.Name) || !Str("where", S.Where) || !Str("autocast", S.AutocastAt) ||
-        !Str("grad", S.GradAt) || !Str("grad-read", S.GradReadAt) || !Str("backward", S.BackwardAt) || !Ext)
+        !Str("grad", S.GradAt) || !Str("grad-read", S.GradReadAt) || !Str("backward", S.BackwardAt) ||
+        !Str("indirect", S.IndirectAt) || !Ext)
       return std::nullopt;
     for (const llvm::json::Value &X : *Ext)
       if (std::optional<llvm::StringRef> U = X.getAsString())

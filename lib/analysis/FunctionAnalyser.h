@@ -217,7 +217,8 @@ private:
 /// the elements and scopes of stages 1 and 2, which it reads only.
 class StepMembers : FunctionStage {
 public:
-  StepMembers(const FunctionBody &Body, const FunctionAnalysis &FA) : FunctionStage(Body), FA(FA) {}
+  StepMembers(const FunctionBody &Body, const FunctionAnalysis &FA)
+      : FunctionStage(Body), FA(FA), Summaries(Body.Ctx, Body.Rules) {}
 
   /// The gradient window, the clips in it, the zero_grad() calls of the step's optimizers and
   /// models, and the other statements in the window that touch `.grad`.
@@ -258,15 +259,29 @@ private:
   /// For a call of a project function whose body is not in this translation unit (and was not
   /// skipped by the fast path): what the run's summaries say of `Fact`; nullopt for any other call.
   std::optional<CalleeAnswer> elsewhere(const clang::CallExpr *CE, CalleeFact Fact) const;
-  /// Whether code the call runs can reach a model's or an optimizer's .grad through what it is
-  /// handed: an argument, or the object of a method, that is or holds a model or an optimizer.
-  /// (A function given only numbers, strings or other objects reaches them only through globals.)
-  bool mayReachTraining(const clang::CallExpr *CE) const;
-  /// The callee as written (`h.after_backward`) of a call through a function pointer or a
-  /// std::function, which may run anything; nullopt for a direct call.
-  std::optional<std::string> indirectCallee(const clang::CallExpr *CE) const;
+  /// The window's calls are judged by what they run (issue #37: a step is rewritten only when
+  /// every statement in it is understood). A call is understood when it is a library call that
+  /// does not act on .grad, or a call of a project function whose every reachable body (in this
+  /// translation unit, or in the run's summaries) neither touches .grad, nor runs a backward, nor
+  /// calls through a function pointer, nor reaches a function no file of the run has. Fills `A`
+  /// and answers true for a call that is not understood.
+  bool notUnderstood(const clang::CallExpr *CE, GradAccess &A);
+  /// The same for one function the call runs (the callee, or an override of it).
+  bool judgeFunction(const clang::FunctionDecl *F, GradAccess &A);
+  /// The methods of this TU (outside system headers) that override `MD`, directly or not.
+  const std::vector<const clang::CXXMethodDecl *> &overridersOf(const clang::CXXMethodDecl *MD);
+  llvm::DenseMap<const clang::CXXMethodDecl *, std::vector<const clang::CXXMethodDecl *>> Overriders;
+  bool OverridersKnown = false;
+  /// A library method that changes one of the step's models or optimizers (`model->to(device)`,
+  /// `model = Net()`): its name, else nullopt. Const methods and the reading ones (parameters(),
+  /// train(), eval(), param_groups(), ...) do not.
+  std::optional<std::string> changesTrainingObject(const TrainingStep &T, const clang::CallExpr *CE) const;
+  FunctionSummariser Summaries;
 
   void addGradAccesses(TrainingStep &T);
+  /// Variables of project classes declared in the window, judged by their constructors and
+  /// destructors (GradAccess of the kind their bodies give).
+  void addObjectsMade(TrainingStep &T);
   void addGradReadsAfter(TrainingStep &T);
   /// The `.grad()` read (not a clearing) that calling `CE` leads to, in a function defined in
   /// this translation unit a few calls deep; null when none.

@@ -78,51 +78,157 @@ bool StepMembers::isOwnStepOf(const TrainingStep &T, const CallExpr *CE) const {
   });
 }
 
+std::optional<std::string> StepMembers::changesTrainingObject(const TrainingStep &T, const CallExpr *CE) const {
+  const Expr *Obj = nullptr;
+  const CXXMethodDecl *MD = nullptr;
+  bool Assigns = false;
+  if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE)) {
+    Obj = MC->getImplicitObjectArgument();
+    MD = MC->getMethodDecl();
+  } else if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(CE); OC && OC->getNumArgs() == 2 &&
+                                                                  OC->isAssignmentOp()) {
+    Obj = OC->getArg(0);
+    MD = dyn_cast_or_null<CXXMethodDecl>(OC->getDirectCallee());
+    Assigns = true;
+  }
+  if (!Obj || !MD)
+    return std::nullopt;
+  ObjectRef O = resolveObject(Obj);
+  if (!O || !(T.forwardsModel(O) || T.stepsOptimizer(O)))
+    return std::nullopt;
+  if (Assigns) // another model or optimizer in the variable, of any class
+    return std::string("operator=");
+  if (isProjectFunction(MD) || MD->isConst() || MD->getOverloadedOperator() != OO_None ||
+      isa<CXXConversionDecl>(MD))
+    return std::nullopt; // a project method is judged by its body; `->`, `*` reach the object
+  static const llvm::StringRef Reading[] = {
+      "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
+      "modules",    "named_modules",    "train",   "eval",          "param_groups", "state",
+      "defaults",   "forward",          "get",     "ptr",           "is_training", "name"};
+  if (MD->getIdentifier() && llvm::is_contained(Reading, MD->getName()))
+    return std::nullopt;
+  return MD->getNameAsString();
+}
+
+bool StepMembers::notUnderstood(const CallExpr *CE, GradAccess &A) {
+  if (std::optional<std::string> Indirect = indirectCallee(CE, Ctx)) {
+    A.How = GradAccess::Kind::Indirect;
+    A.Callee = *Indirect;
+    return true;
+  }
+  const FunctionDecl *F = CE->getDirectCallee();
+  // Another loss's backward (not one of the step's): its gradients add to .grad.
+  if (const auto *MD = dyn_cast_or_null<CXXMethodDecl>(F);
+      MD && MD->getIdentifier() && MD->getName() == "backward" && !isProjectFunction(MD)) {
+    A.How = GradAccess::Kind::RunsBackward;
+    return true;
+  }
+  if (!F)
+    return false;
+  // A virtual call runs the static callee or an override: each one this TU has is judged; a pure
+  // virtual callee is not code.
+  std::vector<const FunctionDecl *> Runs;
+  const auto *MC = dyn_cast<CXXMemberCallExpr>(CE);
+  const auto *MD = dyn_cast<CXXMethodDecl>(F);
+  if (!MD || !MD->isPureVirtual())
+    Runs.push_back(F);
+  const auto *ME = MC ? dyn_cast<MemberExpr>(MC->getCallee()->IgnoreParens()) : nullptr;
+  if (MC && MD && MD->isVirtual() && !(ME && ME->hasQualifier()) && // `Base::f()` does not dispatch
+      !MD->getDevirtualizedMethod(MC->getImplicitObjectArgument(), false))
+    for (const CXXMethodDecl *O : overridersOf(MD))
+      Runs.push_back(O);
+  if (Runs.empty()) // a pure virtual method no class of this TU overrides: what runs is elsewhere
+    Runs.push_back(F);
+  return llvm::any_of(Runs, [&](const FunctionDecl *X) { return judgeFunction(X, A); });
+}
+
+bool StepMembers::judgeFunction(const FunctionDecl *F, GradAccess &A) {
+  if (!isProjectFunction(F) || hasSkippedBody(F) || Rules.isGradFree(qualifiedName(F)))
+    return false; // a library call acting on .grad is a grad accessor or is handed the parameters
+  const FunctionDecl *Def = nullptr;
+  std::vector<const FunctionDecl *> External;
+  if (F->hasBody(Def) && Def->getBody()) {
+    FunctionSummary S = Summaries.summarise(Def, &External);
+    auto Found = [&](GradAccess::Kind K, const std::string &At) {
+      A.How = K;
+      A.Callee = S.Name;
+      A.Where = At;
+      return true;
+    };
+    if (!S.GradAt.empty())
+      return Found(GradAccess::Kind::GradAccessor, S.GradAt);
+    if (!S.BackwardAt.empty())
+      return Found(GradAccess::Kind::RunsBackward, S.BackwardAt);
+    if (!S.IndirectAt.empty())
+      return Found(GradAccess::Kind::Indirect, S.IndirectAt);
+  } else {
+    External.push_back(F);
+  }
+  // What runs in other files: the run's summaries, fact by fact; unknown code is not understood.
+  std::optional<CalleeAnswer> Unknown;
+  for (const FunctionDecl *X : External) {
+    if (!Body.Callees) {
+      A.How = GradAccess::Kind::Unknown;
+      A.Callee = qualifiedName(X);
+      return true;
+    }
+    for (auto [Fact, K] : {std::pair{CalleeFact::TouchesGrad, GradAccess::Kind::Elsewhere},
+                           std::pair{CalleeFact::RunsBackward, GradAccess::Kind::RunsBackward},
+                           std::pair{CalleeFact::CallsIndirectly, GradAccess::Kind::Indirect}}) {
+      CalleeAnswer There = Body.Callees->ask(X, Fact);
+      if (There.K == CalleeAnswer::Kind::Yes) {
+        A.How = K;
+        A.Callee = There.Function;
+        A.Where = There.Where;
+        return true;
+      }
+      if (There.K == CalleeAnswer::Kind::Unknown && !Unknown)
+        Unknown = There;
+    }
+  }
+  if (!Unknown)
+    return false;
+  A.How = GradAccess::Kind::Unknown;
+  A.Callee = Unknown->Function;
+  return true;
+}
+
 namespace {
 
-/// Whether a value of type `T` holds a model or an optimizer: a module or optimizer class (by
-/// pointer, reference, smart pointer or module holder), or a class with a field that is one.
-bool holdsTrainingObjects(QualType T, const RuleSet &Rules, int Depth) {
-  T = T.getNonReferenceType();
-  if (T->isPointerType())
-    T = T->getPointeeType();
-  const CXXRecordDecl *RD = T->getAsCXXRecordDecl();
-  if (!RD || !(RD = RD->getDefinition()))
-    return false;
-  if (isDerivedFromAny(RD, Rules.ModuleClasses) || isDerivedFromAny(RD, Rules.OptimizerClasses))
-    return true;
-  if (const auto *Spec = dyn_cast<ClassTemplateSpecializationDecl>(RD))
-    for (const TemplateArgument &A : Spec->getTemplateArgs().asArray())
-      if (A.getKind() == TemplateArgument::Type && holdsTrainingObjects(A.getAsType(), Rules, Depth))
-        return true;
-  if (Depth > 0 || RD->isInStdNamespace())
-    return false;
-  return llvm::any_of(RD->fields(), [&](const FieldDecl *F) { return holdsTrainingObjects(F->getType(), Rules, Depth + 1); });
+/// Every method of `DC` (outside system headers, into namespaces and classes) that overrides
+/// another, under each method it overrides (directly or through others).
+void collectOverriders(const DeclContext *DC, const SourceManager &SM,
+                       llvm::DenseMap<const CXXMethodDecl *, std::vector<const CXXMethodDecl *>> &Out) {
+  for (const Decl *D : DC->decls()) {
+    if (D->getLocation().isValid() && SM.isInSystemHeader(SM.getExpansionLoc(D->getLocation())))
+      continue;
+    if (const auto *M = dyn_cast<CXXMethodDecl>(D)) {
+      std::vector<const CXXMethodDecl *> Work(M->overridden_methods().begin(), M->overridden_methods().end());
+      llvm::SmallPtrSet<const CXXMethodDecl *, 4> Seen;
+      while (!Work.empty()) {
+        const CXXMethodDecl *O = Work.back();
+        Work.pop_back();
+        if (!Seen.insert(O->getCanonicalDecl()).second)
+          continue;
+        Out[O->getCanonicalDecl()].push_back(M);
+        Work.insert(Work.end(), O->overridden_methods().begin(), O->overridden_methods().end());
+      }
+    }
+    if (const auto *R = dyn_cast<CXXRecordDecl>(D); R && R->isDependentContext())
+      continue;
+    if (isa<NamespaceDecl, LinkageSpecDecl, CXXRecordDecl>(D))
+      collectOverriders(cast<DeclContext>(D), SM, Out);
+  }
 }
 
 } // namespace
 
-std::optional<std::string> StepMembers::indirectCallee(const CallExpr *CE) const {
-  const FunctionDecl *F = CE->getDirectCallee();
-  bool StdFunction = false;
-  if (const auto *Op = dyn_cast<CXXOperatorCallExpr>(CE); Op && Op->getOperator() == OO_Call && F)
-    if (const auto *MD = dyn_cast<CXXMethodDecl>(F))
-      StdFunction = qualifiedName(MD->getParent()) == "std::function";
-  if (F && !StdFunction)
-    return std::nullopt;
-  if (!F && (isa<CXXPseudoDestructorExpr>(CE->getCallee()->IgnoreParenImpCasts()) ||
-             CE->getCallee()->isTypeDependent()))
-    return std::nullopt;
-  const Expr *Callee = StdFunction ? cast<CXXOperatorCallExpr>(CE)->getArg(0) : CE->getCallee();
-  return sourceTextOf(Ctx, Callee->IgnoreParenImpCasts()->getSourceRange());
-}
-
-bool StepMembers::mayReachTraining(const CallExpr *CE) const {
-  // The object a method is called on (`this` for a member of the step's class).
-  if (const auto *MC = dyn_cast<CXXMemberCallExpr>(CE))
-    if (const Expr *Obj = MC->getImplicitObjectArgument(); Obj && holdsTrainingObjects(Obj->getType(), Rules, 0))
-      return true;
-  return llvm::any_of(CE->arguments(), [&](const Expr *A) { return holdsTrainingObjects(A->getType(), Rules, 0); });
+const std::vector<const CXXMethodDecl *> &StepMembers::overridersOf(const CXXMethodDecl *MD) {
+  if (!OverridersKnown) {
+    collectOverriders(Ctx.getTranslationUnitDecl(), SM, Overriders);
+    OverridersKnown = true;
+  }
+  return Overriders[MD->getCanonicalDecl()];
 }
 
 std::optional<CalleeAnswer> StepMembers::elsewhere(const CallExpr *CE, CalleeFact Fact) const {
@@ -169,23 +275,11 @@ void StepMembers::addGradAccesses(TrainingStep &T) {
     } else if (!isa<CXXOperatorCallExpr>(CE) && // `model->`, `*opt`: access, not a hand-over
                llvm::any_of(CE->arguments(), [&](const Expr *Arg) { return namesStepParameters(T, Arg); })) {
       A.How = GradAccess::Kind::ParametersPassed;
-    } else if (CE->getDirectCallee() && bodyTouchesGrad(CE->getDirectCallee(), 0)) {
-      // A function of this file that reaches .grad by itself (a member using the trainer's
-      // model, a helper using a global model): given nothing, it still acts on .grad.
-      A.How = GradAccess::Kind::GradAccessor;
-    } else if (std::optional<std::string> Indirect = indirectCallee(CE)) {
-      // A function pointer or a std::function (a trainer's hook): what it runs is not known.
-      A.How = GradAccess::Kind::Indirect;
-      A.Callee = *Indirect;
-    } else if (std::optional<CalleeAnswer> There = elsewhere(CE, CalleeFact::TouchesGrad);
-               There && (There->K == CalleeAnswer::Kind::Yes ||
-                         (There->K == CalleeAnswer::Kind::Unknown && mayReachTraining(CE)))) {
-      // Its body is in another file: judged by that file's summary, or unknown.
-      A.How = There->K == CalleeAnswer::Kind::Yes ? GradAccess::Kind::Elsewhere : GradAccess::Kind::Unknown;
-      A.Callee = There->Function;
-      A.Where = There->Where;
-    } else {
-      continue;
+    } else if (std::optional<std::string> Method = changesTrainingObject(T, CE)) {
+      A.How = GradAccess::Kind::ChangesObject;
+      A.Callee = *Method;
+    } else if (!notUnderstood(CE, A)) {
+      continue; // understood: it does not act on .grad
     }
     A.Statement = stepStatementOf(T, CE);
     A.Holder = statementOf(CE);
@@ -193,8 +287,37 @@ void StepMembers::addGradAccesses(TrainingStep &T) {
       continue;
     T.GradAccesses.push_back(A);
   }
+  addObjectsMade(T);
   addGradReadsAfter(T);
   addGradReadsBefore(T);
+}
+
+void StepMembers::addObjectsMade(TrainingStep &T) {
+  // A variable of a project class declared in the window runs its constructor there and its
+  // destructor at the end of its block: both are judged as calls are (defaulted ones do nothing
+  // of their own).
+  auto Runs = [](const FunctionDecl *F) { return F && !F->isDefaulted() && !F->isTrivial(); };
+  for (const DeclStmt *DS : Body.Decls) {
+    if (!T.inGradientWindow(offsetOf(DS->getBeginLoc())))
+      continue;
+    for (const Decl *D : DS->decls()) {
+      const auto *VD = dyn_cast<VarDecl>(D);
+      const auto *Make = VD && VD->getInit() ? dyn_cast<CXXConstructExpr>(VD->getInit()->IgnoreImplicit()) : nullptr;
+      if (!Make)
+        continue;
+      GradAccess A;
+      A.Access = Make;
+      const CXXConstructorDecl *Ctor = Make->getConstructor();
+      const CXXRecordDecl *RD = Ctor->getParent();
+      const CXXDestructorDecl *Dtor = RD->hasDefinition() ? RD->getDestructor() : nullptr;
+      if (!(Runs(Ctor) && judgeFunction(Ctor, A)) && !(Runs(Dtor) && judgeFunction(Dtor, A)))
+        continue;
+      A.Statement = stepStatementOf(T, DS);
+      A.Holder = DS;
+      if (A.Statement && llvm::none_of(T.GradAccesses, [&](const GradAccess &O) { return O.Statement == A.Statement; }))
+        T.GradAccesses.push_back(A);
+    }
+  }
 }
 
 const Stmt *StepMembers::loopAroundLastStep(const TrainingStep &T, bool &Found) const {

@@ -20,7 +20,7 @@ namespace ampmigrate {
 namespace {
 
 /// Bumped whenever the entry format or what a key covers changes.
-constexpr int FormatVersion = 5;
+constexpr int FormatVersion = 6;
 
 std::string hashBytes(StringRef Bytes) {
   llvm::BLAKE3 H;

@@ -251,19 +251,49 @@ void GradAccessPlanner::checkGradAccesses() {
             "of the project (" + A.Where + "), between " + Backward + " and step(); the explicit "
             "grads of " + Tgt.ValueAndGrad + " never reach .grad, so after the rewrite it would "
             "act on nothing: rewrite it onto the grads or migrate this step by hand");
-    else if (A.How == GradAccess::Kind::Indirect)
+    else if (A.How == GradAccess::Kind::Indirect && A.Where.empty())
       block(A.Access->getBeginLoc(),
             "`" + Named + "` calls `" + A.Callee + "` through a function pointer or a "
             "std::function between " + Backward + " and step(): what it runs is not known, and it "
             "may read or write .grad, which the explicit grads of " + Tgt.ValueAndGrad + " never "
             "reach: migrate this step by hand");
+    else if (A.How == GradAccess::Kind::Indirect)
+      block(A.Access->getBeginLoc(),
+            "`" + Named + "` runs '" + A.Callee + "', which calls through a function pointer or a "
+            "std::function (" + A.Where + "), between " + Backward + " and step(): what that runs "
+            "is not known, and it may read or write .grad, which the explicit grads of " +
+                Tgt.ValueAndGrad + " never reach: migrate this step by hand");
     else if (A.How == GradAccess::Kind::Unknown)
       block(A.Access->getBeginLoc(),
             "`" + Named + "` runs '" + A.Callee + "' between " + Backward + " and step(), and its "
             "body is in no file of this run or of its compilation database: it may read or write "
             ".grad, which the explicit grads of " + Tgt.ValueAndGrad + " never reach; add the file "
-            "that defines it to the compilation database (its summary decides), or migrate this "
-            "step by hand");
+            "that defines it to the compilation database (its summary decides), name it under "
+            "grad-free in the rules if it never touches .grad, or migrate this step by hand");
+    else if (A.How == GradAccess::Kind::RunsBackward && A.Callee.empty())
+      block(A.Access->getBeginLoc(),
+            "`" + Named + "` runs a backward() that is not this step's between " + Backward +
+                " and step(): its gradients add to .grad, which the explicit grads of " +
+                Tgt.ValueAndGrad + " never reach, so the rewrite would drop them: migrate this "
+                "step by hand");
+    else if (A.How == GradAccess::Kind::RunsBackward)
+      block(A.Access->getBeginLoc(),
+            "`" + Named + "` runs '" + A.Callee + "', which runs a backward() (" + A.Where +
+                "), between " + Backward + " and step(): its gradients add to .grad, which the "
+                "explicit grads of " + Tgt.ValueAndGrad + " never reach, so the rewrite would drop "
+                "them: migrate this step by hand");
+    else if (A.How == GradAccess::Kind::ChangesObject)
+      block(A.Access->getBeginLoc(),
+            "`" + Named + "` changes the step's model or optimizer ('" + A.Callee + "') between " +
+                Backward + " and step(): the original's step() then works on what it leaves "
+                "(its parameters and their .grad), the rewrite's step() on the explicit grads "
+                "taken before it: migrate this step by hand");
+    else if (A.How == GradAccess::Kind::GradAccessor && !A.Callee.empty())
+      block(A.Access->getBeginLoc(),
+            "`" + Named + "` runs '" + A.Callee + "', which reads or writes .grad (" + A.Where +
+                "), between " + Backward + " and step(); the explicit grads of " + Tgt.ValueAndGrad +
+                " never reach .grad, so after the rewrite it would act on nothing: rewrite it onto "
+                "the grads or migrate this step by hand");
     else if (A.How == GradAccess::Kind::GradAccessor)
       block(A.Access->getBeginLoc(),
             "`" + Named + "` reads or writes .grad between " + Backward + " and step(); the "

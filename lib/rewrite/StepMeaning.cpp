@@ -73,7 +73,10 @@ private:
     struct Jumps : AstVisitor {
       std::vector<const Stmt *> Found;
       bool visitStmt(Stmt *S) override {
-        if (isa<ReturnStmt, BreakStmt, ContinueStmt, GotoStmt>(S))
+        // A throw the user wrote (not an error check's macro, TORCH_CHECK) leaves the same way
+        // when a caller catches it and trains on.
+        if (isa<ReturnStmt, BreakStmt, ContinueStmt, GotoStmt>(S) ||
+            (isa<CXXThrowExpr>(S) && !S->getBeginLoc().isMacroID()))
           Found.push_back(S);
         return true;
       }
@@ -108,6 +111,8 @@ private:
         if (!Target && isa<BreakStmt, ContinueStmt>(S) &&
             (isa<ForStmt, WhileStmt, DoStmt, CXXForRangeStmt>(P) || (isa<BreakStmt>(S) && isa<SwitchStmt>(P))))
           Target = P;
+        if (!Target && isa<CXXThrowExpr>(S) && isa<CXXTryStmt>(P))
+          Target = P; // caught by a try of the window stays in the step
       }
       if (InLambda || (Target && off(Target->getBeginLoc()) > T.GradientBegin))
         continue; // a lambda's own return, or a loop inside the window

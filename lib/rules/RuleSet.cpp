@@ -34,7 +34,7 @@ struct TypesSection {
 struct RuleFile {
   int Version = 1;
   std::vector<AutocastFunctionRule> Autocast;
-  std::vector<std::string> Ignore, Guards;
+  std::vector<std::string> Ignore, Guards, GradFree;
   ScalerSection Scaler;
   std::vector<ClipFunctionRule> Clip;
   ZeroGradSection ZeroGrad;
@@ -286,6 +286,7 @@ template <> struct MappingTraits<RuleFile> {
     Io.mapOptional("autocast", F.Autocast);
     Io.mapOptional("ignore", F.Ignore);
     Io.mapOptional("guards", F.Guards);
+    Io.mapOptional("grad-free", F.GradFree);
     Io.mapOptional("scaler", F.Scaler);
     Io.mapOptional("clip", F.Clip);
     Io.mapOptional("zero-grad", F.ZeroGrad);
@@ -295,7 +296,8 @@ template <> struct MappingTraits<RuleFile> {
   static std::string validate(IO &, RuleFile &F) {
     if (F.Version != 1)
       return "unsupported rules version " + std::to_string(F.Version) + " (this tool reads 1)";
-    return firstReason(emptyNameIn("ignore", F.Ignore), emptyNameIn("guards", F.Guards));
+    return firstReason(emptyNameIn("ignore", F.Ignore), emptyNameIn("guards", F.Guards),
+                       emptyNameIn("grad-free", F.GradFree));
   }
 };
 } // namespace llvm::yaml
@@ -388,6 +390,9 @@ llvm::Expected<RuleSet> ampmigrate::parseRules(llvm::StringRef Path, llvm::Strin
   for (const auto *List : {&F.Ignore, &F.Guards, &F.Scaler.Classes, &F.ZeroGrad.Classes, &F.Types.Modules,
                            &F.Types.ModuleHolders, &F.Types.Optimizers, &F.Types.Tensors, &F.Types.NoGradGuards})
     Names.insert(Names.end(), List->begin(), List->end());
+  // A grad-free entry may name a namespace: `spdlog::` (checked without its last `::`).
+  for (llvm::StringRef N : F.GradFree)
+    Names.push_back(N.trim().ends_with("::") ? N.trim().drop_back(2) : N);
   for (llvm::StringRef N : Names)
     if (std::optional<std::string> Why = BadName(N))
       return llvm::createStringError(llvm::inconvertibleErrorCode(), *Why);
@@ -406,6 +411,8 @@ llvm::Expected<RuleSet> ampmigrate::parseRules(llvm::StringRef Path, llvm::Strin
     R.Ignore.push_back(stripGlobalQualifier(S));
   for (const auto &S : F.Guards)
     R.Guards.push_back(stripGlobalQualifier(S));
+  for (const auto &S : F.GradFree)
+    R.GradFree.push_back(stripGlobalQualifier(S));
   for (const auto &S : F.Scaler.Classes)
     R.ScalerClasses.push_back(stripGlobalQualifier(S));
   R.ScalerMethods = F.Scaler.Methods;
@@ -490,6 +497,7 @@ void RuleSet::merge(const RuleSet &O) {
   mergeByFunction(Clip, O.Clip);
   appendAll(Ignore, O.Ignore);
   appendAll(Guards, O.Guards);
+  appendAll(GradFree, O.GradFree);
   appendAll(ScalerClasses, O.ScalerClasses);
   appendAll(ScalerMethods.Scale, O.ScalerMethods.Scale);
   appendAll(ScalerMethods.Unscale, O.ScalerMethods.Unscale);
@@ -538,6 +546,12 @@ const ClipFunctionRule *RuleSet::clipRule(llvm::StringRef Name) const {
 }
 
 bool RuleSet::isIgnored(llvm::StringRef Name) const { return llvm::is_contained(Ignore, Name); }
+
+bool RuleSet::isGradFree(llvm::StringRef Name) const {
+  return llvm::any_of(GradFree, [&](llvm::StringRef G) {
+    return G.ends_with("::") ? Name.starts_with(G) : Name == G;
+  });
+}
 
 std::vector<std::string> RuleSet::prefilterTokens() const {
   std::set<std::string> Tokens;

@@ -31,7 +31,7 @@ struct Trainer {
     scaler.scale(loss).backward();
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
     clamp_grads();
-    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `clamp_grads()` reads or writes .grad between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `clamp_grads()` runs 'Trainer::clamp_grads', which reads or writes .grad ({{.*}}.cpp:{{[0-9]+}}), between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
     scaler.step(opt);
     // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
     scaler.update();
@@ -48,7 +48,7 @@ void global_step(torch::optim::SGD &opt, torch::amp::GradScaler &scaler, const t
   scaler.scale(loss).backward();
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   scale_global_grads();
-  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: `scale_global_grads()` reads or writes .grad between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: `scale_global_grads()` runs 'scale_global_grads', which reads or writes .grad ({{.*}}.cpp:{{[0-9]+}}), between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
   scaler.step(opt);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler.update();

@@ -79,7 +79,8 @@ double grad_norm(Net &model) {
       total += p.grad().norm().item<double>();
   return total;
 }
-void log_value(double v);
+double last_logged;
+void log_value(double v) { last_logged = v; }
 void logged_grad_norm(Net &model, torch::optim::SGD &optimizer, torch::amp::GradScaler &scaler,
                       const torch::Tensor &data, const torch::Tensor &target) {
   for (int i = 0; i < 10; ++i) {

@@ -48,6 +48,26 @@ void calls(Net &m) { reads(m); enables(); elsewhere(m); }
   EXPECT_EQ(S.count("elsewhere"), 0u) << "a declaration is not summarised";
 }
 
+// What a body does in library code counts too (issue #37): an optimizer's step() or a model's
+// zero_grad() acts on .grad without a `.grad()` of the project's, and a call through a function
+// pointer runs what is not known.
+TEST(CallSummaries, LibraryGradActionsAndIndirectCalls) {
+  auto S = summaries(R"cpp(
+void steps(torch::optim::SGD &o) { o.step(); }
+void zeroes(Net &m) { m->zero_grad(); }
+void hook(void (*cb)()) { cb(); }
+void calls_hook(void (*cb)()) { hook(cb); }
+float plain(float v) { return v * 2; }
+)cpp");
+  EXPECT_FALSE(S["steps"].GradAt.empty());
+  EXPECT_FALSE(S["zeroes"].GradAt.empty());
+  EXPECT_FALSE(S["hook"].IndirectAt.empty());
+  EXPECT_FALSE(S["calls_hook"].IndirectAt.empty()) << "through a callee with a body";
+  EXPECT_TRUE(S["plain"].GradAt.empty());
+  EXPECT_TRUE(S["plain"].IndirectAt.empty());
+  EXPECT_TRUE(S["plain"].BackwardAt.empty());
+}
+
 TEST(CallSummaries, TheIndexFollowsFunctionsAcrossFiles) {
   SummaryIndex Index;
   auto summary = [](std::string Name, std::string Where, std::string Autocast, std::vector<std::string> Ext) {
@@ -113,6 +133,7 @@ TEST(CallSummaries, RoundTripThroughJSON) {
 void helper(Net &m) { for (auto &p : m->parameters()) p.grad().sum(); }
 void other(Net &m);
 void top(Net &m) { helper(m); other(m); }
+void hook(void (*cb)()) { cb(); }
 )cpp", &Index);
   ASSERT_FALSE(Index.empty());
   std::optional<SummaryIndex> Back = SummaryIndex::fromJSON(Index.toJSON());
@@ -124,6 +145,7 @@ void top(Net &m) { helper(m); other(m); }
     EXPECT_EQ(T.Where, S.Where);
     EXPECT_EQ(T.GradReadAt, S.GradReadAt);
     EXPECT_EQ(T.BackwardAt, S.BackwardAt);
+    EXPECT_EQ(T.IndirectAt, S.IndirectAt);
     EXPECT_EQ(T.External, S.External);
   }
   EXPECT_FALSE(SummaryIndex::fromJSON(llvm::json::Value(3)));

@@ -200,3 +200,21 @@ TEST(SettingsDocuments, EmptyFilesLoadAndASecondDocumentIsAnError) {
 }
 
 } // namespace
+
+namespace {
+
+// Rules' grad-free list (issue #37): exact names, and namespaces written with a trailing `::`.
+TEST(GradFreeRules, NamesAndNamespaces) {
+  auto R = parseRules("g.yaml", "grad-free:\n  - \"metrics::\"\n  - ::audit_value\n");
+  ASSERT_TRUE(bool(R)) << llvm::toString(R.takeError());
+  EXPECT_TRUE(R->isGradFree("metrics::record"));
+  EXPECT_TRUE(R->isGradFree("metrics::sub::log"));
+  EXPECT_FALSE(R->isGradFree("metricsx::record")) << "a namespace, not a prefix of a name";
+  EXPECT_TRUE(R->isGradFree("audit_value"));
+  EXPECT_FALSE(R->isGradFree("audit_value2"));
+  auto Bad = parseRules("b.yaml", "grad-free: [\"a b::\"]\n");
+  ASSERT_FALSE(bool(Bad));
+  EXPECT_NE(llvm::toString(Bad.takeError()).find("is not a C++ name"), std::string::npos);
+}
+
+} // namespace

@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 
 namespace clang {
 class ASTContext;
+class CallExpr;
 class FunctionDecl;
 } // namespace clang
 
@@ -33,6 +35,9 @@ struct FunctionSummary {
   std::string GradAt;     ///< `file:line` of a .grad()/mutable_grad() it runs; empty: none
   std::string GradReadAt; ///< the same, for one that does more than clear .grad
   std::string BackwardAt; ///< `file:line` of a backward() it runs; empty: none
+  /// `file:line` of a call through a function pointer or a std::function (what runs is not
+  /// known); empty: none
+  std::string IndirectAt;
   /// USRs of the project functions it calls (directly or through the callees above) whose bodies
   /// its translation unit does not have.
   std::vector<std::string> External;
@@ -57,7 +62,7 @@ public:
 };
 
 /// A fact a rewrite asks of a callee.
-enum class CalleeFact { EnablesAutocast, TouchesGrad, ReadsGrad, RunsBackward };
+enum class CalleeFact { EnablesAutocast, TouchesGrad, ReadsGrad, RunsBackward, CallsIndirectly };
 
 /// The run's answer for a function: it does (Yes, with where), it does not (No), or some code it
 /// runs is in no summary (Unknown, naming that function).
@@ -102,6 +107,31 @@ private:
   const SummaryIndex *Run;
   mutable std::map<std::string, UnknownCallee> Unknown;
 };
+
+/// The summaries of functions of one translation unit, any of its functions (the main file's or a
+/// header's), each body walked once however many summaries reach it.
+class FunctionSummariser {
+public:
+  FunctionSummariser(clang::ASTContext &Ctx, const RuleSet &Rules);
+  ~FunctionSummariser();
+  FunctionSummariser(const FunctionSummariser &) = delete;
+  FunctionSummariser &operator=(const FunctionSummariser &) = delete;
+
+  /// What `Def` (a function with a body) does through every callee whose body this TU has.
+  /// `External`, when given, receives the project functions it reaches whose bodies this TU
+  /// does not have (the declarations behind FunctionSummary::External).
+  FunctionSummary summarise(const clang::FunctionDecl *Def,
+                            std::vector<const clang::FunctionDecl *> *External = nullptr);
+
+private:
+  class Impl;
+  std::unique_ptr<Impl> P;
+};
+
+/// The callee as written (`h.after_backward`) of a call through a function pointer or a
+/// std::function, which may run anything; nullopt for a direct call (or a call not yet resolved
+/// in a template).
+std::optional<std::string> indirectCallee(const clang::CallExpr *CE, const clang::ASTContext &Ctx);
 
 /// The USR of a function (its identity across translation units); empty when clang has none.
 std::string usrOf(const clang::FunctionDecl *FD);

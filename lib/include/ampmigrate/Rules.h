@@ -117,6 +117,11 @@ struct RuleSet {
   const AutocastFunctionRule *autocastRule(llvm::StringRef QualifiedName) const;
   const ClipFunctionRule *clipRule(llvm::StringRef QualifiedName) const;
   bool isIgnored(llvm::StringRef QualifiedName) const;
+  /// Functions known not to read or write .grad, run a backward or call code that is not known
+  /// (a logging library's), by qualified name or by namespace (an entry ending in `::`): a call of
+  /// one between a step's backward and its step() is understood without its body.
+  std::vector<std::string> GradFree;
+  bool isGradFree(llvm::StringRef QualifiedName) const;
   /// Every identifier the rules key on: the lexical prefilter skips TUs that contain none.
   std::vector<std::string> prefilterTokens() const;
 

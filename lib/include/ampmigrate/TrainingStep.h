@@ -173,8 +173,12 @@ struct GradAccess {
   /// Elsewhere: a call of a project function whose body is in another file of the run, which
   /// touches .grad there (Callee and Where say which and where); Unknown: one whose body is in no
   /// file of the run (Callee names it), so what it does is not known; Indirect: a call through a
-  /// function pointer or a std::function (Callee as written).
-  enum class Kind { GradAccessor, ParametersPassed, Elsewhere, Unknown, Indirect } How = Kind::GradAccessor;
+  /// function pointer or a std::function (Callee as written; with Where, a function Callee runs
+  /// makes one there); RunsBackward: a backward outside the step's own, or a function that runs
+  /// one (Callee, Where), whose gradients add to .grad; ChangesObject: a library method that
+  /// changes the step's model or optimizer (Callee names the method).
+  enum class Kind { GradAccessor, ParametersPassed, Elsewhere, Unknown, Indirect, RunsBackward, ChangesObject } How =
+      Kind::GradAccessor;
   std::string Callee, Where;
 };
 
