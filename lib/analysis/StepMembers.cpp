@@ -1,6 +1,9 @@
 // The members of a training step, by the one rule: its gradient window, the clips in it, the
 // zero_grad() calls of its optimizers and models, and the statements that touch `.grad`.
 #include "FunctionAnalyser.h"
+#include "ampmigrate/SourceText.h"
+
+#include "llvm/Support/Path.h"
 
 using namespace clang;
 
@@ -434,8 +437,20 @@ void StepMembers::addGradReadsBefore(TrainingStep &T) {
   }
   for (const CallExpr *CE : Body.Calls) {
     unsigned O = offsetOf(CE->getBeginLoc());
-    if (O > From && O < T.GradientBegin && isGradAccessor(CE) && !onlyClearsGrad(CE, PM))
-      T.GradReadsBefore.push_back(CE);
+    if (O <= From || O >= T.GradientBegin || isStepElement(T, CE))
+      continue;
+    if (isGradAccessor(CE)) {
+      if (!onlyClearsGrad(CE, PM))
+        T.GradReadsBefore.push_back(CE);
+    } else if (const CallExpr *Read = gradReadInCallee(CE)) {
+      PresumedLoc P = SM.getPresumedLoc(SM.getExpansionLoc(Read->getBeginLoc()));
+      T.GradHelpersBefore.push_back(
+          {CE, qualifiedName(CE->getDirectCallee()),
+           P.isValid() ? positionText(llvm::sys::path::filename(P.getFilename()), P.getLine()) : "?"});
+    } else if (std::optional<CalleeAnswer> There = elsewhere(CE, CalleeFact::ReadsGrad);
+               There && There->K == CalleeAnswer::Kind::Yes) {
+      T.GradHelpersBefore.push_back({CE, There->Function, There->Where});
+    }
   }
 }
 

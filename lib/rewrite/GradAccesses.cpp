@@ -197,6 +197,16 @@ void GradAccessPlanner::checkGradAccesses() {
               "step and read the step's grads there, or migrate this step by hand");
     return;
   }
+  for (const TrainingStep::ElsewhereHelper &H : T.GradHelpersBefore) {
+    const Stmt *Holder = HolderOf(H.Call);
+    block(H.Call->getBeginLoc(),
+          "`" + firstLine(C.text(Holder->getSourceRange())) + "` calls '" + H.Function + "', which "
+              "reads .grad (" + H.Where + ") before this step's backward, where the original finds "
+              "the last step's gradients (or the zeros of zero_grad()); the explicit grads of " +
+              Tgt.ValueAndGrad + " never reach .grad, so it would find none: move it after the "
+              "step and hand it the step's grads, or migrate this step by hand");
+    return;
+  }
   for (const GradAccess &A : T.GradAccesses) {
     std::string Stmt = firstLine(C.text(A.Statement->getSourceRange()));
     // Reports name the statement that holds the access itself.

@@ -7,7 +7,7 @@
 // whose body is in no file of the run, a helper that runs another loss's backward, one that steps
 // another optimizer, one that calls a callback, a virtual hook whose override in this file reads
 // .grad, a variable whose class's destructor reads .grad, a library method that changes the
-// model, a throw.
+// model, a throw; and before the backward, a helper that reads the last step's .grad.
 #include <torch/torch.h>
 #include "scaler.h"
 #include <stdexcept>
@@ -28,6 +28,12 @@ void aux_backward(const torch::Tensor &aux) { aux.backward(); }
 void step_other(torch::optim::SGD &o) { o.step(); }
 void notify(void (*cb)()) { cb(); }
 void on_step();
+
+double last_norm;
+void log_grad_norm(Net &m) {
+  for (auto &p : m->parameters())
+    last_norm = p.grad().sum().item<double>();
+}
 
 // A timer of the project's: its constructor and destructor are judged like calls.
 struct GradTimer {
@@ -190,6 +196,26 @@ void objects_made(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler &sc
   scaler.step(opt);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler.update();
+}
+
+// Before the backward, a helper reading .grad finds the last iteration's gradients in the original.
+void reads_before(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler, const torch::Tensor &x) {
+  for (int i = 0; i < 3; ++i) {
+    log_grad_norm(model);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: not migrated automatically: `log_grad_norm(model)` calls 'log_grad_norm', which reads .grad ({{.*}}.cpp:{{[0-9]+}}) before this step's backward, where the original finds the last step's gradients (or the zeros of zero_grad()); the explicit grads of amp::value_and_grad never reach .grad, so it would find none: move it after the step and hand it the step's grads, or migrate this step by hand [amp-manual-migration]
+    torch::Tensor loss;
+    {
+      at::autocast::set_enabled(true);
+      // CHECK-MESSAGES: :[[@LINE-1]]:7: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+      loss = model->forward(x).mean();
+      at::autocast::set_enabled(false);
+    }
+    scaler.scale(loss).backward();
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+    scaler.step(opt);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+    scaler.update();
+  }
 }
 
 void throws(Net &model, torch::optim::SGD &opt, torch::amp::GradScaler &scaler, const torch::Tensor &x) {

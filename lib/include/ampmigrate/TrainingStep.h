@@ -241,6 +241,9 @@ struct TrainingStep {
   /// gradients, or zero_grad()'s zeros, there; explicit grads never reach `.grad`. Calls that only
   /// clear `.grad` (a hand-written zero_grad) are not listed.
   llvm::SmallVector<const clang::CallExpr *, 1> GradReadsBefore;
+  /// The same reached through a function: one of this translation unit that reads `.grad` a few
+  /// calls deep (Where: the read's `file:line`), or one whose summary in another file says so.
+  llvm::SmallVector<ElsewhereHelper, 1> GradHelpersBefore;
   /// Other autocast scopes before `Scope` whose values the step's forward region reads (a
   /// feature extractor in one scope, the head and loss in another), with no backward between:
   /// they feed the same loss, and the rewrite hands one scope's region to value_and_grad.
