@@ -72,24 +72,6 @@ private:
     return true;
   }
 
-  /// A library call that reads or writes .grad without a `.grad()` in the project's code: an
-  /// optimizer's step() or zero_grad(), a model's zero_grad(), a clip function of the rules.
-  bool actsOnGradInLibrary(const CallExpr *CE) const {
-    const FunctionDecl *F = CE->getDirectCallee();
-    if (!F || isProjectFunction(F))
-      return false;
-    if (Rules.clipRule(qualifiedName(F)))
-      return true;
-    const auto *MD = dyn_cast<CXXMethodDecl>(F);
-    if (!MD || !MD->getIdentifier())
-      return false;
-    const CXXRecordDecl *RD = MD->getParent();
-    bool Optimizer = isDerivedFromAny(RD, Rules.OptimizerClasses);
-    return (Optimizer && MD->getName() == "step") ||
-           ((Optimizer || isDerivedFromAny(RD, Rules.ModuleClasses) || isDerivedFromAny(RD, Rules.ZeroGradClasses)) &&
-            methodNamed(MD, Rules.ZeroGradMethods));
-  }
-
   void callee(const FunctionDecl *F) {
     // The rules' grad-free functions are known by name (a logging library built with the project).
     if (F && isProjectFunction(F) && !Rules.isGradFree(qualifiedName(F)))
@@ -110,7 +92,7 @@ private:
         Out.GradAt = whereOf(SM, CE->getBeginLoc());
       if (Out.GradReadAt.empty() && !onlyClearsGrad(CE, PM))
         Out.GradReadAt = whereOf(SM, CE->getBeginLoc());
-    } else if (Out.GradAt.empty() && actsOnGradInLibrary(CE)) {
+    } else if (Out.GradAt.empty() && actsOnGradInLibrary(CE, Rules)) {
       Out.GradAt = whereOf(SM, CE->getBeginLoc());
     }
     if (Out.IndirectAt.empty() && indirectCallee(CE, Ctx))
@@ -198,6 +180,22 @@ FunctionSummariser::FunctionSummariser(ASTContext &Ctx, const RuleSet &Rules)
 FunctionSummariser::~FunctionSummariser() = default;
 FunctionSummary FunctionSummariser::summarise(const FunctionDecl *Def, std::vector<const FunctionDecl *> *External) {
   return P->summarise(Def, External);
+}
+
+bool actsOnGradInLibrary(const CallExpr *CE, const RuleSet &Rules) {
+  const FunctionDecl *F = CE->getDirectCallee();
+  if (!F || isProjectFunction(F))
+    return false;
+  if (Rules.clipRule(qualifiedName(F)))
+    return true;
+  const auto *MD = dyn_cast<CXXMethodDecl>(F);
+  if (!MD || !MD->getIdentifier())
+    return false;
+  const CXXRecordDecl *RD = MD->getParent();
+  bool Optimizer = isDerivedFromAny(RD, Rules.OptimizerClasses);
+  return (Optimizer && MD->getName() == "step") ||
+         ((Optimizer || isDerivedFromAny(RD, Rules.ModuleClasses) || isDerivedFromAny(RD, Rules.ZeroGradClasses)) &&
+          methodNamed(MD, Rules.ZeroGradMethods));
 }
 
 std::optional<std::string> indirectCallee(const CallExpr *CE, const ASTContext &Ctx) {

@@ -120,6 +120,11 @@ bool StepMembers::notUnderstood(const CallExpr *CE, GradAccess &A) {
     return true;
   }
   const FunctionDecl *F = CE->getDirectCallee();
+  // Another optimizer's step() or zero_grad(), a clip the step does not own: library code on .grad.
+  if (actsOnGradInLibrary(CE, Rules)) {
+    A.How = GradAccess::Kind::GradAccessor;
+    return true;
+  }
   // Another loss's backward (not one of the step's): its gradients add to .grad.
   if (const auto *MD = dyn_cast_or_null<CXXMethodDecl>(F);
       MD && MD->getIdentifier() && MD->getName() == "backward" && !isProjectFunction(MD)) {

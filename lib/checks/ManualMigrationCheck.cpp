@@ -2,6 +2,7 @@
 #include "ampmigrate/AstVisitor.h"
 #include "ampmigrate/Engine.h"
 #include "ampmigrate/SourceText.h"
+#include "ampmigrate/ShapeRecognisers.h"
 #include "ampmigrate/StepFinder.h"
 #include "clang/Basic/SourceManager.h"
 #include "llvm/Support/Path.h"
@@ -51,6 +52,76 @@ static const CallExpr *backwardElsewhere(const CheckInput &In, const AutocastSco
       return CE;
   }
   return nullptr;
+}
+
+/// A backward's loss that the scope computes only through code written elsewhere: `loss` is
+/// assigned nowhere in the scope's own statements, but in a lambda (or at a line) outside it,
+/// while a step() follows the backward. The reason says so (the step is there; the forward to
+/// hand to amp::value_and_grad is what is missing); nullopt for any other case.
+static std::optional<std::string> lossComputedOutside(const CheckInput &In, const AutocastScope &S,
+                                                      const CXXMemberCallExpr *Backward) {
+  const SourceManager &SM = In.Ctx.getSourceManager();
+  auto Off = [&](SourceLocation L) { return SM.getFileOffset(SM.getExpansionLoc(L)); };
+  const auto *Ref = dyn_cast<DeclRefExpr>(Backward->getImplicitObjectArgument()->IgnoreParenImpCasts());
+  const auto *Loss = Ref ? dyn_cast<VarDecl>(Ref->getDecl()) : nullptr;
+  if (!Loss || !Loss->isLocalVarDecl())
+    return std::nullopt;
+  const ScalerCall *Step = nullptr;
+  for (const ScalerCall &St : In.Function.OptimizerSteps)
+    if (!Step && Off(St.Call->getBeginLoc()) > Off(Backward->getBeginLoc()))
+      Step = &St;
+  if (!Step)
+    return std::nullopt;
+  // Every value given to `loss` in the function, lambdas included, with the lambda it is in.
+  struct Writes : AstVisitor {
+    const VarDecl *Loss = nullptr;
+    std::vector<std::pair<const Stmt *, const LambdaExpr *>> Found;
+    std::vector<const LambdaExpr *> Open;
+    Writes() { WrapsStmts = true; }
+    bool traverseStmt(Stmt *St) override {
+      const auto *L = dyn_cast_or_null<LambdaExpr>(St);
+      if (L)
+        Open.push_back(L);
+      bool Go = descend(St);
+      if (L)
+        Open.pop_back();
+      return Go;
+    }
+    bool visitStmt(Stmt *St) override {
+      std::vector<std::pair<const VarDecl *, const Expr *>> Given;
+      if (addValuesGiven(St, Given))
+        for (const auto &[V, E] : Given)
+          if (V == Loss)
+            Found.push_back({St, Open.empty() ? nullptr : Open.back()});
+      return true;
+    }
+  } W;
+  W.Loss = Loss;
+  W.walk(In.Function.Function->getBody());
+  const std::pair<const Stmt *, const LambdaExpr *> *Outside = nullptr;
+  for (const auto &Wr : W.Found) {
+    unsigned At = Off(Wr.first->getBeginLoc());
+    if (At >= S.Begin && At <= S.End && !Wr.second)
+      return std::nullopt; // the scope computes it itself: some other reason
+    if (Wr.second && Off(Wr.second->getBeginLoc()) >= S.Begin && Off(Wr.second->getEndLoc()) <= S.End)
+      return std::nullopt; // a lambda written inside the scope
+    if (!Outside || (!Outside->second && Wr.second))
+      Outside = &Wr;
+  }
+  if (!Outside)
+    return std::nullopt;
+  std::string Where = "at " + lineText(SM, Outside->first->getBeginLoc()) + ", outside the scope";
+  if (const LambdaExpr *L = Outside->second) {
+    Where = "in a lambda defined at " + lineText(SM, L->getBeginLoc());
+    if (SM.getExpansionLineNumber(L->getBeginLoc()) != SM.getExpansionLineNumber(Outside->first->getBeginLoc()))
+      Where += " (assigned at " + lineText(SM, Outside->first->getBeginLoc()) + ")";
+  }
+  return "backward() at " + lineText(SM, Backward->getBeginLoc()) + " follows this autocast scope "
+         "and `" + firstLineOf(In, Step->Call) + "` at " + lineText(SM, Step->Call->getBeginLoc()) +
+         " follows it, but the scope does not compute `" + Loss->getNameAsString() + "` in its own "
+         "statements: it is assigned " + Where + "; the rewrite hands the scope's statements to "
+         "amp::value_and_grad as the forward, so write the loss's computation in the scope, or "
+         "migrate this step by hand";
 }
 
 /// Why a closed scope has no training step, naming the backward() that follows it when there is
@@ -128,6 +199,8 @@ static std::string noStepReason(const CheckInput &In, const AutocastScope &S) {
            StepFinder::textOf(In.Ctx, Recv->getSourceRange()) +
            "`, which is not the scale() of a loss scaler the tool recognises; name the scaler "
            "class in a rule file (scaler.classes, docs/rules.md) or migrate by hand";
+  if (std::optional<std::string> Why = lossComputedOutside(In, S, Next))
+    return *Why;
   return "backward() at " + Line + " follows this autocast scope, but no optimizer or "
          "scaler step() follows it in this function; when the step is in another function, move "
          "it into this one or migrate by hand";

@@ -400,8 +400,12 @@ void ClipPlanner::checkClips() {
     const Expr *Params = Clipping->Call->getArg(Clipping->Rule->ParamsArg);
     const ScalerCall *OfOptimizer = nullptr;
     if (!paramsOfStep(Params, &OfOptimizer)) {
-      block(Params->getBeginLoc(), "clipping a parameter set other than the model's or the "
-                                   "optimizer's; the explicit grads cover the optimizer's parameters");
+      block(Params->getBeginLoc(),
+            "the clip covers `" + C.text(Params->getSourceRange()) + "`, which this translation "
+            "unit does not show to be the model's or the optimizer's parameters (a list the "
+            "optimizer is built from counts where that construction is in sight); the explicit "
+            "grads cover the optimizer's parameters, so the clip could act on other gradients than "
+            "the original's: migrate this step by hand");
       continue;
     }
     if (!OfOptimizer)

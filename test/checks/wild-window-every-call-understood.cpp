@@ -5,9 +5,10 @@
 // runs a backward or calls through a function pointer; a function the rules name grad-free is
 // known by its name. Everything else makes the step manual, naming the statement: a function
 // whose body is in no file of the run, a helper that runs another loss's backward, one that steps
-// another optimizer, one that calls a callback, a virtual hook whose override in this file reads
-// .grad, a variable whose class's destructor reads .grad, a library method that changes the
-// model, a throw; and before the backward, a helper that reads the last step's .grad.
+// another optimizer, another optimizer's zero_grad() (library code on .grad), one that calls a
+// callback, a virtual hook whose override in this file reads .grad, a variable whose class's
+// destructor reads .grad, a library method that changes the model, a throw; and before the
+// backward, a helper that reads the last step's .grad.
 #include <torch/torch.h>
 #include "scaler.h"
 #include <stdexcept>
@@ -121,6 +122,24 @@ void other_optimizer(Net &model, torch::optim::SGD &opt, torch::optim::SGD &othe
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
   step_other(other);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: `step_other(other)` runs 'step_other', which reads or writes .grad ({{.*}}.cpp:{{[0-9]+}}), between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
+  scaler.step(opt);
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
+  scaler.update();
+}
+
+void other_zero_grad(Net &model, torch::optim::SGD &opt, torch::optim::SGD &other, torch::amp::GradScaler &scaler,
+                     const torch::Tensor &x) {
+  torch::Tensor loss;
+  {
+    at::autocast::set_enabled(true);
+    // CHECK-MESSAGES: :[[@LINE-1]]:5: warning: autocast scope enabled with 'at::autocast::set_enabled'; convert the model once with amp::auto_mixed_precision instead [amp-autocast-scope]
+    loss = model->forward(x).mean();
+    at::autocast::set_enabled(false);
+  }
+  scaler.scale(loss).backward();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: backward() of a scaled loss puts the gradients in .grad implicitly; use amp::value_and_grad to get the loss and the grads explicitly [amp-scaler-implicit-grad]
+  other.zero_grad();
+  // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: not migrated automatically: `other.zero_grad()` reads or writes .grad between the scaled backward and step(); the explicit grads of amp::value_and_grad never reach .grad, so after the rewrite it would act on nothing: rewrite it onto the grads or migrate this step by hand [amp-manual-migration]
   scaler.step(opt);
   // CHECK-MESSAGES: :[[@LINE-1]]:3: warning: step() without explicit grads; with explicit gradients it takes them: step(optimizer, grads) [amp-scaler-step]
   scaler.update();

@@ -128,6 +128,10 @@ private:
   std::unique_ptr<Impl> P;
 };
 
+/// A library call that reads or writes .grad without a `.grad()` in the project's code: an
+/// optimizer's step() or zero_grad(), a model's zero_grad(), a clip function of the rules.
+bool actsOnGradInLibrary(const clang::CallExpr *CE, const RuleSet &Rules);
+
 /// The callee as written (`h.after_backward`) of a call through a function pointer or a
 /// std::function, which may run anything; nullopt for a direct call (or a call not yet resolved
 /// in a template).
